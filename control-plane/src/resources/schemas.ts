@@ -1,0 +1,244 @@
+import { z } from "zod";
+
+/**
+ * The config documents as platform teams write them. Declared once: the admin API validates
+ * input with these, the store holds their parsed (defaulted) form, and the snapshot builder
+ * reads that form. Objects are strict so a misspelt field is an error, not a silent no-op.
+ */
+
+export const RESOURCE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const resourceName = z
+  .string()
+  .regex(
+    RESOURCE_NAME,
+    "must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit",
+  );
+
+const ms = (min: number, max: number, fallback: number) =>
+  z.int().min(min).max(max).default(fallback);
+
+const nodeAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
+  .refine((value) => {
+    const port = Number(value.slice(value.lastIndexOf(":") + 1));
+    return port >= 1 && port <= 65535;
+  }, "port must be 1-65535");
+
+export const nodeSchema = z.strictObject({
+  /** host:port of the backend instance. */
+  address: nodeAddress,
+  /** Share of traffic relative to the other nodes; default 1. */
+  weight: z.int().min(1).max(1000).default(1),
+});
+
+export const healthCheckSchema = z.strictObject({
+  /** Time between probes of one node; default 10 s (seed 000). */
+  intervalMs: ms(100, 3_600_000, 10_000),
+  /** A probe that takes longer fails; default 3 s. */
+  timeoutMs: ms(10, 60_000, 3_000),
+  /** Consecutive failures that evict a node; default 2, so one lost probe never does. */
+  unhealthyThreshold: z.int().min(1).max(100).default(2),
+  /** Consecutive successes that readmit a node; default 2. */
+  healthyThreshold: z.int().min(1).max(100).default(2),
+  /** HTTP path probed after TCP connects; null probes TCP only. Default /healthz. */
+  path: z.string().startsWith("/").nullable().default("/healthz"),
+  /** When set, the probe's JSON body must have this `status`. */
+  expectStatus: z.string().min(1).optional(),
+});
+
+export const upstreamSchema = z
+  .strictObject({
+    /** Nodes from the document; nodes from the registry are merged in at snapshot time. */
+    nodes: z.array(nodeSchema).max(1000).default([]),
+    healthCheck: healthCheckSchema.prefault({}),
+    /** Breaker policy guarding the upstream; "default" is built in. */
+    breaker: resourceName.default("default"),
+    /** Most connections a data plane opens to each node; default 128. */
+    maxConnectionsPerNode: z.int().min(1).max(10_000).default(128),
+    remediation: z
+      .strictObject({
+        /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
+        command: z.array(z.string().min(1)).min(1).optional(),
+        webhookUrl: z.url().optional(),
+      })
+      .optional(),
+  })
+  .superRefine((upstream, ctx) => {
+    const seen = new Set<string>();
+    upstream.nodes.forEach((node, index) => {
+      if (seen.has(node.address)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["nodes", index, "address"],
+          message: `duplicate node address ${node.address}`,
+        });
+      }
+      seen.add(node.address);
+    });
+  });
+
+export const HTTP_METHODS = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "TRACE",
+  "CONNECT",
+] as const;
+
+export const RETRY_CONDITIONS = ["connect-failure", "reset", "timeout", "5xx"] as const;
+
+const routeMatchSchema = z
+  .strictObject({
+    /** Host names the route answers (no port); empty matches any host. */
+    hosts: z.array(z.string().regex(/^[a-z0-9*.-]+$/i, "must be a host name")).default([]),
+    /** Exact path; give this or pathPrefix. */
+    path: z.string().startsWith("/").optional(),
+    /** Path prefix; the longest matching prefix wins. */
+    pathPrefix: z.string().startsWith("/").optional(),
+    /** Methods the route answers; empty matches any method. */
+    methods: z.array(z.enum(HTTP_METHODS)).default([]),
+    /** Headers that must be present with exactly these values (names case-insensitive). */
+    headers: z
+      .record(z.string().regex(/^[A-Za-z0-9-]+$/, "must be a header name"), z.string())
+      .default({}),
+  })
+  .superRefine((match, ctx) => {
+    if (match.path === undefined && match.pathPrefix === undefined) {
+      ctx.addIssue({ code: "custom", path: ["pathPrefix"], message: "give path or pathPrefix" });
+    }
+    if (match.path !== undefined && match.pathPrefix !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["path"],
+        message: "give path or pathPrefix, not both",
+      });
+    }
+  });
+
+export const routeSchema = z
+  .strictObject({
+    match: routeMatchSchema,
+    /** Breaks ties between equally specific matches; higher wins. Default 0. */
+    priority: z.int().min(-1000).max(1000).default(0),
+    /** Upstream that serves the route; give this or split. */
+    upstream: resourceName.optional(),
+    /** Weighted split across upstreams, for canaries; give this or upstream. */
+    split: z
+      .array(z.strictObject({ upstream: resourceName, weight: z.int().min(1).max(1000) }))
+      .min(1)
+      .max(16)
+      .optional(),
+    rewrite: z
+      .strictObject({
+        /** Replaces the matched path or prefix before forwarding. */
+        pathPrefix: z.string().startsWith("/").optional(),
+        /** Host header sent upstream instead of the client's. */
+        host: z.string().min(1).optional(),
+      })
+      .optional(),
+    retry: z
+      .strictObject({
+        /** Retries after the first attempt, each on another node; default 2. */
+        attempts: z.int().min(0).max(5).default(2),
+        /** Conditions that allow a retry; default connect failures only, safe for any method. */
+        on: z.array(z.enum(RETRY_CONDITIONS)).default(["connect-failure"]),
+      })
+      .prefault({}),
+    timeouts: z
+      .strictObject({
+        connectMs: ms(1, 600_000, 1_000),
+        headersMs: ms(1, 3_600_000, 15_000),
+        bodyMs: ms(1, 3_600_000, 30_000),
+        totalMs: ms(1, 3_600_000, 60_000),
+      })
+      .prefault({}),
+    fallback: z
+      .strictObject({
+        /** Serve the last good GET response this long while the upstream fails; 0 is off. */
+        staleIfErrorSeconds: z.int().min(0).max(86_400).default(0),
+      })
+      .prefault({}),
+  })
+  .superRefine((route, ctx) => {
+    if ((route.upstream === undefined) === (route.split === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstream"],
+        message: "give upstream or split, exactly one",
+      });
+    }
+  });
+
+export const breakerSchema = z
+  .strictObject({
+    /** Sliding window failures are counted over; default 30 s (seed 004). */
+    windowMs: ms(1_000, 3_600_000, 30_000),
+    /** Requests the window must hold before the failure ratio counts; default 20. */
+    minRequests: z.int().min(1).max(100_000).default(20),
+    /** Failure share in the window that opens the breaker; default 0.6. */
+    failureRatio: z.number().gt(0).max(1).default(0.6),
+    /** Consecutive transport failures that open it at any volume; default 5. */
+    consecutiveFailures: z.int().min(1).max(1_000).default(5),
+    /** First open period; default 30 s. */
+    cooldownMs: ms(100, 3_600_000, 30_000),
+    /** Each failed half-open probe multiplies the cooldown by this; default 2. */
+    cooldownMultiplier: z.number().min(1).max(10).default(2),
+    /** Cap on the grown cooldown; default 300 s. */
+    maxCooldownMs: ms(100, 3_600_000, 300_000),
+    /** Probe requests allowed at once while half-open; default 1. */
+    halfOpenMaxInFlight: z.int().min(1).max(100).default(1),
+    /** Consecutive probe successes that close it; default 2. */
+    halfOpenSuccesses: z.int().min(1).max(100).default(2),
+  })
+  .superRefine((breaker, ctx) => {
+    if (breaker.maxCooldownMs < breaker.cooldownMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxCooldownMs"],
+        message: `must be at least cooldownMs (${breaker.cooldownMs})`,
+      });
+    }
+  });
+
+export const tenantSchema = z.strictObject({
+  /** SHA-256 (hex) of each API key; keys themselves are never stored. */
+  apiKeySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, "must be 64 hex digits")).default([]),
+  /** Requests a minute; 0 is unlimited. */
+  requestsPerMinute: z.int().min(0).default(0),
+  /** Tokens a day; 0 is unlimited. */
+  tokensPerDay: z.int().min(0).default(0),
+  /** Routes the tenant may call; empty means all. */
+  allowedRoutes: z.array(resourceName).default([]),
+});
+
+export type Upstream = z.infer<typeof upstreamSchema>;
+export type Route = z.infer<typeof routeSchema>;
+export type Breaker = z.infer<typeof breakerSchema>;
+export type Tenant = z.infer<typeof tenantSchema>;
+
+/** The four resource kinds, by their plural name as the API and the store spell it. */
+export const resourceSchemas = {
+  upstreams: upstreamSchema,
+  routes: routeSchema,
+  breakers: breakerSchema,
+  tenants: tenantSchema,
+} as const;
+
+export type ResourceKind = keyof typeof resourceSchemas;
+export const RESOURCE_KINDS = Object.keys(resourceSchemas) as ResourceKind[];
+
+export interface ResourceDocuments {
+  upstreams: Upstream;
+  routes: Route;
+  breakers: Breaker;
+  tenants: Tenant;
+}
+
+/** Policy used by upstreams that name "default" when no breaker of that name is stored. */
+export const DEFAULT_BREAKER_NAME = "default";
+export const DEFAULT_BREAKER: Breaker = Object.freeze(breakerSchema.parse({}));

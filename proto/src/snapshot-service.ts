@@ -1,0 +1,45 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { ServiceDefinition } from "@grpc/grpc-js";
+import {
+  type StreamSnapshotsRequest,
+  StreamSnapshotsRequestSchema,
+  type StreamSnapshotsResponse,
+  StreamSnapshotsResponseSchema,
+} from "./gen/clawgate/v1/snapshot_service_pb.js";
+
+/** The protocol both sides speak; a stream whose Hello names another is refused. */
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * What the control plane writes on a stream: a message, or the bytes of one already encoded.
+ * A snapshot is encoded once per version and the same bytes go to every data plane.
+ */
+export type EncodedOrResponse = StreamSnapshotsResponse | Uint8Array;
+
+export function encodeResponse(message: StreamSnapshotsResponse): Uint8Array {
+  return toBinary(StreamSnapshotsResponseSchema, message);
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * grpc-js definition of clawgate.v1.SnapshotService, built by hand because protoc-gen-es
+ * generates messages and descriptors only; the codecs are protobuf-es's.
+ */
+export const snapshotServiceDefinition = {
+  streamSnapshots: {
+    path: "/clawgate.v1.SnapshotService/StreamSnapshots",
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: (message: StreamSnapshotsRequest) =>
+      toBuffer(toBinary(StreamSnapshotsRequestSchema, message)),
+    requestDeserialize: (bytes: Buffer) => fromBinary(StreamSnapshotsRequestSchema, bytes),
+    responseSerialize: (message: EncodedOrResponse) =>
+      toBuffer(message instanceof Uint8Array ? message : encodeResponse(message)),
+    responseDeserialize: (bytes: Buffer) => fromBinary(StreamSnapshotsResponseSchema, bytes),
+  },
+} satisfies ServiceDefinition;
+
+export type SnapshotServiceDefinition = typeof snapshotServiceDefinition;
