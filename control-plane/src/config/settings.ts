@@ -1,0 +1,52 @@
+import { hostname } from "node:os";
+import { z } from "zod";
+
+const listenAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
+  .refine(
+    (value) => Number(value.slice(value.lastIndexOf(":") + 1)) <= 65535,
+    "port must be 0-65535",
+  );
+
+/** Control-plane settings, after defaults, the YAML file, CLAWGATE_* variables and flags. */
+export const controlPlaneSettingsSchema = z.strictObject({
+  /** Admin API; loopback by default so it is never exposed by accident. */
+  adminListen: listenAddress.default("127.0.0.1:9180"),
+  /** gRPC snapshot service the data planes connect to. */
+  grpcListen: listenAddress.default("127.0.0.1:9190"),
+  /** etcd client URLs; empty selects the embedded file store. */
+  etcdEndpoints: z.array(z.url()).default([]),
+  /** Key prefix of everything Clawgate keeps in etcd; default /clawgate/. */
+  etcdPrefix: z
+    .string()
+    .regex(/^\/([^/]+\/)*$/, "must start and end with '/'")
+    .default("/clawgate/"),
+  /** File of the embedded store; default ./.clawgate/store.json. */
+  storePath: z.string().min(1).default("./.clawgate/store.json"),
+  /** Bearer token of the admin API. */
+  adminToken: z.string().min(16, "must be at least 16 characters").optional(),
+  /** File holding the admin token; when neither is set one is generated into this file. */
+  adminTokenFile: z.string().min(1).default("./.clawgate/admin-token"),
+  /** Time a data plane may lag the published version before it shows as STALE; default 10 s. */
+  staleGraceMs: z.int().min(0).max(3_600_000).default(10_000),
+  /** Names this replica in logs and snapshot nonces; default hostname-pid. */
+  instanceId: z.string().min(1).default(`${hostname()}-${process.pid}`),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type ControlPlaneSettings = Readonly<z.infer<typeof controlPlaneSettingsSchema>>;
+
+/** Environment variables, and the setting each one sets. */
+export const controlPlaneEnvironment: Record<string, keyof ControlPlaneSettings> = {
+  CLAWGATE_ADMIN_LISTEN: "adminListen",
+  CLAWGATE_GRPC_LISTEN: "grpcListen",
+  CLAWGATE_ETCD_ENDPOINTS: "etcdEndpoints",
+  CLAWGATE_ETCD_PREFIX: "etcdPrefix",
+  CLAWGATE_STORE_PATH: "storePath",
+  CLAWGATE_ADMIN_TOKEN: "adminToken",
+  CLAWGATE_ADMIN_TOKEN_FILE: "adminTokenFile",
+  CLAWGATE_STALE_GRACE_MS: "staleGraceMs",
+  CLAWGATE_INSTANCE_ID: "instanceId",
+  CLAWGATE_LOG_LEVEL: "logLevel",
+};

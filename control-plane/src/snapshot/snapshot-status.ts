@@ -1,0 +1,19 @@
+/** What `GET /v1/snapshot` answers: the newest version seen and whether it went out. */
+export interface SnapshotStatus {
+  /** Store revision of the newest config the builder read. */
+  version: number;
+  /** True when `version` is the snapshot being served to data planes. */
+  published: boolean;
+  /** Version data planes are being sent; null before the first publish. */
+  publishedVersion: number | null;
+  /** Why `version` was not published (a broken reference, an invalid document). */
+  reason?: string;
+  problems?: { key: string; message: string }[];
+  /** ISO time the published snapshot was built. */
+  builtAt?: string;
+  counts: { routes: number; upstreams: number; breakers: number; tenants: number };
+}
+
+export interface SnapshotStatusSource {
+  status(): SnapshotStatus;
+}
