@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { ERROR_CATALOG, type ErrorCode } from "../resources/errors.js";
+import { RESOURCE_KINDS, resourceName } from "../resources/schemas.js";
+
+/** Request and response shapes of the admin API, declared once for validation and OpenAPI. */
+
+export const nameParams = z.object({ name: resourceName });
+
+export const ifMatchHeaders = z.looseObject({
+  "if-match": z
+    .string()
+    .optional()
+    .describe(
+      'Write only if the resource is at this revision ("<revision>" from ETag; "0": must not exist)',
+    ),
+});
+
+const errorCodes = Object.keys(ERROR_CATALOG) as [ErrorCode, ...ErrorCode[]];
+
+export const errorResponse = z.object({
+  error: z.object({
+    code: z.enum(errorCodes),
+    message: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+
+export function resourceResponse<S extends z.ZodType>(spec: S) {
+  return z.object({
+    name: z.string(),
+    /** The key's mod revision; also sent as the ETag. */
+    revision: z.int(),
+    spec,
+  });
+}
+
+export function listResponse<S extends z.ZodType>(spec: S) {
+  return z.object({ items: z.array(resourceResponse(spec)), revision: z.int() });
+}
+
+export const deleteResponse = z.object({ name: z.string(), revision: z.int() });
+
+const kindInput = z.string().describe(`One of ${RESOURCE_KINDS.join(", ")}, plural or singular`);
+
+export const applyBody = z.strictObject({
+  resources: z
+    .array(z.strictObject({ kind: kindInput, name: z.string(), spec: z.unknown() }))
+    .max(10_000),
+  /** Check everything, write nothing; default false. */
+  dryRun: z.boolean().default(false),
+  /** Delete resources (of every kind, or of the kinds listed) the request does not name; default false. */
+  prune: z.union([z.boolean(), z.array(kindInput)]).default(false),
+});
+
+export const applyResponse = z.object({
+  revision: z.int(),
+  dryRun: z.boolean(),
+  results: z.array(
+    z.object({
+      kind: z.enum(RESOURCE_KINDS),
+      name: z.string(),
+      action: z.enum(["created", "updated", "deleted", "unchanged"]),
+      revision: z.int(),
+    }),
+  ),
+});

@@ -1,0 +1,87 @@
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import {
+  createJsonSchemaTransform,
+  serializerCompiler,
+  type ZodTypeProvider,
+} from "fastify-type-provider-zod";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import type { FleetSource } from "../fleet/data-plane-view.js";
+import type { ConfigService } from "../resources/config-service.js";
+import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
+import { applyRoute } from "./apply-route.js";
+import { bearerAuth } from "./auth.js";
+import { installErrorHandling, validatorCompiler } from "./errors.js";
+import { resourceRoutes } from "./resource-routes.js";
+import { statusRoutes } from "./status-routes.js";
+
+export interface AdminAppOptions {
+  config: ConfigService;
+  snapshot: SnapshotStatusSource;
+  fleet: FleetSource;
+  /** Bearer token every path but /healthz requires; default none (open, for loopback tests). */
+  token?: string;
+  /** Registry served at /metrics; default none (no /metrics route). */
+  metrics?: Registry;
+  /** Request and error log; default false (silent). */
+  logger?: Logger | false;
+}
+
+/** Largest request body accepted; a full config apply of thousands of resources fits. */
+const BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Assembles the admin API: auth, then validation, then the routes. Never listens, so tests
+ * call `app.inject()` and the binary decides where to bind.
+ */
+export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyInstance> {
+  const base =
+    options.logger === undefined || options.logger === false
+      ? Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES })
+      : Fastify({
+          loggerInstance: options.logger as FastifyBaseLogger,
+          bodyLimit: BODY_LIMIT_BYTES,
+        });
+  const app = base.withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+  // An empty JSON body reads as no body, so a DELETE sent with a JSON content type still works;
+  // a PUT without a body then fails schema validation like any other missing document.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "") return done(null, undefined);
+    parseJson(request, String(body), done);
+  });
+  if (options.token !== undefined) app.addHook("onRequest", bearerAuth(options.token));
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: {
+        title: "Clawgate admin API",
+        description: "Config resources, snapshot status and data-plane fleet of the control plane",
+        version: "1",
+      },
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      },
+      security: options.token === undefined ? [] : [{ bearer: [] }],
+    },
+    transform: createJsonSchemaTransform({
+      skipList: ["/docs", "/docs/", "/docs/json", "/docs/yaml", "/docs/*", "/docs/static/*"],
+    }),
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+
+  await app.register(resourceRoutes, { config: options.config });
+  await app.register(applyRoute, { config: options.config });
+  await app.register(statusRoutes, {
+    snapshot: options.snapshot,
+    fleet: options.fleet,
+    metrics: options.metrics,
+  });
+  return app as unknown as FastifyInstance;
+}

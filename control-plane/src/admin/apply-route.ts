@@ -1,0 +1,69 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { ConfigService, ResourceChange } from "../resources/config-service.js";
+import { clawgateError, type FieldProblem } from "../resources/errors.js";
+import type { ResourceKind } from "../resources/schemas.js";
+import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
+import { sendError } from "./errors.js";
+import { parseKind } from "./kind-name.js";
+
+export interface ApplyRouteOptions {
+  config: ConfigService;
+}
+
+/** POST /v1/apply: several resources in one transaction, with dry run and prune. */
+export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (app, { config }) => {
+  app.post(
+    "/v1/apply",
+    {
+      schema: {
+        tags: ["apply"],
+        summary: "Create or update several resources atomically",
+        body: applyBody,
+        response: {
+          200: applyResponse,
+          400: errorResponse,
+          401: errorResponse,
+          404: errorResponse,
+          409: errorResponse,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { resources, dryRun, prune } = request.body;
+      const problems: FieldProblem[] = [];
+      const changes: ResourceChange[] = [];
+      resources.forEach((resource, index) => {
+        const kind = parseKind(resource.kind);
+        if (kind === undefined) {
+          problems.push({
+            path: `resources.${index}.kind`,
+            message: `unknown kind ${resource.kind}`,
+          });
+          return;
+        }
+        changes.push({ kind, name: resource.name, document: resource.spec });
+      });
+      let pruneKinds: boolean | ResourceKind[] = false;
+      if (Array.isArray(prune)) {
+        pruneKinds = [];
+        prune.forEach((name, index) => {
+          const kind = parseKind(name);
+          if (kind === undefined) {
+            problems.push({ path: `prune.${index}`, message: `unknown kind ${name}` });
+          } else {
+            (pruneKinds as ResourceKind[]).push(kind);
+          }
+        });
+      } else {
+        pruneKinds = prune;
+      }
+      if (problems.length > 0) {
+        const message = problems.map((p) => `${p.path}: ${p.message}`).join("; ");
+        return sendError(reply, clawgateError("CLAWGATE_INVALID_REQUEST", message, problems));
+      }
+      const result = await config.apply(changes, { dryRun, prune: pruneKinds });
+      if (!result.ok) return sendError(reply, result.error);
+      return { revision: result.revision, dryRun: result.dryRun, results: result.results };
+    },
+  );
+};

@@ -1,0 +1,34 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { onRequestHookHandler } from "fastify";
+import { clawgateError } from "../resources/errors.js";
+import { sendError } from "./errors.js";
+
+/** Paths anyone may call: a liveness probe carries no token. */
+const PUBLIC_PATHS = new Set(["/healthz"]);
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+/**
+ * Requires `Authorization: Bearer <token>` on every path but /healthz. Both sides are hashed
+ * first so the comparison takes the same time whatever the length or content of the guess.
+ */
+export function bearerAuth(token: string): onRequestHookHandler {
+  const expected = digest(token);
+  return (request, reply, done) => {
+    const path = request.url.split("?")[0] ?? "";
+    if (PUBLIC_PATHS.has(path)) return done();
+    const header = request.headers.authorization ?? "";
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    if (match?.[1] !== undefined && timingSafeEqual(digest(match[1]), expected)) return done();
+    reply.header("www-authenticate", 'Bearer realm="clawgate"');
+    sendError(
+      reply,
+      clawgateError(
+        "CLAWGATE_UNAUTHORIZED",
+        header === "" ? "missing bearer token" : "invalid bearer token",
+      ),
+    );
+  };
+}

@@ -1,0 +1,157 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { ConfigService } from "../resources/config-service.js";
+import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
+import { RESOURCE_KINDS, type ResourceKind, resourceSchemas } from "../resources/schemas.js";
+import {
+  deleteResponse,
+  errorResponse,
+  ifMatchHeaders,
+  listResponse,
+  nameParams,
+  resourceResponse,
+} from "./api-schemas.js";
+import { sendError } from "./errors.js";
+import { singularKind } from "./kind-name.js";
+
+export interface ResourceRoutesOptions {
+  config: ConfigService;
+}
+
+const errors = {
+  400: errorResponse,
+  401: errorResponse,
+  404: errorResponse,
+  409: errorResponse,
+  412: errorResponse,
+};
+
+/** The ETag of a resource: its key's mod revision, quoted. */
+export function etag(revision: number): string {
+  return `"${revision}"`;
+}
+
+/**
+ * Reads If-Match as the revision a write must find. "*" and a missing header set no
+ * condition; a tag that is not one of our revisions can never match.
+ */
+export function parseIfMatch(header: string | undefined): Outcome<{ revision?: number }> {
+  const value = header?.trim();
+  if (value === undefined || value === "" || value === "*") return { ok: true };
+  const match = /^(?:W\/)?"?(\d+)"?$/.exec(value);
+  if (match?.[1] === undefined) {
+    const error: ClawgateError = clawgateError(
+      "CLAWGATE_PRECONDITION_FAILED",
+      `If-Match ${value} names no revision; send the ETag of the resource`,
+    );
+    return { ok: false, error };
+  }
+  return { ok: true, revision: Number(match[1]) };
+}
+
+/** GET (list and one), PUT and DELETE for each resource kind under /v1/{kind}. */
+export const resourceRoutes: FastifyPluginAsyncZod<ResourceRoutesOptions> = async (
+  app,
+  { config },
+) => {
+  for (const kind of RESOURCE_KINDS) registerKind(app, config, kind);
+};
+
+function registerKind(
+  app: Parameters<FastifyPluginAsyncZod>[0],
+  config: ConfigService,
+  kind: ResourceKind,
+): void {
+  const spec = resourceSchemas[kind];
+  const one = singularKind(kind);
+  const tags = [kind];
+
+  app.get(
+    `/v1/${kind}`,
+    {
+      schema: { tags, summary: `List ${kind}`, response: { 200: listResponse(spec), ...errors } },
+    },
+    async (_request, reply) => {
+      const result = await config.list(kind);
+      if (!result.ok) return sendError(reply, result.error);
+      return {
+        revision: result.revision,
+        items: result.items.map(({ name, revision, document }) => ({
+          name,
+          revision,
+          spec: document,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    `/v1/${kind}/:name`,
+    {
+      schema: {
+        tags,
+        summary: `Read one ${one}`,
+        params: nameParams,
+        response: { 200: resourceResponse(spec), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const result = await config.get(kind, request.params.name);
+      if (!result.ok) return sendError(reply, result.error);
+      const { name, revision, document } = result.resource;
+      reply.header("etag", etag(revision));
+      return { name, revision, spec: document };
+    },
+  );
+
+  app.put(
+    `/v1/${kind}/:name`,
+    {
+      schema: {
+        tags,
+        summary: `Create or replace one ${one}`,
+        params: nameParams,
+        headers: ifMatchHeaders,
+        body: spec,
+        response: { 200: resourceResponse(spec), 201: resourceResponse(spec), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const ifMatch = parseIfMatch(request.headers["if-match"]);
+      if (!ifMatch.ok) return sendError(reply, ifMatch.error);
+      const { name } = request.params;
+      const result = await config.apply([
+        { kind, name, document: request.body, ifMatch: ifMatch.revision },
+      ]);
+      if (!result.ok) return sendError(reply, result.error);
+      const applied = result.results[0];
+      const revision = applied?.revision ?? result.revision;
+      reply.header("etag", etag(revision));
+      if (applied?.action === "created") {
+        reply.code(201).header("location", `/v1/${kind}/${name}`);
+      }
+      // The validator already parsed and defaulted the body: it is what was stored.
+      return { name, revision, spec: request.body };
+    },
+  );
+
+  app.delete(
+    `/v1/${kind}/:name`,
+    {
+      schema: {
+        tags,
+        summary: `Delete one ${one}`,
+        params: nameParams,
+        headers: ifMatchHeaders,
+        response: { 200: deleteResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const ifMatch = parseIfMatch(request.headers["if-match"]);
+      if (!ifMatch.ok) return sendError(reply, ifMatch.error);
+      const { name } = request.params;
+      const result = await config.apply([{ kind, name, delete: true, ifMatch: ifMatch.revision }]);
+      if (!result.ok) return sendError(reply, result.error);
+      return { name, revision: result.revision };
+    },
+  );
+}

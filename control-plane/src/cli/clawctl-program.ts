@@ -1,0 +1,287 @@
+import { readFile } from "node:fs/promises";
+import { Command, CommanderError, Option } from "commander";
+import { stringify } from "yaml";
+import { parseKind } from "../admin/kind-name.js";
+import type { DataPlaneView } from "../fleet/data-plane-view.js";
+import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
+import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
+import { type AdminClient, createAdminClient } from "./admin-client.js";
+import { ClawctlError, EXIT_USAGE } from "./clawctl-error.js";
+import { parseManifest } from "./manifest.js";
+import { KIND_COLUMNS } from "./resource-columns.js";
+import { formatAge, renderTable } from "./table.js";
+
+/** Where clawctl reads and writes; every field defaults to the real process. */
+export interface ClawctlIo {
+  /** Default the global fetch. */
+  fetch?: typeof fetch;
+  /** Default process.stdout. */
+  stdout?: (text: string) => void;
+  /** Default process.stderr. */
+  stderr?: (text: string) => void;
+  /** Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Reads `apply -f -`; default all of process.stdin. */
+  readStdin?: () => Promise<string>;
+  /** Reads files (`apply -f`, the token file); default fs.readFile as UTF-8. */
+  readFile?: (path: string) => Promise<string>;
+  /** Milliseconds since the epoch, for LAST SEEN; default Date.now. */
+  now?: () => number;
+}
+
+type Format = "table" | "json" | "yaml";
+
+interface ResourceView {
+  name: string;
+  revision: number;
+  spec: unknown;
+}
+
+interface ApplyResponse {
+  revision: number;
+  dryRun: boolean;
+  results: { kind: string; name: string; action: string; revision: number }[];
+}
+
+const DEFAULT_SERVER = "http://127.0.0.1:9180";
+/** Where a control plane started without a token writes the one it generates. */
+const DEFAULT_TOKEN_FILE = "./.clawgate/admin-token";
+
+/**
+ * Builds the clawctl command tree. Actions throw ClawctlError; runClawctl turns that and
+ * commander's usage errors into exit statuses.
+ */
+export function buildClawctlProgram(io: ClawctlIo = {}): Command {
+  const out = io.stdout ?? ((text: string) => void process.stdout.write(text));
+  const err = io.stderr ?? ((text: string) => void process.stderr.write(text));
+  const env = io.env ?? process.env;
+  const read = io.readFile ?? ((path: string) => readFile(path, "utf8"));
+  const now = io.now ?? Date.now;
+
+  const program = new Command("clawctl")
+    .description("Manage Clawgate config through the control plane's admin API")
+    .exitOverride()
+    .configureOutput({ writeOut: out, writeErr: err })
+    .showHelpAfterError()
+    .option("--server <url>", `admin API URL (env CLAWGATE_ADMIN_URL, default ${DEFAULT_SERVER})`)
+    .option(
+      "--token <token>",
+      `bearer token (env CLAWGATE_ADMIN_TOKEN, or a file named by CLAWGATE_ADMIN_TOKEN_FILE, default ${DEFAULT_TOKEN_FILE})`,
+    );
+
+  async function client(): Promise<AdminClient> {
+    const flags = program.opts<{ server?: string; token?: string }>();
+    const server = flags.server ?? env.CLAWGATE_ADMIN_URL ?? DEFAULT_SERVER;
+    if (!URL.canParse(server) || !/^https?:$/.test(new URL(server).protocol)) {
+      throw new ClawctlError(`--server must be an http(s) URL, got ${server}`, EXIT_USAGE);
+    }
+    return createAdminClient({ server, token: await resolveToken(flags.token), fetch: io.fetch });
+  }
+
+  async function resolveToken(flag: string | undefined): Promise<string | undefined> {
+    if (flag !== undefined) return flag;
+    if (env.CLAWGATE_ADMIN_TOKEN) return env.CLAWGATE_ADMIN_TOKEN;
+    const file = env.CLAWGATE_ADMIN_TOKEN_FILE;
+    if (!file) {
+      // A control plane started without a token generates one into this file; reading it
+      // here makes `clawctl` work out of the box next to a local control plane.
+      return read(DEFAULT_TOKEN_FILE).then(
+        (token) => token.trim() || undefined,
+        () => undefined,
+      );
+    }
+    try {
+      return (await read(file)).trim();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ClawctlError(`cannot read CLAWGATE_ADMIN_TOKEN_FILE: ${reason}`, EXIT_USAGE);
+    }
+  }
+
+  const outputOption = () =>
+    new Option("-o, --output <format>", "output format")
+      .choices(["table", "json", "yaml"])
+      .default("table");
+
+  program
+    .command("get")
+    .description("list the resources of a kind, or show one")
+    .argument("<kind>", `one of ${RESOURCE_KINDS.join(", ")} (singular works too)`)
+    .argument("[name]", "resource name")
+    .addOption(outputOption())
+    .action(async (kindArg: string, name: string | undefined, options: { output: Format }) => {
+      const kind = kindOf(kindArg);
+      const api = await client();
+      if (name === undefined) {
+        const list = await api.request<{ items: ResourceView[]; revision: number }>(
+          "GET",
+          `/v1/${kind}`,
+        );
+        if (options.output === "json") return out(json(list));
+        if (options.output === "yaml") return out(manifestYaml(kind, list.items));
+        if (list.items.length === 0) return out(`No ${kind} found.\n`);
+        return out(resourceTable(kind, list.items));
+      }
+      const one = await api.request<ResourceView>("GET", `/v1/${kind}/${encodeURIComponent(name)}`);
+      if (options.output === "json") return out(json(one));
+      if (options.output === "yaml") return out(manifestYaml(kind, [one]));
+      out(resourceTable(kind, [one]));
+    });
+
+  program
+    .command("apply")
+    .description("create or update every resource in a file, atomically")
+    .requiredOption("-f, --filename <file>", "YAML or JSON manifest; - reads stdin")
+    .option("--dry-run", "check everything, change nothing")
+    .option("--prune", "delete resources the manifest does not name")
+    .addOption(outputOption())
+    .action(
+      async (options: { filename: string; dryRun?: boolean; prune?: boolean; output: Format }) => {
+        const source = options.filename === "-" ? "stdin" : options.filename;
+        let text: string;
+        try {
+          text =
+            options.filename === "-"
+              ? await (io.readStdin ?? readProcessStdin)()
+              : await read(options.filename);
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : String(error);
+          throw new ClawctlError(`cannot read ${source}: ${reason}`);
+        }
+        const resources = parseManifest(text, source);
+        // An empty manifest with --prune would delete everything: refuse it outright.
+        if (resources.length === 0) throw new ClawctlError(`${source} holds no resources`);
+        const api = await client();
+        const result = await api.request<ApplyResponse>("POST", "/v1/apply", {
+          resources,
+          dryRun: options.dryRun ?? false,
+          prune: options.prune ?? false,
+        });
+        if (options.output === "json") return out(json(result));
+        if (options.output === "yaml") return out(stringify(result));
+        const suffix = result.dryRun ? " (dry run)" : "";
+        for (const item of result.results) {
+          out(`${item.kind}/${item.name} ${item.action}${suffix}\n`);
+        }
+        if (!result.dryRun) out(`config revision ${result.revision}\n`);
+      },
+    );
+
+  program
+    .command("delete")
+    .description("delete one resource")
+    .argument("<kind>", `one of ${RESOURCE_KINDS.join(", ")} (singular works too)`)
+    .argument("<name>", "resource name")
+    .action(async (kindArg: string, name: string) => {
+      const kind = kindOf(kindArg);
+      const api = await client();
+      await api.request("DELETE", `/v1/${kind}/${encodeURIComponent(name)}`);
+      out(`${kind}/${name} deleted\n`);
+    });
+
+  program
+    .command("snapshot")
+    .description("show the newest config version and whether data planes are being sent it")
+    .addOption(outputOption())
+    .action(async (options: { output: Format }) => {
+      const status = await (await client()).request<SnapshotStatus>("GET", "/v1/snapshot");
+      if (options.output === "json") return out(json(status));
+      if (options.output === "yaml") return out(stringify(status));
+      out(snapshotText(status));
+    });
+
+  program
+    .command("dataplanes")
+    .description("list the data planes and the versions they applied")
+    .addOption(outputOption())
+    .action(async (options: { output: Format }) => {
+      const fleet = await (await client()).request<{ items: DataPlaneView[] }>(
+        "GET",
+        "/v1/dataplanes",
+      );
+      if (options.output === "json") return out(json(fleet));
+      if (options.output === "yaml") return out(stringify(fleet));
+      if (fleet.items.length === 0) return out("No data planes connected.\n");
+      const rows = fleet.items.map((dp) => [
+        dp.nodeId,
+        dp.state,
+        String(dp.appliedVersion),
+        dp.publishedVersion === null ? "-" : String(dp.publishedVersion),
+        formatAge(dp.lastSeen, now()),
+      ]);
+      out(renderTable(["NODE ID", "STATE", "APPLIED", "PUBLISHED", "LAST SEEN"], rows));
+    });
+
+  return program;
+}
+
+/**
+ * Runs clawctl with `argv` (the arguments after the program name) and resolves to its exit
+ * status: 0 done, 1 refused by the API or a bad input file, 2 usage error.
+ */
+export async function runClawctl(argv: readonly string[], io: ClawctlIo = {}): Promise<number> {
+  const err = io.stderr ?? ((text: string) => void process.stderr.write(text));
+  const program = buildClawctlProgram(io);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (error instanceof ClawctlError) {
+      err(`Error: ${error.message}\n`);
+      for (const line of error.lines) err(`${line}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+}
+
+function kindOf(input: string): ResourceKind {
+  const kind = parseKind(input);
+  if (kind === undefined) {
+    throw new ClawctlError(
+      `unknown kind ${input}; use one of ${RESOURCE_KINDS.join(", ")}`,
+      EXIT_USAGE,
+    );
+  }
+  return kind;
+}
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** YAML that `clawctl apply -f` takes back: one `{ kind, name, spec }` document per resource. */
+function manifestYaml(kind: ResourceKind, items: readonly ResourceView[]): string {
+  return items
+    .map((item) => stringify({ kind: kind.slice(0, -1), name: item.name, spec: item.spec }))
+    .join("---\n");
+}
+
+function resourceTable(kind: ResourceKind, items: readonly ResourceView[]): string {
+  const columns = KIND_COLUMNS[kind];
+  const rows = items.map((item) => [item.name, String(item.revision), ...columns.cells(item.spec)]);
+  return renderTable(["NAME", "REVISION", ...columns.headers], rows);
+}
+
+function snapshotText(status: SnapshotStatus): string {
+  const counts = Object.entries(status.counts)
+    .map(([kind, count]) => `${kind}=${count}`)
+    .join(" ");
+  const lines = [
+    `VERSION:            ${status.version}`,
+    `PUBLISHED:          ${status.published}`,
+    `PUBLISHED VERSION:  ${status.publishedVersion ?? "-"}`,
+  ];
+  if (status.builtAt !== undefined) lines.push(`BUILT AT:           ${status.builtAt}`);
+  lines.push(`RESOURCES:          ${counts}`);
+  if (status.reason !== undefined) lines.push(`NOT PUBLISHED:      ${status.reason}`);
+  for (const problem of status.problems ?? []) lines.push(`  - ${problem.key}: ${problem.message}`);
+  return `${lines.join("\n")}\n`;
+}
+
+async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}

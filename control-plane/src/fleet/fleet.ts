@@ -1,0 +1,239 @@
+import type { DataPlaneState, DataPlaneView, FleetSource } from "./data-plane-view.js";
+
+/** What the fleet keeps from a data plane's Hello; versions may come as the wire's bigint. */
+export interface FleetHello {
+  hostname: string;
+  softwareVersion: string;
+  lastAppliedVersion: number | bigint;
+}
+
+/** Names one stream of a data plane, so a closing old stream cannot disconnect a newer one. */
+export type StreamToken = number;
+
+export interface FleetOptions {
+  /** How long a connected data plane may lag the published version before it is STALE; default 10 s. */
+  graceMs?: number;
+  /** Milliseconds since the epoch; default Date.now. */
+  clock?: () => number;
+  /** A data plane disconnected this long is dropped from the list; default 1 h. */
+  forgetAfterMs?: number;
+}
+
+interface DataPlaneRecord {
+  nodeId: string;
+  hostname: string;
+  softwareVersion: string;
+  /** The open stream; undefined while disconnected. */
+  stream: StreamToken | undefined;
+  appliedVersion: number;
+  /** Version last written to it; kept for debugging lag, not part of the state rule. */
+  sentVersion: number | undefined;
+  lastNack: { version: number; error: string; at: number; softwareVersion: string } | undefined;
+  lastSeen: number;
+  connectedAt: number | undefined;
+  disconnectedAt: number | undefined;
+  /** When it last fell behind the published version; undefined while caught up. */
+  behindSince: number | undefined;
+}
+
+export const DATA_PLANE_STATES: readonly DataPlaneState[] = [
+  "SYNCED",
+  "SYNCING",
+  "STALE",
+  "NACKED",
+  "DISCONNECTED",
+];
+
+/**
+ * The control plane's view of every data plane: what it applied, what it refused, whether it
+ * is connected. The snapshot server reports into it; the admin API and metrics read it.
+ */
+export class Fleet implements FleetSource {
+  private readonly graceMs: number;
+  private readonly clock: () => number;
+  private readonly forgetAfterMs: number;
+  private readonly records = new Map<string, DataPlaneRecord>();
+  private published: number | null = null;
+  private nextToken = 1;
+  private readonly listeners = new Set<(nodeId: string | null) => void>();
+
+  constructor(options: FleetOptions = {}) {
+    this.graceMs = options.graceMs ?? 10_000;
+    this.clock = options.clock ?? Date.now;
+    this.forgetAfterMs = options.forgetAfterMs ?? 3_600_000;
+  }
+
+  /**
+   * Calls `listener` after every change a data plane reports (with its node id) and after
+   * every publish (with null); returns the unsubscribe function.
+   */
+  onChange(listener: (nodeId: string | null) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** A stream said Hello; returns the token its `disconnected` call must pass. */
+  connected(nodeId: string, hello: FleetHello): StreamToken {
+    const now = this.clock();
+    const previous = this.records.get(nodeId);
+    const applied = Number(hello.lastAppliedVersion);
+    const token = this.nextToken++;
+    this.records.set(nodeId, {
+      nodeId,
+      hostname: hello.hostname,
+      softwareVersion: hello.softwareVersion,
+      stream: token,
+      appliedVersion: applied,
+      sentVersion: undefined,
+      lastNack: previous?.lastNack,
+      lastSeen: now,
+      connectedAt: now,
+      disconnectedAt: undefined,
+      // Time spent disconnected is not lag the data plane can be blamed for: the grace
+      // period starts again at the new stream.
+      behindSince: this.isBehind(applied) ? now : undefined,
+    });
+    this.changed(nodeId);
+    return token;
+  }
+
+  sent(nodeId: string, version: number): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined) return;
+    record.sentVersion = version;
+    this.changed(nodeId);
+  }
+
+  acked(nodeId: string, version: number): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined) return;
+    record.appliedVersion = version;
+    record.lastSeen = this.clock();
+    if (!this.isBehind(version)) record.behindSince = undefined;
+    this.changed(nodeId);
+  }
+
+  nacked(nodeId: string, version: number, error: string): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined) return;
+    const now = this.clock();
+    record.lastNack = { version, error, at: now, softwareVersion: record.softwareVersion };
+    record.lastSeen = now;
+    // NACKED explains the lag of the published version; the grace period for the next
+    // version starts when that one is published.
+    if (version === this.published) record.behindSince = undefined;
+    this.changed(nodeId);
+  }
+
+  /** Ignored unless `stream` is the node's current stream (it may have reconnected already). */
+  disconnected(nodeId: string, stream: StreamToken): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined || record.stream !== stream) return;
+    record.stream = undefined;
+    record.disconnectedAt = this.clock();
+    record.behindSince = undefined;
+    this.changed(nodeId);
+  }
+
+  setPublished(version: number): void {
+    this.published = version;
+    const now = this.clock();
+    for (const record of this.records.values()) {
+      if (record.stream === undefined) continue;
+      if (this.isBehind(record.appliedVersion)) record.behindSince ??= now;
+      else record.behindSince = undefined;
+    }
+    this.changed(null);
+  }
+
+  /**
+   * True when the data plane NACKed `version` and still runs the software that did: sending
+   * it again could only be refused again. An upgraded data plane gets another try.
+   */
+  refused(nodeId: string, version: number): boolean {
+    const record = this.records.get(nodeId);
+    const nack = record?.lastNack;
+    return (
+      nack !== undefined &&
+      nack.version === version &&
+      nack.softwareVersion === record?.softwareVersion
+    );
+  }
+
+  get(nodeId: string): DataPlaneView | undefined {
+    this.forgetOld();
+    const record = this.records.get(nodeId);
+    return record === undefined ? undefined : this.view(record);
+  }
+
+  list(): DataPlaneView[] {
+    this.forgetOld();
+    return [...this.records.values()]
+      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0))
+      .map((record) => this.view(record));
+  }
+
+  counts(): Record<DataPlaneState, number> {
+    this.forgetOld();
+    const counts = Object.fromEntries(DATA_PLANE_STATES.map((state) => [state, 0])) as Record<
+      DataPlaneState,
+      number
+    >;
+    for (const record of this.records.values()) counts[this.stateOf(record)]++;
+    return counts;
+  }
+
+  private changed(nodeId: string | null): void {
+    for (const listener of this.listeners) listener(nodeId);
+  }
+
+  private isBehind(applied: number): boolean {
+    return this.published !== null && applied < this.published;
+  }
+
+  private stateOf(record: DataPlaneRecord): DataPlaneState {
+    if (record.stream === undefined) return "DISCONNECTED";
+    // Nothing published yet means there is nothing to lag behind.
+    if (!this.isBehind(record.appliedVersion)) return "SYNCED";
+    if (this.published !== null && this.refused(record.nodeId, this.published)) return "NACKED";
+    const since = record.behindSince ?? this.clock();
+    return this.clock() - since < this.graceMs ? "SYNCING" : "STALE";
+  }
+
+  private view(record: DataPlaneRecord): DataPlaneView {
+    const view: DataPlaneView = {
+      nodeId: record.nodeId,
+      hostname: record.hostname,
+      softwareVersion: record.softwareVersion,
+      connected: record.stream !== undefined,
+      state: this.stateOf(record),
+      appliedVersion: record.appliedVersion,
+      publishedVersion: this.published,
+      lastSeen: iso(record.lastSeen),
+    };
+    if (record.lastNack !== undefined) {
+      const { version, error, at } = record.lastNack;
+      view.lastNack = { version, error, at: iso(at) };
+    }
+    if (record.connectedAt !== undefined) view.connectedAt = iso(record.connectedAt);
+    return view;
+  }
+
+  private forgetOld(): void {
+    const now = this.clock();
+    for (const [nodeId, record] of this.records) {
+      if (
+        record.disconnectedAt !== undefined &&
+        now - record.disconnectedAt >= this.forgetAfterMs
+      ) {
+        this.records.delete(nodeId);
+      }
+    }
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

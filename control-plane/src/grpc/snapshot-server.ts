@@ -1,0 +1,123 @@
+import {
+  type EncodedOrResponse,
+  type StreamSnapshotsRequest,
+  snapshotServiceDefinition,
+} from "@clawgate/proto";
+import {
+  Server,
+  ServerCredentials,
+  type ServerDuplexStream,
+  type ServiceError,
+  status,
+} from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import type { Fleet } from "../fleet/fleet.js";
+import type { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import { serviceError } from "./service-error.js";
+import { StreamSession } from "./stream-session.js";
+
+export type ServerLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
+
+export interface SnapshotServerOptions {
+  /** host:port to listen on; port 0 picks a free port. */
+  address: string;
+  /** Where published snapshots come from. */
+  builder: Pick<SnapshotBuilder, "current" | "onPublish">;
+  /** Told about every stream, send, Ack and Nack. */
+  fleet: Fleet;
+  logger: ServerLogger;
+  /** Counts NACKs for clawgate_snapshot_nacks_total; default none. */
+  metrics?: { recordNack(): void };
+  /** Interval of HTTP/2 pings that detect a dead data plane; default 10 s. */
+  keepaliveTimeMs?: number;
+  /** A ping unanswered this long drops the connection; default 5 s. */
+  keepaliveTimeoutMs?: number;
+}
+
+export interface SnapshotServer {
+  /** The bound port (the chosen one when the address asked for port 0). */
+  port: number;
+  /** Ends every stream with UNAVAILABLE, then stops; forces it after `graceMs` (default 5 s). */
+  close(graceMs?: number): Promise<void>;
+}
+
+type SnapshotCall = ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
+
+/**
+ * Serves clawgate.v1.SnapshotService: one bidi stream per data plane, state of the world.
+ * Streams share the builder's encoded bytes, so a publish costs one encode however many data
+ * planes are connected.
+ */
+export async function startSnapshotServer(options: SnapshotServerOptions): Promise<SnapshotServer> {
+  const { builder, fleet, logger } = options;
+  const server = new Server({
+    "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? 10_000,
+    "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? 5_000,
+    "grpc.keepalive_permit_without_calls": 1,
+  });
+  const sessions = new Set<StreamSession>();
+  let closing = false;
+
+  const current = builder.current();
+  if (current !== undefined) fleet.setPublished(current.version);
+  const unsubscribe = builder.onPublish((published) => fleet.setPublished(published.version));
+
+  server.addService(snapshotServiceDefinition, {
+    streamSnapshots(call: SnapshotCall) {
+      if (closing) {
+        call.emit("error", unavailable());
+        return;
+      }
+      const session = new StreamSession({
+        call,
+        builder,
+        fleet,
+        logger,
+        metrics: options.metrics,
+        onClosed: () => sessions.delete(session),
+      });
+      sessions.add(session);
+    },
+  });
+
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(options.address, ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
+    });
+  } catch (error) {
+    unsubscribe();
+    server.forceShutdown();
+    throw error;
+  }
+  logger.info({ address: options.address, port }, "snapshot server listening");
+
+  return {
+    port,
+    async close(graceMs = 5_000) {
+      if (closing) return;
+      closing = true;
+      unsubscribe();
+      // Streams never finish on their own, so tryShutdown would wait forever: end them first,
+      // with UNAVAILABLE so data planes reconnect (to another replica, or to this one reborn).
+      for (const session of [...sessions]) session.fail(unavailable());
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      logger.info({ port }, "snapshot server closed");
+    },
+  };
+}
+
+function unavailable(): ServiceError {
+  return serviceError(status.UNAVAILABLE, "control plane is shutting down");
+}

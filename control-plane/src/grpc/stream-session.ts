@@ -1,0 +1,218 @@
+import {
+  type Ack,
+  type EncodedOrResponse,
+  type Hello,
+  type Nack,
+  PROTOCOL_VERSION,
+  type StreamSnapshotsRequest,
+} from "@clawgate/proto";
+import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import type { Fleet, StreamToken } from "../fleet/fleet.js";
+import type { PublishedSnapshot, SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import { serviceError } from "./service-error.js";
+
+export interface StreamSessionOptions {
+  call: ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
+  builder: Pick<SnapshotBuilder, "current" | "onPublish">;
+  fleet: Fleet;
+  logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
+  metrics?: { recordNack(): void } | undefined;
+  /** Called once when the stream is over, however it ended. */
+  onClosed(): void;
+}
+
+interface Identity {
+  nodeId: string;
+  stream: StreamToken;
+}
+
+/**
+ * One data plane's stream: waits for Hello, then sends each published snapshot that differs
+ * from what the data plane applied and that it has not refused, and records its answers.
+ */
+export class StreamSession {
+  private readonly call: StreamSessionOptions["call"];
+  private readonly builder: StreamSessionOptions["builder"];
+  private readonly fleet: Fleet;
+  private readonly logger: StreamSessionOptions["logger"];
+  private readonly metrics: StreamSessionOptions["metrics"];
+  private readonly onClosed: () => void;
+
+  private identity: Identity | undefined;
+  private applied = 0;
+  /** Newest version written on this stream. */
+  private lastSent: number | undefined;
+  /** Versions sent and not yet answered, by nonce. */
+  private readonly outstanding = new Map<string, number>();
+  private readonly refused = new Set<number>();
+  /** The transport buffer is full; the newest snapshot goes out on 'drain'. */
+  private blocked = false;
+  private unsubscribe: (() => void) | undefined;
+  private closed = false;
+
+  constructor(options: StreamSessionOptions) {
+    this.call = options.call;
+    this.builder = options.builder;
+    this.fleet = options.fleet;
+    this.logger = options.logger;
+    this.metrics = options.metrics;
+    this.onClosed = options.onClosed;
+    this.call.on("data", (request: StreamSnapshotsRequest) => this.onRequest(request));
+    // The data plane half-closed: it wants no more snapshots.
+    this.call.on("end", () => {
+      if (this.closed) return;
+      this.cleanup("data plane ended the stream");
+      this.call.end();
+    });
+    this.call.on("cancelled", () => this.cleanup("stream cancelled"));
+    this.call.on("close", () => this.cleanup("stream closed"));
+    this.call.on("error", (error: Error) => this.cleanup(`stream failed: ${error.message}`));
+    this.call.on("drain", () => {
+      this.blocked = false;
+      this.offer(this.builder.current());
+    });
+  }
+
+  /** Ends the stream with `error` as its status. */
+  fail(error: ServiceError): void {
+    if (this.closed) return;
+    this.cleanup(`ended by the control plane: ${error.details}`);
+    // grpc-js turns an 'error' emitted on a server stream into the call's final status.
+    this.call.emit("error", error);
+  }
+
+  private onRequest(request: StreamSnapshotsRequest): void {
+    if (this.closed) return;
+    const message = request.message;
+    if (this.identity === undefined) {
+      if (message.case !== "hello") {
+        this.fail(
+          serviceError(status.INVALID_ARGUMENT, "the first message on a stream must be Hello"),
+        );
+        return;
+      }
+      this.onHello(message.value);
+      return;
+    }
+    switch (message.case) {
+      case "ack":
+        this.onAck(this.identity, message.value);
+        return;
+      case "nack":
+        this.onNack(this.identity, message.value);
+        return;
+      case "hello":
+        this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
+        return;
+      default:
+        // An empty or newer message kind: nothing this control plane can act on.
+        this.logger.debug({ nodeId: this.identity.nodeId }, "ignoring an empty stream message");
+    }
+  }
+
+  private onHello(hello: Hello): void {
+    if (hello.protocolVersion !== PROTOCOL_VERSION) {
+      this.logger.warn(
+        { nodeId: hello.nodeId, protocolVersion: hello.protocolVersion, peer: this.peer() },
+        "refusing a data plane that speaks another protocol version",
+      );
+      this.fail(
+        serviceError(
+          status.FAILED_PRECONDITION,
+          `protocol version ${hello.protocolVersion} is not supported: this control plane speaks protocol version ${PROTOCOL_VERSION}`,
+        ),
+      );
+      return;
+    }
+    if (hello.nodeId === "") {
+      this.fail(serviceError(status.INVALID_ARGUMENT, "Hello.nodeId must not be empty"));
+      return;
+    }
+    this.applied = Number(hello.lastAppliedVersion);
+    this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };
+    this.logger.info(
+      {
+        nodeId: hello.nodeId,
+        hostname: hello.hostname,
+        softwareVersion: hello.softwareVersion,
+        lastAppliedVersion: this.applied,
+        peer: this.peer(),
+      },
+      "data plane connected",
+    );
+    this.unsubscribe = this.builder.onPublish((published) => this.offer(published));
+    this.offer(this.builder.current());
+  }
+
+  private onAck(identity: Identity, ack: Ack): void {
+    const version = this.answered(identity, ack, "Ack");
+    if (version === undefined) return;
+    this.applied = version;
+    this.fleet.acked(identity.nodeId, version);
+    this.logger.debug({ nodeId: identity.nodeId, version }, "data plane applied snapshot");
+  }
+
+  private onNack(identity: Identity, nack: Nack): void {
+    const version = this.answered(identity, nack, "Nack");
+    if (version === undefined) return;
+    this.refused.add(version);
+    this.fleet.nacked(identity.nodeId, version, nack.errorDetail);
+    this.metrics?.recordNack();
+    this.logger.warn(
+      { nodeId: identity.nodeId, version, error: nack.errorDetail },
+      "data plane refused snapshot; it keeps serving its last good one",
+    );
+  }
+
+  /** The version an Ack or Nack answers, or undefined when it answers nothing sent here. */
+  private answered(identity: Identity, answer: Ack | Nack, kind: string): number | undefined {
+    const version = this.outstanding.get(answer.nonce);
+    if (version === undefined || BigInt(version) !== answer.version) {
+      this.logger.warn(
+        { nodeId: identity.nodeId, nonce: answer.nonce, version: Number(answer.version) },
+        `ignoring ${kind} whose nonce does not match a snapshot sent on this stream`,
+      );
+      return undefined;
+    }
+    // Answers come in order, so older sends will never be answered now.
+    for (const [nonce, sent] of this.outstanding) {
+      if (sent <= version) this.outstanding.delete(nonce);
+    }
+    return version;
+  }
+
+  private offer(published: PublishedSnapshot | undefined): void {
+    const identity = this.identity;
+    if (published === undefined || identity === undefined || this.closed || this.blocked) return;
+    const { version } = published;
+    if (version === this.applied || version === this.lastSent) return;
+    // A refused version is never sent again: the data plane would only refuse it again.
+    if (this.refused.has(version) || this.fleet.refused(identity.nodeId, version)) return;
+    this.lastSent = version;
+    this.outstanding.set(published.nonce, version);
+    this.fleet.sent(identity.nodeId, version);
+    this.logger.debug({ nodeId: identity.nodeId, version }, "sending snapshot");
+    // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
+    if (!this.call.write(published.encoded)) this.blocked = true;
+  }
+
+  private cleanup(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe?.();
+    if (this.identity !== undefined) {
+      this.fleet.disconnected(this.identity.nodeId, this.identity.stream);
+      this.logger.info({ nodeId: this.identity.nodeId, reason }, "data plane disconnected");
+    }
+    this.onClosed();
+  }
+
+  private peer(): string {
+    try {
+      return this.call.getPeer();
+    } catch {
+      return "unknown";
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import type { DataPlaneState } from "../fleet/data-plane-view.js";
+import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
+import { registerControlPlaneMetrics } from "./control-plane-metrics.js";
+
+describe("control plane metrics", () => {
+  it("exposes the published version as a value, the fleet by state and NACKs", async () => {
+    let status: SnapshotStatus = {
+      version: 12,
+      published: true,
+      publishedVersion: 12,
+      counts: { routes: 1, upstreams: 1, breakers: 0, tenants: 0 },
+    };
+    let counts: Record<DataPlaneState, number> = {
+      SYNCED: 2,
+      SYNCING: 1,
+      STALE: 0,
+      NACKED: 1,
+      DISCONNECTED: 0,
+    };
+    const registry = new Registry();
+    const metrics = registerControlPlaneMetrics(registry, {
+      builder: { status: () => status },
+      fleet: { counts: () => counts },
+    });
+    metrics.recordNack();
+
+    let text = await registry.metrics();
+    expect(text).toContain("clawgate_snapshot_version 12\n");
+    expect(text).toContain("clawgate_snapshot_published 1\n");
+    expect(text).toContain('clawgate_dataplanes{state="SYNCED"} 2\n');
+    expect(text).toContain('clawgate_dataplanes{state="NACKED"} 1\n');
+    expect(text).toContain('clawgate_dataplanes{state="STALE"} 0\n');
+    expect(text).toContain("clawgate_snapshot_nacks_total 1\n");
+
+    // A refused read keeps the served version and flips published.
+    status = { ...status, version: 13, published: false, reason: "broken reference" };
+    counts = { ...counts, SYNCED: 3, SYNCING: 0 };
+    metrics.recordNack();
+    text = await registry.metrics();
+    expect(text).toContain("clawgate_snapshot_version 12\n");
+    expect(text).toContain("clawgate_snapshot_published 0\n");
+    expect(text).toContain('clawgate_dataplanes{state="SYNCED"} 3\n');
+    expect(text).toContain("clawgate_snapshot_nacks_total 2\n");
+  });
+});

@@ -1,0 +1,423 @@
+import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
+import {
+  type ConfigState,
+  readConfigState,
+  resourceKey,
+  type StoredResource,
+} from "./config-state.js";
+import { type ConsistencyProblem, consistencyProblems } from "./consistency.js";
+import {
+  type ClawgateError,
+  clawgateError,
+  type FieldProblem,
+  fieldProblems,
+  type Outcome,
+} from "./errors.js";
+import {
+  RESOURCE_KINDS,
+  RESOURCE_NAME,
+  type ResourceDocuments,
+  type ResourceKind,
+  resourceSchemas,
+} from "./schemas.js";
+
+/** Put `document` (validated and defaulted first) or delete the resource. */
+export type ResourceChange =
+  | { kind: ResourceKind; name: string; document: unknown; ifMatch?: number }
+  | { kind: ResourceKind; name: string; delete: true; ifMatch?: number };
+
+export interface ApplyOptions {
+  /** Validate and check everything, write nothing. Default false. */
+  dryRun?: boolean;
+  /** Delete resources of these kinds (true: every kind) the change set does not name. Default false. */
+  prune?: boolean | ResourceKind[];
+}
+
+export type ApplyAction = "created" | "updated" | "deleted" | "unchanged";
+
+export interface AppliedResource {
+  kind: ResourceKind;
+  name: string;
+  action: ApplyAction;
+  /**
+   * The key's mod revision after the write (for a delete, the deleting revision). In a dry run,
+   * the revision it has now (0 when it would be created).
+   */
+  revision: number;
+}
+
+export type ApplyResult = Outcome<{
+  /** Store revision after the commit; the revision read when nothing was written. */
+  revision: number;
+  dryRun: boolean;
+  results: AppliedResource[];
+}>;
+
+export interface ConfigServiceOptions {
+  /** Commits tried before giving up with CLAWGATE_STORE_CONFLICT; default 5. */
+  maxAttempts?: number;
+}
+
+/** Key every config write puts, so any two concurrent config writes conflict. */
+export function configGuardKey(prefix: string): string {
+  return `${prefix}meta/config-guard`;
+}
+
+interface ParsedChange {
+  kind: ResourceKind;
+  name: string;
+  key: string;
+  /** Serialized, defaulted document; undefined for a delete. */
+  value: string | undefined;
+  document: unknown;
+  ifMatch: number | undefined;
+}
+
+type Planned = Outcome<{
+  compares: Compare[];
+  operations: Operation[];
+  results: AppliedResource[];
+}>;
+
+/**
+ * Reads and writes config resources. Every write is checked as a whole (schemas, then the
+ * references between resources) and committed in one store transaction that pins everything
+ * it read, so the consistency check and the write cannot be separated by another writer.
+ */
+export class ConfigService {
+  readonly #store: Store;
+  readonly #prefix: string;
+  readonly #maxAttempts: number;
+
+  constructor(store: Store, prefix: string, options: ConfigServiceOptions = {}) {
+    this.#store = store;
+    this.#prefix = prefix;
+    this.#maxAttempts = options.maxAttempts ?? 5;
+  }
+
+  async list<K extends ResourceKind>(
+    kind: K,
+  ): Promise<Outcome<{ revision: number; items: StoredResource<K>[] }>> {
+    if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
+    try {
+      const range = await this.#store.range(`${this.#prefix}${kind}/`);
+      const read = readConfigState(this.#prefix, range);
+      const items = [...(read.state[kind] as Map<string, StoredResource<K>>).values()].sort(
+        (a, b) => a.name.localeCompare(b.name),
+      );
+      return { ok: true, revision: read.revision, items };
+    } catch (error) {
+      return storeUnavailable(error);
+    }
+  }
+
+  async get<K extends ResourceKind>(
+    kind: K,
+    name: string,
+  ): Promise<Outcome<{ resource: StoredResource<K> }>> {
+    if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
+    if (!RESOURCE_NAME.test(name)) return invalidName(name);
+    let item: KeyValue | undefined;
+    try {
+      item = await this.#store.get(resourceKey(this.#prefix, kind, name));
+    } catch (error) {
+      return storeUnavailable(error);
+    }
+    if (item === undefined) return notFound(kind, name);
+    const read = readConfigState(this.#prefix, { revision: item.modRevision, items: [item] });
+    const resource = (read.state[kind] as Map<string, StoredResource<K>>).get(name);
+    if (resource === undefined) {
+      const reason = read.invalid[0]?.reason ?? "unreadable";
+      return {
+        ok: false,
+        error: clawgateError("CLAWGATE_CORRUPT_RESOURCE", `${kind}/${name} is invalid: ${reason}`),
+      };
+    }
+    return { ok: true, resource };
+  }
+
+  async apply(
+    changes: readonly ResourceChange[],
+    options: ApplyOptions = {},
+  ): Promise<ApplyResult> {
+    const parsed = parseChanges(this.#prefix, changes);
+    if (!parsed.ok) return parsed;
+    const pruneKinds =
+      options.prune === true
+        ? RESOURCE_KINDS
+        : options.prune === false
+          ? []
+          : (options.prune ?? []);
+    const dryRun = options.dryRun ?? false;
+    const guard = configGuardKey(this.#prefix);
+    try {
+      for (let attempt = 0; attempt < this.#maxAttempts; attempt++) {
+        const range = await this.#store.range(this.#prefix);
+        const raw = new Map(range.items.map((item) => [item.key, item]));
+        const plan = planChanges(this.#prefix, parsed.changes, pruneKinds, raw, range.revision);
+        if (!plan.ok) return plan;
+        if (dryRun || plan.operations.length === 0) {
+          return { ok: true, revision: range.revision, dryRun, results: plan.results };
+        }
+        const compares = [
+          ...plan.compares,
+          { key: guard, modRevision: raw.get(guard)?.modRevision ?? 0 },
+        ];
+        const operations: Operation[] = [
+          ...plan.operations,
+          { type: "put", key: guard, value: String(range.revision) },
+        ];
+        const commit = await this.#store.commit(compares, operations);
+        if (!commit.succeeded) continue;
+        const results = plan.results.map((result) =>
+          result.action === "unchanged" ? result : { ...result, revision: commit.revision },
+        );
+        return { ok: true, revision: commit.revision, dryRun, results };
+      }
+    } catch (error) {
+      return storeUnavailable(error);
+    }
+    return {
+      ok: false,
+      error: clawgateError(
+        "CLAWGATE_STORE_CONFLICT",
+        `config changed concurrently ${this.#maxAttempts} times in a row; try again`,
+      ),
+    };
+  }
+}
+
+/** Validates names and documents of every change up front: they do not depend on the store. */
+function parseChanges(
+  prefix: string,
+  changes: readonly ResourceChange[],
+): Outcome<{ changes: ParsedChange[] }> {
+  const problems: FieldProblem[] = [];
+  const out: ParsedChange[] = [];
+  const seen = new Set<string>();
+  for (const change of changes) {
+    const { kind, name } = change;
+    if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
+    if (!RESOURCE_NAME.test(name)) return invalidName(name);
+    const key = resourceKey(prefix, kind, name);
+    if (seen.has(key)) {
+      problems.push({ kind, name, path: "", message: `${kind}/${name} is listed more than once` });
+      continue;
+    }
+    seen.add(key);
+    let value: string | undefined;
+    let document: unknown;
+    if (!("delete" in change)) {
+      const result = resourceSchemas[kind].safeParse(change.document);
+      if (!result.success) {
+        for (const problem of fieldProblems(result.error.issues)) {
+          problems.push({ kind, name, ...problem });
+        }
+        continue;
+      }
+      document = result.data;
+      value = JSON.stringify(result.data);
+    }
+    out.push({ kind, name, key, value, document, ifMatch: change.ifMatch });
+  }
+  if (problems.length > 0) {
+    const [first] = problems;
+    const where = first?.path ? `${first.path}: ` : "";
+    const message =
+      problems.length === 1
+        ? `${first?.kind}/${first?.name} is invalid: ${where}${first?.message}`
+        : `${problems.length} problems in the resources: ${problems
+            .map((p) => `${p.kind}/${p.name}${p.path ? ` ${p.path}` : ""}: ${p.message}`)
+            .join("; ")}`;
+    return { ok: false, error: clawgateError("CLAWGATE_INVALID_RESOURCE", message, problems) };
+  }
+  return { ok: true, changes: out };
+}
+
+/**
+ * Applies the changes to the config as read, in memory, and returns the transaction that
+ * makes them real, or why they are refused.
+ */
+function planChanges(
+  prefix: string,
+  changes: readonly ParsedChange[],
+  pruneKinds: readonly ResourceKind[],
+  raw: ReadonlyMap<string, KeyValue>,
+  revision: number,
+): Planned {
+  const before = readConfigState(prefix, { revision, items: [...raw.values()] }).state;
+  const after = cloneState(before);
+  const compares: Compare[] = [];
+  const operations: Operation[] = [];
+  const results: AppliedResource[] = [];
+  const deleted: { kind: ResourceKind; name: string }[] = [];
+
+  for (const change of changes) {
+    const current = raw.get(change.key);
+    const currentRevision = current?.modRevision ?? 0;
+    if (change.ifMatch !== undefined && change.ifMatch !== currentRevision) {
+      const now = current === undefined ? "does not exist" : `is at revision ${currentRevision}`;
+      return {
+        ok: false,
+        error: clawgateError(
+          "CLAWGATE_PRECONDITION_FAILED",
+          `${change.kind}/${change.name} ${now}, not revision ${change.ifMatch}`,
+          { kind: change.kind, name: change.name, revision: currentRevision },
+        ),
+      };
+    }
+    compares.push({ key: change.key, modRevision: currentRevision });
+    const resources = after[change.kind] as Map<string, StoredResource<ResourceKind>>;
+    if (change.value === undefined) {
+      if (current === undefined) return notFound(change.kind, change.name);
+      resources.delete(change.name);
+      deleted.push({ kind: change.kind, name: change.name });
+      operations.push({ type: "delete", key: change.key });
+      results.push({
+        kind: change.kind,
+        name: change.name,
+        action: "deleted",
+        revision: currentRevision,
+      });
+      continue;
+    }
+    const stored = before[change.kind].get(change.name);
+    resources.set(change.name, {
+      name: change.name,
+      document: change.document as ResourceDocuments[ResourceKind],
+      revision: currentRevision,
+    });
+    if (stored !== undefined && JSON.stringify(stored.document) === change.value) {
+      results.push({
+        kind: change.kind,
+        name: change.name,
+        action: "unchanged",
+        revision: currentRevision,
+      });
+      continue;
+    }
+    operations.push({ type: "put", key: change.key, value: change.value });
+    results.push({
+      kind: change.kind,
+      name: change.name,
+      action: current === undefined ? "created" : "updated",
+      revision: currentRevision,
+    });
+  }
+
+  const named = new Set(changes.map((change) => change.key));
+  for (const kind of pruneKinds) {
+    const kindPrefix = `${prefix}${kind}/`;
+    for (const item of raw.values()) {
+      if (!item.key.startsWith(kindPrefix) || named.has(item.key)) continue;
+      const name = item.key.slice(kindPrefix.length);
+      after[kind].delete(name);
+      deleted.push({ kind, name });
+      compares.push({ key: item.key, modRevision: item.modRevision });
+      operations.push({ type: "delete", key: item.key });
+      results.push({ kind, name, action: "deleted", revision: item.modRevision });
+    }
+  }
+
+  const conflict = referenceConflict(before, after, deleted);
+  if (conflict !== undefined) return { ok: false, error: conflict };
+  return { ok: true, compares, operations, results };
+}
+
+function cloneState(state: ConfigState): ConfigState {
+  return {
+    upstreams: new Map(state.upstreams),
+    routes: new Map(state.routes),
+    breakers: new Map(state.breakers),
+    tenants: new Map(state.tenants),
+  };
+}
+
+/**
+ * Refuses only problems the write introduces: a reference already broken by a key written
+ * around the API must not block unrelated writes (the snapshot builder reports it instead).
+ */
+function referenceConflict(
+  before: ConfigState,
+  after: ConfigState,
+  deleted: readonly { kind: ResourceKind; name: string }[],
+): ClawgateError | undefined {
+  const id = (p: ConsistencyProblem) => `${p.kind}/${p.name}/${p.field}/${p.message}`;
+  const known = new Set(consistencyProblems(before).map(id));
+  const fresh = consistencyProblems(after).filter((problem) => !known.has(id(problem)));
+  if (fresh.length === 0) return undefined;
+
+  // A dangling reference caused by a delete is explained from the deleted side, naming users.
+  const details = new Map<ConsistencyProblem, ConsistencyProblem>();
+  const messages: string[] = [];
+  for (const { kind, name } of deleted) {
+    if (kind !== "upstreams" && kind !== "breakers") continue;
+    const users = fresh.filter((problem) => referencedTarget(after, problem) === `${kind}/${name}`);
+    if (users.length === 0) continue;
+    const target = `${kind.slice(0, -1)} ${name}`;
+    for (const user of users) {
+      const message = `${user.kind.slice(0, -1)} ${user.name} uses ${target}, which this change deletes`;
+      details.set(user, { ...user, message });
+    }
+    const userKind = kind === "upstreams" ? "routes" : "upstreams";
+    const names = users.map((user) => user.name).sort();
+    messages.push(`${target} is used by ${userKind} ${names.join(", ")}`);
+  }
+  for (const problem of fresh) {
+    if (!details.has(problem)) messages.push(problem.message);
+  }
+  return clawgateError(
+    "CLAWGATE_REFERENCE_CONFLICT",
+    messages.join("; "),
+    fresh.map((problem) => details.get(problem) ?? problem),
+  );
+}
+
+/** The `kind/name` a consistency problem points at. */
+function referencedTarget(state: ConfigState, problem: ConsistencyProblem): string | undefined {
+  if (problem.kind === "upstreams") {
+    const upstream = state.upstreams.get(problem.name)?.document;
+    return upstream === undefined ? undefined : `breakers/${upstream.breaker}`;
+  }
+  const route = state.routes.get(problem.name)?.document;
+  if (route === undefined) return undefined;
+  if (problem.field === "upstream") return `upstreams/${route.upstream}`;
+  const index = Number(problem.field.split(".")[1]);
+  const part = route.split?.[index];
+  return part === undefined ? undefined : `upstreams/${part.upstream}`;
+}
+
+function unknownKind(kind: string): { ok: false; error: ClawgateError } {
+  return {
+    ok: false,
+    error: clawgateError(
+      "CLAWGATE_UNKNOWN_KIND",
+      `unknown kind ${kind}; use one of ${RESOURCE_KINDS.join(", ")}`,
+    ),
+  };
+}
+
+function invalidName(name: string): { ok: false; error: ClawgateError } {
+  return {
+    ok: false,
+    error: clawgateError(
+      "CLAWGATE_INVALID_NAME",
+      `name ${JSON.stringify(name)} must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit`,
+    ),
+  };
+}
+
+function notFound(kind: ResourceKind, name: string): { ok: false; error: ClawgateError } {
+  return {
+    ok: false,
+    error: clawgateError("CLAWGATE_NOT_FOUND", `${kind.slice(0, -1)} ${name} not found`),
+  };
+}
+
+function storeUnavailable(error: unknown): { ok: false; error: ClawgateError } {
+  const reason = error instanceof Error ? error.message : String(error);
+  return {
+    ok: false,
+    error: clawgateError("CLAWGATE_STORE_UNAVAILABLE", `config store failed: ${reason}`),
+  };
+}

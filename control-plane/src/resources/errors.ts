@@ -1,0 +1,91 @@
+/**
+ * The control plane's error catalog: every error the config service and the admin API return
+ * has one of these codes and its HTTP status. Callers branch on `code`, never on message text.
+ */
+export const ERROR_CATALOG = {
+  /** A resource document fails its schema; details list each bad field. */
+  CLAWGATE_INVALID_RESOURCE: { status: 400, message: "resource is invalid" },
+  /** A resource name does not match [a-z0-9][a-z0-9-]{0,62}. */
+  CLAWGATE_INVALID_NAME: { status: 400, message: "resource name is invalid" },
+  /** A request is malformed: not JSON, wrong shape, bad header. */
+  CLAWGATE_INVALID_REQUEST: { status: 400, message: "request is invalid" },
+  /** The bearer token is missing or wrong. */
+  CLAWGATE_UNAUTHORIZED: { status: 401, message: "a valid bearer token is required" },
+  /** The resource does not exist. */
+  CLAWGATE_NOT_FOUND: { status: 404, message: "resource not found" },
+  /** The path names no resource kind (upstreams, routes, breakers, tenants). */
+  CLAWGATE_UNKNOWN_KIND: { status: 404, message: "unknown resource kind" },
+  /** No endpoint answers this method and path. */
+  CLAWGATE_ENDPOINT_NOT_FOUND: { status: 404, message: "no such endpoint" },
+  /** The write would leave a reference dangling (route to missing upstream, ...). */
+  CLAWGATE_REFERENCE_CONFLICT: { status: 409, message: "write would break a reference" },
+  /** Concurrent writers kept winning; retrying the request may succeed. */
+  CLAWGATE_STORE_CONFLICT: { status: 409, message: "config changed concurrently, try again" },
+  /** If-Match named a revision the resource is not at. */
+  CLAWGATE_PRECONDITION_FAILED: { status: 412, message: "resource revision does not match" },
+  /** The request body is larger than the API accepts. */
+  CLAWGATE_PAYLOAD_TOO_LARGE: { status: 413, message: "request body is too large" },
+  /** The request body is not JSON. */
+  CLAWGATE_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "request body must be JSON" },
+  /** A stored document no longer parses (it was written around the admin API). */
+  CLAWGATE_CORRUPT_RESOURCE: { status: 500, message: "stored resource is invalid" },
+  /** An unexpected failure; the log says what happened. */
+  CLAWGATE_INTERNAL: { status: 500, message: "internal error" },
+  /** The config store could not be reached. */
+  CLAWGATE_STORE_UNAVAILABLE: { status: 503, message: "config store is unavailable" },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** One invalid field: `path` is dotted ("match.pathPrefix", "nodes.0.weight"). */
+export interface FieldProblem {
+  path: string;
+  message: string;
+  /** Set when the problem belongs to one resource of several (POST /v1/apply). */
+  kind?: string;
+  name?: string;
+}
+
+export interface ClawgateError {
+  code: ErrorCode;
+  status: number;
+  message: string;
+  details?: unknown;
+}
+
+/** Builds a catalog error; `message` replaces the catalog's generic text. */
+export function clawgateError(code: ErrorCode, message?: string, details?: unknown): ClawgateError {
+  const entry = ERROR_CATALOG[code];
+  const error: ClawgateError = { code, status: entry.status, message: message ?? entry.message };
+  if (details !== undefined) error.details = details;
+  return error;
+}
+
+/** A tagged result: the value's fields with `ok: true`, or the error. */
+export type Outcome<T extends object> = ({ ok: true } & T) | { ok: false; error: ClawgateError };
+
+interface ZodLikeIssue {
+  path: PropertyKey[];
+  message: string;
+  code?: string;
+  keys?: string[];
+}
+
+/**
+ * Turns zod issues into field problems. A strict object reports unknown keys once, at the
+ * object; they are split here so each misspelt field is named by its own path.
+ */
+export function fieldProblems(issues: readonly ZodLikeIssue[]): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const issue of issues) {
+    const base = issue.path.map(String);
+    if (issue.code === "unrecognized_keys" && issue.keys !== undefined) {
+      for (const key of issue.keys) {
+        problems.push({ path: [...base, key].join("."), message: "unknown field" });
+      }
+      continue;
+    }
+    problems.push({ path: base.join("."), message: issue.message });
+  }
+  return problems;
+}

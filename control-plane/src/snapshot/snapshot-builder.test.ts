@@ -1,0 +1,277 @@
+import { fromBinary, StreamSnapshotsResponseSchema } from "@clawgate/proto";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { openEmbeddedStore } from "../store/embedded-store.js";
+import type { Store, WatchHandlers } from "../store/store.js";
+import { type PublishedSnapshot, SnapshotBuilder } from "./snapshot-builder.js";
+import type { SnapshotStatus } from "./snapshot-status.js";
+
+const PREFIX = "/clawgate/";
+
+interface LogLine {
+  level: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+function captureLogger() {
+  const lines: LogLine[] = [];
+  const logger = pino(
+    { level: "debug" },
+    { write: (line: string) => lines.push(JSON.parse(line)) },
+  );
+  return { logger, lines };
+}
+
+async function put(store: Store, path: string, doc: unknown): Promise<number> {
+  const value = typeof doc === "string" ? doc : JSON.stringify(doc);
+  const result = await store.commit([], [{ type: "put", key: `${PREFIX}${path}`, value }]);
+  return result.revision;
+}
+
+function nextPublish(
+  builder: SnapshotBuilder,
+  accept: (published: PublishedSnapshot) => boolean,
+): Promise<PublishedSnapshot> {
+  const now = builder.current();
+  if (now !== undefined && accept(now)) return Promise.resolve(now);
+  return new Promise((resolve) => {
+    const off = builder.onPublish((published) => {
+      if (!accept(published)) return;
+      off();
+      resolve(published);
+    });
+  });
+}
+
+function nextStatus(
+  builder: SnapshotBuilder,
+  accept: (status: SnapshotStatus) => boolean,
+): Promise<SnapshotStatus> {
+  return new Promise((resolve) => {
+    const off = builder.onStatus((status) => {
+      if (!accept(status)) return;
+      off();
+      resolve(status);
+    });
+  });
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(options: { store?: Store; coalesceMs?: number; maxDelayMs?: number } = {}) {
+  const store = options.store ?? (await openEmbeddedStore({}));
+  const { logger, lines } = captureLogger();
+  const builder = new SnapshotBuilder({
+    store,
+    prefix: PREFIX,
+    logger,
+    instanceId: "cp-test",
+    coalesceMs: options.coalesceMs ?? 25,
+    maxDelayMs: options.maxDelayMs ?? 250,
+    retryMinMs: 1,
+    retryMaxMs: 20,
+  });
+  cleanups.push(async () => {
+    await builder.stop();
+    await store.close();
+  });
+  return { store, builder, lines };
+}
+
+describe("SnapshotBuilder", () => {
+  it("publishes the state at start with the read's revision as version", async () => {
+    const { store, builder } = await setup();
+    await put(store, "upstreams/agents", { nodes: [{ address: "127.0.0.1:9001" }] });
+    const revision = await put(store, "routes/api", {
+      match: { pathPrefix: "/api" },
+      upstream: "agents",
+    });
+
+    await builder.start();
+
+    const published = builder.current();
+    expect(published?.version).toBe(revision);
+    expect(published?.nonce).toBe(`cp-test-${revision}`);
+    expect(published?.snapshot.version).toBe(BigInt(revision));
+    expect(published?.snapshot.routes.map((r) => r.name)).toEqual(["api"]);
+    const decoded = fromBinary(StreamSnapshotsResponseSchema, published!.encoded);
+    expect(decoded.message.case).toBe("snapshot");
+    expect(decoded.message.value?.nonce).toBe(`cp-test-${revision}`);
+    expect(decoded.message.value?.upstreams[0]?.nodes[0]?.address).toBe("127.0.0.1:9001");
+    expect(builder.status()).toMatchObject({
+      version: revision,
+      published: true,
+      publishedVersion: revision,
+      counts: { routes: 1, upstreams: 1, breakers: 0, tenants: 0 },
+    });
+  });
+
+  it("coalesces a burst of 100 writes into a few builds, the last holding everything", async () => {
+    const { store, builder } = await setup();
+    await builder.start();
+    const versions: number[] = [];
+    builder.onPublish((published) => versions.push(published.version));
+
+    let revision = 0;
+    for (let i = 0; i < 100; i++) {
+      revision = await put(store, `upstreams/u-${i}`, {
+        nodes: [{ address: `10.0.0.1:${i + 1}` }],
+      });
+    }
+    const last = await nextPublish(builder, (published) => published.version >= revision);
+
+    expect(last.version).toBe(revision);
+    expect(last.snapshot.upstreams).toHaveLength(100);
+    expect(versions.length).toBeGreaterThan(0);
+    expect(versions.length).toBeLessThanOrEqual(10);
+    // Versions only grow.
+    expect([...versions].sort((a, b) => a - b)).toEqual(versions);
+  });
+
+  it("rebuilds under a steady stream of writes no later than maxDelayMs", async () => {
+    const { store, builder } = await setup({ coalesceMs: 50, maxDelayMs: 100 });
+    await builder.start();
+    let publishedWhileWriting = 0;
+    builder.onPublish(() => publishedWhileWriting++);
+
+    // Each write lands well inside the 50 ms quiet window, so a plain debounce would never
+    // fire while this loop runs; the maxDelayMs cap must.
+    const deadline = performance.now() + 5_000;
+    let i = 0;
+    while (publishedWhileWriting < 2 && performance.now() < deadline) {
+      await put(store, `upstreams/u-${i++ % 10}`, { nodes: [{ address: `10.0.0.1:${i}` }] });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(publishedWhileWriting).toBe(2);
+  });
+
+  it("does not publish an inconsistent state, says why, and publishes once it is fixed", async () => {
+    const { store, builder, lines } = await setup();
+    await put(store, "upstreams/agents", { nodes: [{ address: "127.0.0.1:9001" }] });
+    const good = await put(store, "routes/api", { match: { pathPrefix: "/" }, upstream: "agents" });
+    await builder.start();
+    expect(builder.current()?.version).toBe(good);
+
+    // Written straight into the store, around the admin API's checks.
+    const refused = nextStatus(builder, (status) => status.version > good);
+    await put(store, "routes/orphan", { match: { path: "/x" }, upstream: "missing" });
+    const bad = await put(store, "breakers/broken", "{not json");
+    const status = await refused;
+    const latest =
+      status.version === bad ? status : await nextStatus(builder, (s) => s.version === bad);
+
+    expect(latest.published).toBe(false);
+    expect(latest.publishedVersion).toBe(good);
+    expect(latest.reason).toContain(`still serving version ${good}`);
+    expect(latest.problems).toEqual(
+      expect.arrayContaining([
+        { key: `${PREFIX}routes/orphan`, message: expect.stringContaining("upstream missing") },
+        { key: `${PREFIX}breakers/broken`, message: "invalid document: not JSON" },
+      ]),
+    );
+    expect(builder.current()?.version).toBe(good);
+    expect(builder.status()).toEqual(latest);
+    expect(lines.some((line) => line.level === 40 && line.msg.includes("not published"))).toBe(
+      true,
+    );
+
+    await store.commit([], [{ type: "delete", key: `${PREFIX}breakers/broken` }]);
+    const fixed = await put(store, "upstreams/missing", { nodes: [{ address: "127.0.0.1:9002" }] });
+    const published = await nextPublish(builder, (p) => p.version >= fixed);
+    expect(published.version).toBe(fixed);
+    expect(published.snapshot.routes.map((r) => r.upstream)).toEqual(["agents", "missing"]);
+    expect(builder.status()).toMatchObject({
+      version: fixed,
+      published: true,
+      publishedVersion: fixed,
+    });
+    expect(builder.status().problems).toBeUndefined();
+  });
+
+  it("publishes nothing when the first state is inconsistent", async () => {
+    const { store, builder } = await setup();
+    const revision = await put(store, "upstreams/agents", { breaker: "nope" });
+    await builder.start();
+    expect(builder.current()).toBeUndefined();
+    expect(builder.status()).toMatchObject({
+      version: revision,
+      published: false,
+      publishedVersion: null,
+      problems: [{ key: `${PREFIX}upstreams/agents`, message: expect.stringContaining("nope") }],
+    });
+  });
+
+  it("re-reads the store and re-watches after the watch fails", async () => {
+    const inner = await openEmbeddedStore({});
+    const flaky = breakableStore(inner);
+    const { store, builder, lines } = await setup({ store: flaky.store });
+    await put(store, "upstreams/agents", {});
+    await builder.start();
+
+    // The watch dies, changes land while nobody watches, and the store refuses reads twice.
+    await flaky.breakWatches(new Error("mvcc: required revision has been compacted"));
+    flaky.failRanges(2);
+    const missed = await put(store, "upstreams/tools", {});
+
+    const published = await nextPublish(builder, (p) => p.version >= missed);
+    expect(published.snapshot.upstreams.map((u) => u.name)).toEqual(["agents", "tools"]);
+    expect(lines.some((line) => line.msg.includes("config watch failed"))).toBe(true);
+    expect(lines.some((line) => line.msg.includes("store still unavailable"))).toBe(true);
+
+    // And the new watch delivers later changes.
+    const later = await put(store, "upstreams/zeta", {});
+    const again = await nextPublish(builder, (p) => p.version >= later);
+    expect(again.snapshot.upstreams).toHaveLength(3);
+  });
+});
+
+/** Wraps a store so a test can kill its watches and make range reads fail. */
+function breakableStore(inner: Store) {
+  const live = new Set<{ handlers: WatchHandlers; close(): Promise<void> }>();
+  let rangeFailures = 0;
+  const store: Store = {
+    ...inner,
+    kind: inner.kind,
+    get: (key) => inner.get(key),
+    commit: (compares, operations) => inner.commit(compares, operations),
+    grantLease: (ttl) => inner.grantLease(ttl),
+    refreshLease: (lease) => inner.refreshLease(lease),
+    revokeLease: (lease) => inner.revokeLease(lease),
+    close: () => inner.close(),
+    async range(prefix) {
+      if (rangeFailures > 0) {
+        rangeFailures--;
+        throw new Error("connection refused");
+      }
+      return inner.range(prefix);
+    },
+    async watch(prefix, fromRevision, handlers) {
+      const watch = await inner.watch(prefix, fromRevision, handlers);
+      const entry = { handlers, close: () => watch.close() };
+      live.add(entry);
+      return {
+        async close() {
+          live.delete(entry);
+          await watch.close();
+        },
+      };
+    },
+  };
+  return {
+    store,
+    async breakWatches(error: Error) {
+      for (const entry of [...live]) {
+        live.delete(entry);
+        await entry.close();
+        entry.handlers.onError?.(error);
+      }
+    },
+    failRanges(count: number) {
+      rangeFailures = count;
+    },
+  };
+}

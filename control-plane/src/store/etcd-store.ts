@@ -1,0 +1,256 @@
+import {
+  CompareResult,
+  CompareTarget,
+  Etcd3,
+  type ICompare,
+  type IKeyValue,
+  type IRequestOp,
+  type Watcher,
+} from "etcd3";
+import type { KeyValue, Store, Watch, WatchEvent } from "./store.js";
+
+export interface EtcdStoreOptions {
+  /** Client URLs, for example ["http://127.0.0.1:2379"]. */
+  endpoints: string[];
+  /** How long to wait for a connection before a call fails; default 5000 ms. */
+  dialTimeoutMs?: number;
+}
+
+/** Bounds the best-effort lease revokes in close() so shutdown never hangs on a dead etcd. */
+const CLOSE_REVOKE_TIMEOUT_MS = 2000;
+
+function storeError(code: string, message: string): Error & { code: string } {
+  return Object.assign(new Error(message), { code });
+}
+
+function bytes(text: string): Buffer {
+  return Buffer.from(text, "utf8");
+}
+
+/** The smallest key greater than every key starting with `prefix`, as etcd's range_end. */
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if ((end[i] as number) < 0xff) {
+      end[i] = (end[i] as number) + 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  // Empty prefix (or all 0xff): "\0" as range_end means "to the end of the keyspace".
+  return Buffer.from([0]);
+}
+
+function toKeyValue(kv: IKeyValue): KeyValue {
+  const out: KeyValue = {
+    key: kv.key.toString("utf8"),
+    value: kv.value.toString("utf8"),
+    modRevision: Number(kv.mod_revision),
+    createRevision: Number(kv.create_revision),
+  };
+  if (kv.lease !== undefined && kv.lease !== "0" && kv.lease !== "") out.lease = String(kv.lease);
+  return out;
+}
+
+/** Store backed by an etcd v3 cluster; every call maps to one etcd RPC. */
+export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
+  if (options.endpoints.length === 0) throw new RangeError("endpoints must not be empty");
+  const client = new Etcd3({
+    hosts: options.endpoints,
+    dialTimeout: options.dialTimeoutMs ?? 5000,
+  });
+  const watchers = new Set<Watcher>();
+  const leases = new Set<string>();
+  let closed = false;
+
+  function assertOpen(): void {
+    if (closed) throw storeError("CLAWGATE_STORE_CLOSED", "etcd store is closed");
+  }
+
+  async function revoke(lease: string): Promise<void> {
+    try {
+      await client.leaseClient.leaseRevoke({ ID: lease });
+    } catch (error) {
+      // Revoking an expired lease is success: its keys are already gone.
+      if (!/lease not found/i.test((error as Error).message)) throw error;
+    }
+    leases.delete(lease);
+  }
+
+  /**
+   * etcd 3.4 cancels a watch on a compacted revision with an empty reason, so ask etcd
+   * directly whether `fromRevision` is still readable to tell compaction apart.
+   */
+  async function explainCancel(prefix: string, fromRevision: number, error: Error): Promise<Error> {
+    let compacted = /compacted/i.test(error.message);
+    if (!compacted && fromRevision > 0 && !closed) {
+      try {
+        const key = bytes(prefix);
+        await client.kv.range({
+          key: key.length === 0 ? Buffer.from([0]) : key,
+          range_end: prefixEnd(key),
+          revision: fromRevision,
+          limit: 1,
+        });
+      } catch (probe) {
+        compacted = /compacted/i.test((probe as Error).message);
+      }
+    }
+    if (!compacted) return error;
+    return storeError(
+      "CLAWGATE_STORE_COMPACTED",
+      `watch from revision ${fromRevision} is not possible: etcd has compacted that revision`,
+    );
+  }
+
+  const store: Store = {
+    kind: "etcd",
+
+    async get(key) {
+      assertOpen();
+      const res = await client.kv.range({ key: bytes(key) });
+      const kv = res.kvs[0];
+      return kv === undefined ? undefined : toKeyValue(kv);
+    },
+
+    async range(prefix) {
+      assertOpen();
+      const key = bytes(prefix);
+      // One Range RPC is served from one MVCC revision, reported in its header.
+      const res = await client.kv.range({
+        key: key.length === 0 ? Buffer.from([0]) : key,
+        range_end: prefixEnd(key),
+      });
+      return { revision: Number(res.header.revision), items: res.kvs.map(toKeyValue) };
+    },
+
+    async commit(compares, operations) {
+      assertOpen();
+      const compare: ICompare[] = compares.map((c) =>
+        c.modRevision === 0
+          ? // An absent key has version 0; this is how etcd spells "does not exist".
+            {
+              key: bytes(c.key),
+              target: CompareTarget.Version,
+              result: CompareResult.Equal,
+              version: 0,
+            }
+          : {
+              key: bytes(c.key),
+              target: CompareTarget.Mod,
+              result: CompareResult.Equal,
+              mod_revision: c.modRevision,
+            },
+      );
+      const success: IRequestOp[] = operations.map((op) =>
+        op.type === "put"
+          ? {
+              request_put: {
+                key: bytes(op.key),
+                value: bytes(op.value),
+                ...(op.lease !== undefined ? { lease: op.lease } : {}),
+              },
+            }
+          : { request_delete_range: { key: bytes(op.key) } },
+      );
+      const res = await client.kv.txn({ compare, success, failure: [] });
+      return { succeeded: res.succeeded, revision: Number(res.header.revision) };
+    },
+
+    async watch(prefix, fromRevision, handlers): Promise<Watch> {
+      assertOpen();
+      let builder = client.watch().prefix(prefix);
+      // Like etcd, a start revision of 0 or less means "changes from now on".
+      if (fromRevision > 0) builder = builder.startRevision(String(fromRevision));
+      const watcher = await builder.create();
+      watchers.add(watcher);
+      let done = false;
+      watcher.on("data", (res) => {
+        if (done) return;
+        // A response may carry several revisions; hand them over one revision at a time.
+        let batch: WatchEvent[] = [];
+        for (const event of res.events) {
+          const modRevision = Number(event.kv.mod_revision);
+          const previous = batch[batch.length - 1];
+          if (previous !== undefined && previous.modRevision !== modRevision) {
+            handlers.onEvents(batch);
+            batch = [];
+          }
+          const key = event.kv.key.toString("utf8");
+          batch.push(
+            event.type === "Delete"
+              ? { type: "delete", key, modRevision }
+              : { type: "put", key, value: event.kv.value.toString("utf8"), modRevision },
+          );
+        }
+        if (batch.length > 0) handlers.onEvents(batch);
+      });
+      // etcd3 reconnects by itself after "disconnected"; "error" means etcd cancelled the
+      // watch (compaction, permissions), which is final.
+      watcher.on("error", (error) => {
+        if (done) return;
+        done = true;
+        watchers.delete(watcher);
+        explainCancel(prefix, fromRevision, error).then((reason) => handlers.onError?.(reason));
+      });
+      return {
+        async close() {
+          if (done) return;
+          done = true;
+          watchers.delete(watcher);
+          await watcher.cancel();
+        },
+      };
+    },
+
+    async grantLease(ttlSeconds) {
+      assertOpen();
+      if (!(ttlSeconds > 0)) throw new RangeError(`ttlSeconds must be positive, got ${ttlSeconds}`);
+      const res = await client.leaseClient.leaseGrant({ TTL: Math.ceil(ttlSeconds), ID: 0 });
+      if (res.error) throw new Error(`etcd refused the lease: ${res.error}`);
+      leases.add(res.ID);
+      return res.ID;
+    },
+
+    async refreshLease(lease) {
+      assertOpen();
+      const stream = await client.leaseClient.leaseKeepAlive();
+      try {
+        const res = await new Promise<{ TTL: string }>((resolve, reject) => {
+          stream.on("data", resolve);
+          stream.on("error", reject);
+          stream.write({ ID: lease });
+        });
+        // etcd answers a keepalive for an expired or unknown lease with TTL 0.
+        const alive = Number(res.TTL) > 0;
+        if (!alive) leases.delete(lease);
+        return alive;
+      } finally {
+        stream.end();
+      }
+    },
+
+    async revokeLease(lease) {
+      assertOpen();
+      await revoke(lease);
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      const cancels = [...watchers].map((w) => w.cancel().catch(() => undefined));
+      watchers.clear();
+      // Our leases should not outlive us by a TTL: revoke them, but never wait long for it.
+      const revokes = [...leases].map((lease) => revoke(lease).catch(() => undefined));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...cancels, ...revokes]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, CLOSE_REVOKE_TIMEOUT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+      client.close();
+    },
+  };
+  return store;
+}

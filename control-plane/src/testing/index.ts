@@ -1,0 +1,1 @@
+export { type EtcdProcess, type StartEtcdOptions, startEtcd } from "./etcd-process.js";
