@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/snapshot_service.proto.
  */
 export const file_clawgate_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSJ8CgVIZWxsbxIPCgdub2RlX2lkGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEhgKEHNvZnR3YXJlX3ZlcnNpb24YAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIcChRsYXN0X2FwcGxpZWRfdmVyc2lvbhgFIAEoBCIlCgNBY2sSDwoHdmVyc2lvbhgBIAEoBBINCgVub25jZRgCIAEoCSI8CgROYWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMZXJyb3JfZGV0YWlsGAMgASgJIowBChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAQgkKB21lc3NhZ2UiTwoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAQgkKB21lc3NhZ2UycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
+  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSJ8CgVIZWxsbxIPCgdub2RlX2lkGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEhgKEHNvZnR3YXJlX3ZlcnNpb24YAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIcChRsYXN0X2FwcGxpZWRfdmVyc2lvbhgFIAEoBCIlCgNBY2sSDwoHdmVyc2lvbhgBIAEoBBINCgVub25jZRgCIAEoCSI8CgROYWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMZXJyb3JfZGV0YWlsGAMgASgJImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIr0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIAEIJCgdtZXNzYWdlIk8KF1N0cmVhbVNuYXBzaG90c1Jlc3BvbnNlEikKCHNuYXBzaG90GAEgASgLMhUuY2xhd2dhdGUudjEuU25hcHNob3RIAEIJCgdtZXNzYWdlMnMKD1NuYXBzaG90U2VydmljZRJgCg9TdHJlYW1TbmFwc2hvdHMSIy5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXF1ZXN0GiQuY2xhd2dhdGUudjEuU3RyZWFtU25hcHNob3RzUmVzcG9uc2UoATABYgZwcm90bzM", [file_clawgate_v1_config]);
 
 /**
  * First message on every stream.
@@ -109,6 +109,74 @@ export const NackSchema: GenMessage<Nack> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_snapshot_service, 2);
 
 /**
+ * One node as one data plane's probes see it.
+ *
+ * @generated from message clawgate.v1.NodeHealth
+ */
+export type NodeHealth = Message<"clawgate.v1.NodeHealth"> & {
+  /**
+   * @generated from field: string upstream = 1;
+   */
+  upstream: string;
+
+  /**
+   * host:port
+   *
+   * @generated from field: string address = 2;
+   */
+  address: string;
+
+  /**
+   * "healthy", "quarantined" (a live request was refused; a probe is confirming) or
+   * "evicted" (probes failed the unhealthy threshold).
+   *
+   * @generated from field: string state = 3;
+   */
+  state: string;
+
+  /**
+   * What the last probe saw, for the heal journal: TCP time, HTTP status, body status.
+   *
+   * @generated from field: string evidence = 4;
+   */
+  evidence: string;
+
+  /**
+   * Unix milliseconds of the last state change.
+   *
+   * @generated from field: uint64 changed_at_ms = 5;
+   */
+  changedAtMs: bigint;
+};
+
+/**
+ * Describes the message clawgate.v1.NodeHealth.
+ * Use `create(NodeHealthSchema)` to create a new message.
+ */
+export const NodeHealthSchema: GenMessage<NodeHealth> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 3);
+
+/**
+ * The data plane's whole view of node health, sent whenever a node changes state (state of the
+ * world, so the control plane never has to merge deltas).
+ *
+ * @generated from message clawgate.v1.NodeHealthReport
+ */
+export type NodeHealthReport = Message<"clawgate.v1.NodeHealthReport"> & {
+  /**
+   * @generated from field: repeated clawgate.v1.NodeHealth nodes = 1;
+   */
+  nodes: NodeHealth[];
+};
+
+/**
+ * Describes the message clawgate.v1.NodeHealthReport.
+ * Use `create(NodeHealthReportSchema)` to create a new message.
+ */
+export const NodeHealthReportSchema: GenMessage<NodeHealthReport> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 4);
+
+/**
  * @generated from message clawgate.v1.StreamSnapshotsRequest
  */
 export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest"> & {
@@ -133,6 +201,12 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
      */
     value: Nack;
     case: "nack";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.NodeHealthReport health = 4;
+     */
+    value: NodeHealthReport;
+    case: "health";
   } | { case: undefined; value?: undefined };
 };
 
@@ -141,7 +215,7 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
  * Use `create(StreamSnapshotsRequestSchema)` to create a new message.
  */
 export const StreamSnapshotsRequestSchema: GenMessage<StreamSnapshotsRequest> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 3);
+  messageDesc(file_clawgate_v1_snapshot_service, 5);
 
 /**
  * @generated from message clawgate.v1.StreamSnapshotsResponse
@@ -164,7 +238,7 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
  * Use `create(StreamSnapshotsResponseSchema)` to create a new message.
  */
 export const StreamSnapshotsResponseSchema: GenMessage<StreamSnapshotsResponse> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 4);
+  messageDesc(file_clawgate_v1_snapshot_service, 6);
 
 /**
  * One bidirectional stream per data plane, in the spirit of xDS state-of-the-world: the
