@@ -1,0 +1,96 @@
+import type { AddressInfo } from "node:net";
+import { create, SnapshotSchema } from "@clawgate/proto";
+import { Registry } from "prom-client";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SnapshotMetrics } from "../metrics/snapshot-metrics.js";
+import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
+import { createAdminServer } from "./admin-server.js";
+
+let base = "";
+let applied: AppliedSnapshot;
+let registry: Registry;
+let close = async () => {};
+
+beforeEach(async () => {
+  registry = new Registry();
+  new SnapshotMetrics(registry).applied(0, 0);
+  applied = new AppliedSnapshot({ now: () => Date.UTC(2025, 0, 2, 3, 4, 5) });
+  const server = createAdminServer({ registry, applied });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  close = () => new Promise((resolve) => server.close(() => resolve()));
+});
+afterEach(() => close());
+
+function applyGood(version: bigint) {
+  const result = applied.apply(
+    create(SnapshotSchema, {
+      version,
+      nonce: "n",
+      createdAtMs: 1_700_000_000_000n,
+      breakers: [{ name: "default" }],
+      upstreams: [
+        { name: "agents", breaker: "default", nodes: [{ address: "127.0.0.1:8081", weight: 1 }] },
+      ],
+      routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
+    }),
+  );
+  if (!result.ok) throw new Error(result.reason);
+}
+
+describe("admin server", () => {
+  it("answers /healthz while the process is alive, snapshot or not", async () => {
+    const res = await fetch(`${base}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok" });
+  });
+
+  it("is not ready until a snapshot is applied, then ready with its version", async () => {
+    const before = await fetch(`${base}/readyz`);
+    expect(before.status).toBe(503);
+    expect(await before.json()).toEqual({ status: "not ready", reason: "no snapshot applied yet" });
+
+    applyGood(12n);
+    const after = await fetch(`${base}/readyz`);
+    expect(after.status).toBe(200);
+    expect(await after.json()).toEqual({ status: "ready", version: 12 });
+  });
+
+  it("dumps the applied snapshot with its version and applied time", async () => {
+    const before = await fetch(`${base}/config_dump`);
+    expect(before.status).toBe(503);
+    expect(await before.json()).toMatchObject({ error: { code: "CLAWGATE_NOT_READY" } });
+
+    applyGood(12n);
+    const res = await fetch(`${base}/config_dump`);
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({
+      version: 12,
+      appliedAt: "2025-01-02T03:04:05.000Z",
+      snapshot: {
+        version: "12",
+        routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
+        upstreams: [{ name: "agents", nodes: [{ address: "127.0.0.1:8081", weight: 1 }] }],
+      },
+    });
+  });
+
+  it("serves the registry's metrics in the Prometheus text format", async () => {
+    const res = await fetch(`${base}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const text = await res.text();
+    expect(text).toMatch(/^clawgate_snapshot_version 0$/m);
+    expect(text).toContain("process_resident_memory_bytes");
+  });
+
+  it("answers 404 for unknown paths and 405 for other methods", async () => {
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+    const post = await fetch(`${base}/healthz`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+    // A query string does not change the endpoint.
+    expect((await fetch(`${base}/healthz?verbose=1`)).status).toBe(200);
+  });
+});

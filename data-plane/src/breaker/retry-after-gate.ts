@@ -1,0 +1,116 @@
+import { type Clock, systemClock } from "../clock/clock.js";
+
+export type GateCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly retryAfterMs: number };
+
+const PASS: GateCheck = Object.freeze({ ok: true });
+
+/**
+ * Binding cooldowns an upstream asked for with 429 or 503 plus `Retry-After` (seed 004: honour it
+ * even when the breaker would probe earlier). Check the gate before `CircuitBreaker.acquire`, so a
+ * blocked request does not take the half-open probe slot.
+ */
+export class RetryAfterGate {
+  private readonly until = new Map<string, number>();
+
+  /** @param clock time source; default `systemClock`. Deadlines are in this clock's ms. */
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /** Blocks the upstream until `untilMs` (clock time); an earlier deadline never shortens a later one. */
+  block(upstream: string, untilMs: number): void {
+    const current = this.until.get(upstream);
+    if (current === undefined || untilMs > current) this.until.set(upstream, untilMs);
+  }
+
+  /** Blocks the upstream for `durationMs` from now, e.g. the result of `parseRetryAfter`. */
+  blockFor(upstream: string, durationMs: number): void {
+    this.block(upstream, this.clock.now() + durationMs);
+  }
+
+  check(upstream: string): GateCheck {
+    const until = this.until.get(upstream);
+    if (until === undefined) return PASS;
+    const left = until - this.clock.now();
+    if (left <= 0) {
+      this.until.delete(upstream);
+      return PASS;
+    }
+    return { ok: false, retryAfterMs: Math.ceil(left) };
+  }
+
+  /** Forgets upstreams not named; call after applying a snapshot. */
+  retain(upstreamNames: Iterable<string>): void {
+    const keep = new Set(upstreamNames);
+    for (const upstream of this.until.keys()) if (!keep.has(upstream)) this.until.delete(upstream);
+  }
+}
+
+/** Longest wait `parseRetryAfter` returns unless told otherwise: 1 h. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+const DAYS = "(?:mon|tue|wed|thu|fri|sat|sun)";
+const LONG_DAYS = "(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)";
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTH = `(${MONTHS.join("|")})`;
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
+// The three HTTP-date forms RFC 9110 (5.6.7) says a recipient must accept.
+const IMF_FIXDATE = new RegExp(`^${DAYS}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`, "i");
+const RFC_850 = new RegExp(`^${LONG_DAYS}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`, "i");
+const ASCTIME = new RegExp(`^${DAYS} ${MONTH} ( \\d|\\d{2}) ${TIME} (\\d{4})$`, "i");
+
+/**
+ * Milliseconds to wait from a `Retry-After` value: delta-seconds or an HTTP-date. Undefined for a
+ * missing, negative or unparseable value. A date in the past means 0; anything over `maxMs` is
+ * capped, so a broken upstream cannot park traffic for a year.
+ *
+ * @param nowMs wall-clock epoch ms (Date.now()), which an HTTP-date is measured against.
+ * @param maxMs cap on the result; default `MAX_RETRY_AFTER_MS` (1 h).
+ */
+export function parseRetryAfter(
+  value: string | undefined,
+  nowMs: number,
+  maxMs = MAX_RETRY_AFTER_MS,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Math.min(Number(text) * 1_000, maxMs);
+  const dateMs = parseHttpDate(text, nowMs);
+  if (dateMs === undefined) return undefined;
+  return Math.min(Math.max(0, Math.ceil(dateMs - nowMs)), maxMs);
+}
+
+function parseHttpDate(text: string, nowMs: number): number | undefined {
+  let m = IMF_FIXDATE.exec(text);
+  if (m) return utc(Number(m[3]), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
+  m = RFC_850.exec(text);
+  if (m) return utc(fullYear(Number(m[3]), nowMs), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
+  m = ASCTIME.exec(text);
+  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!);
+  return undefined;
+}
+
+/** RFC 9110: a two-digit year more than 50 years ahead belongs to the previous century. */
+function fullYear(twoDigits: number, nowMs: number): number {
+  const thisYear = new Date(nowMs).getUTCFullYear();
+  let year = thisYear - (thisYear % 100) + twoDigits;
+  if (year > thisYear + 50) year -= 100;
+  return year;
+}
+
+function utc(
+  year: number,
+  monthName: string,
+  day: number,
+  hh: string,
+  mm: string,
+  ss: string,
+): number | undefined {
+  const month = MONTHS.indexOf(monthName.toLowerCase());
+  const [h, min, s] = [Number(hh), Number(mm), Number(ss)];
+  if (h > 23 || min > 59 || s > 60 || day < 1) return undefined;
+  // Date.UTC rolls 31 Feb over into March; a date that does not round-trip is garbage.
+  const midnight = Date.UTC(year, month, day);
+  if (new Date(midnight).getUTCDate() !== day) return undefined;
+  return midnight + ((h * 60 + min) * 60 + s) * 1_000;
+}

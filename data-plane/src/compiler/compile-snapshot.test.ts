@@ -1,0 +1,235 @@
+import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { compileSnapshot } from "./compile-snapshot.js";
+
+type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
+
+function snapshot(init: SnapshotInit = {}): Snapshot {
+  return create(SnapshotSchema, {
+    version: 42n,
+    createdAtMs: 1_700_000_000_000n,
+    breakers: [{ name: "default" }],
+    upstreams: [
+      {
+        name: "agents",
+        breaker: "default",
+        nodes: [
+          { address: "127.0.0.1:8081", weight: 3, source: "config" },
+          { address: "agents-2.internal:8081", weight: 1, source: "registry" },
+        ],
+      },
+      { name: "canary", nodes: [{ address: "[::1]:9000", weight: 1 }] },
+    ],
+    routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
+    ...init,
+  });
+}
+
+function reasonOf(init: SnapshotInit): string {
+  const result = compileSnapshot(snapshot(init));
+  if (result.ok) throw new Error("expected a compile error");
+  return result.reason;
+}
+
+describe("compileSnapshot", () => {
+  it("compiles a good snapshot into a frozen object", () => {
+    const result = compileSnapshot(snapshot());
+    if (!result.ok) throw new Error(result.reason);
+    const compiled = result.value;
+    expect(compiled.version).toBe(42);
+    expect(compiled.createdAtMs).toBe(1_700_000_000_000);
+    expect(compiled.routeCount).toBe(1);
+    expect([...compiled.nodeAddresses()].sort()).toEqual([
+      "127.0.0.1:8081",
+      "[::1]:9000",
+      "agents-2.internal:8081",
+    ]);
+    const agents = compiled.upstreams.get("agents")!;
+    expect(agents.nodes.map((n) => [n.host, n.port, n.origin])).toEqual([
+      ["127.0.0.1", 8081, "http://127.0.0.1:8081"],
+      ["agents-2.internal", 8081, "http://agents-2.internal:8081"],
+    ]);
+    expect(compiled.upstreams.get("canary")!.nodes[0]!.origin).toBe("http://[::1]:9000");
+
+    expect(Object.isFrozen(compiled)).toBe(true);
+    expect(Object.isFrozen(agents.nodes[0])).toBe(true);
+    expect(Object.isFrozen(compiled.source.routes[0]!.match)).toBe(true);
+    const upstreams = compiled.upstreams as Map<string, unknown>;
+    expect(() => upstreams.set("x", {})).toThrow(TypeError);
+    expect(() => (compiled.nodeAddresses() as Set<string>).add("x")).toThrow(TypeError);
+  });
+
+  it("gives routes with the same connect timeout and limits one shared pool settings object", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          { name: "a", match: { path: "/a" }, upstream: "agents", timeouts: { connectMs: 250 } },
+          { name: "b", match: { path: "/b" }, upstream: "agents", timeouts: { connectMs: 250 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const [a, b] = ["/a", "/b"].map((p) => result.value.match("GET", "h", p, {})!);
+    expect(a!.targets[0]!.poolSettings).toBe(b!.targets[0]!.poolSettings);
+    expect(a!.targets[0]!.poolSettings).toEqual({
+      key: "250/0",
+      connectTimeoutMs: 250,
+      connections: 0,
+    });
+  });
+
+  it("picks split targets by smooth WRR over split weights", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          {
+            name: "split",
+            match: { pathPrefix: "/" },
+            split: [
+              { upstream: "agents", weight: 3 },
+              { upstream: "canary", weight: 1 },
+            ],
+          },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const route = result.value.match("GET", "h", "/", {})!;
+    const picks = Array.from({ length: 8 }, () => route.pickTarget()!.upstream.name);
+    expect(picks.join(",")).toBe("agents,agents,canary,agents,agents,agents,canary,agents");
+  });
+
+  it.each<[string, SnapshotInit, string]>([
+    [
+      "unknown upstream",
+      { routes: [{ name: "r", match: { path: "/" }, upstream: "nope" }] },
+      'route "r": upstream "nope" is not in the snapshot',
+    ],
+    [
+      "unknown split upstream",
+      { routes: [{ name: "r", match: { path: "/" }, split: [{ upstream: "nope", weight: 1 }] }] },
+      'route "r": split[0].upstream "nope" is not in the snapshot',
+    ],
+    [
+      "split weight 0",
+      { routes: [{ name: "r", match: { path: "/" }, split: [{ upstream: "agents" }] }] },
+      'route "r": split[0].weight must be 1..1000000, got 0',
+    ],
+    [
+      "empty route name",
+      { routes: [{ match: { path: "/" }, upstream: "agents" }] },
+      "routes[0]: name is empty",
+    ],
+    [
+      "duplicate route name",
+      {
+        routes: [
+          { name: "r", match: { path: "/a" }, upstream: "agents" },
+          { name: "r", match: { path: "/b" }, upstream: "agents" },
+        ],
+      },
+      'route "r": name is repeated',
+    ],
+    [
+      "missing match",
+      { routes: [{ name: "r", upstream: "agents" }] },
+      'route "r": match is missing',
+    ],
+    [
+      "neither path nor prefix",
+      { routes: [{ name: "r", match: {}, upstream: "agents" }] },
+      'route "r": match.path or match.pathPrefix must be set',
+    ],
+    [
+      "both path and prefix",
+      { routes: [{ name: "r", match: { path: "/a", pathPrefix: "/a" }, upstream: "agents" }] },
+      'route "r": match.path and match.pathPrefix are both set; set one',
+    ],
+    [
+      "relative path",
+      { routes: [{ name: "r", match: { pathPrefix: "api" }, upstream: "agents" }] },
+      'route "r": match.pathPrefix must start with "/" and hold no space, "?" or "#"',
+    ],
+    [
+      "both upstream and split",
+      {
+        routes: [
+          {
+            name: "r",
+            match: { path: "/" },
+            upstream: "agents",
+            split: [{ upstream: "agents", weight: 1 }],
+          },
+        ],
+      },
+      'route "r": upstream and split are both set; set one',
+    ],
+    [
+      "no target",
+      { routes: [{ name: "r", match: { path: "/" } }] },
+      'route "r": upstream or split must be set',
+    ],
+    [
+      "host with port",
+      { routes: [{ name: "r", match: { path: "/", hosts: ["a.com:80"] }, upstream: "agents" }] },
+      'route "r": match.hosts[0] must be a host name (or *.suffix) without port',
+    ],
+    [
+      "lower-case method",
+      { routes: [{ name: "r", match: { path: "/", methods: ["get"] }, upstream: "agents" }] },
+      'route "r": match.methods[0] must be upper case',
+    ],
+    [
+      "bad rewrite prefix",
+      {
+        routes: [
+          { name: "r", match: { path: "/" }, upstream: "agents", rewrite: { pathPrefix: "v2" } },
+        ],
+      },
+      'route "r": rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"',
+    ],
+    [
+      "node address without port",
+      { upstreams: [{ name: "u", nodes: [{ address: "10.0.0.1", weight: 1 }] }], routes: [] },
+      'upstream "u": nodes[0].address is not host:port',
+    ],
+    [
+      "node port out of range",
+      { upstreams: [{ name: "u", nodes: [{ address: "h:70000", weight: 1 }] }], routes: [] },
+      'upstream "u": nodes[0].address has a port outside 1..65535',
+    ],
+    [
+      "node weight 0",
+      { upstreams: [{ name: "u", nodes: [{ address: "h:80" }] }], routes: [] },
+      'upstream "u": nodes[0].weight must be 1..1000, got 0',
+    ],
+    [
+      "duplicate node",
+      {
+        upstreams: [
+          {
+            name: "u",
+            nodes: [
+              { address: "h:80", weight: 1 },
+              { address: "h:80", weight: 2 },
+            ],
+          },
+        ],
+        routes: [],
+      },
+      'upstream "u": nodes[1].address repeats "h:80"',
+    ],
+    [
+      "duplicate upstream",
+      { upstreams: [{ name: "u" }, { name: "u" }], routes: [] },
+      'upstream "u": name is repeated',
+    ],
+    [
+      "unknown breaker",
+      { upstreams: [{ name: "u", breaker: "strict" }], routes: [] },
+      'upstream "u": breaker "strict" is not in the snapshot',
+    ],
+  ])("refuses %s with a reason", (_, init, reason) => {
+    expect(reasonOf(init)).toBe(reason);
+  });
+});

@@ -1,0 +1,64 @@
+import type { Upstream } from "@clawgate/proto";
+import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+import type { CompiledNode, CompiledUpstream } from "./compiled-types.js";
+import { parseNodeAddress } from "./node-address.js";
+
+export type Compiled<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Names of resources, as the control plane enforces them; also bounds metric label values. */
+export const RESOURCE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const MAX_WEIGHT = 1000;
+
+export function compileUpstream(
+  upstream: Upstream,
+  index: number,
+  breakers: ReadonlySet<string>,
+): Compiled<CompiledUpstream> {
+  const name = upstream.name;
+  if (name === "") return fail(`upstreams[${index}]: name is empty`);
+  if (!RESOURCE_NAME.test(name)) return fail(`upstream "${name}": name is not a valid name`);
+  const where = `upstream "${name}"`;
+  if (upstream.breaker !== "" && !breakers.has(upstream.breaker)) {
+    return fail(`${where}: breaker "${upstream.breaker}" is not in the snapshot`);
+  }
+  const nodes: CompiledNode[] = [];
+  const seen = new Set<string>();
+  for (const [i, node] of upstream.nodes.entries()) {
+    const field = `${where}: nodes[${i}]`;
+    const parsed = parseNodeAddress(node.address);
+    if (!parsed.ok) return fail(`${field}.address ${parsed.reason}`);
+    if (seen.has(node.address)) return fail(`${field}.address repeats "${node.address}"`);
+    seen.add(node.address);
+    if (!Number.isInteger(node.weight) || node.weight < 1 || node.weight > MAX_WEIGHT) {
+      return fail(`${field}.weight must be 1..${MAX_WEIGHT}, got ${node.weight}`);
+    }
+    const hostForUrl = parsed.host.includes(":") ? `[${parsed.host}]` : parsed.host;
+    nodes.push(
+      Object.freeze({
+        address: node.address,
+        host: parsed.host,
+        port: parsed.port,
+        weight: node.weight,
+        source: node.source,
+        upstream: name,
+        origin: `http://${hostForUrl}:${parsed.port}`,
+      }),
+    );
+  }
+  const frozenNodes = Object.freeze(nodes);
+  return {
+    ok: true,
+    value: Object.freeze({
+      name,
+      nodes: frozenNodes,
+      picker: new SmoothWrrPicker(frozenNodes),
+      breaker: upstream.breaker,
+      maxConnectionsPerNode: upstream.maxConnectionsPerNode,
+      source: upstream,
+    }),
+  };
+}
+
+export function fail(reason: string): { ok: false; reason: string } {
+  return { ok: false, reason };
+}

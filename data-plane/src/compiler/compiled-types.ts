@@ -1,0 +1,104 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Route, Snapshot, Upstream } from "@clawgate/proto";
+import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+
+/** One backend instance, as the proxy dials it. */
+export interface CompiledNode {
+  /** host:port exactly as configured; the key of pools, breakers and health state. */
+  readonly address: string;
+  /** Host part without brackets ("::1" for "[::1]:80"). */
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+  /** "config" or "registry". */
+  readonly source: string;
+  /** Name of the upstream the node belongs to. */
+  readonly upstream: string;
+  /** "http://host:port", the undici origin for this node. */
+  readonly origin: string;
+}
+
+export interface CompiledUpstream {
+  readonly name: string;
+  readonly nodes: readonly CompiledNode[];
+  /** Smooth WRR over the nodes; one per upstream per snapshot. */
+  readonly picker: SmoothWrrPicker<CompiledNode>;
+  /** Breaker policy name; "" when none. */
+  readonly breaker: string;
+  /** 0 means no limit. */
+  readonly maxConnectionsPerNode: number;
+  readonly source: Upstream;
+}
+
+/**
+ * How a pool to a node must be built for a given route and upstream. Connections are shared
+ * by every route that reaches a node, so the connect timeout and the connection limit are
+ * properties of the pool, not of a request: see PoolRegistry.
+ */
+export interface PoolSettings {
+  /** Identifies the settings inside the registry: "connectMs/connections". */
+  readonly key: string;
+  /** 0 disables the connect timeout (a zero on the wire means off). */
+  readonly connectTimeoutMs: number;
+  /** 0 means no limit. */
+  readonly connections: number;
+}
+
+/** One upstream a route can send to, with its share of a split. */
+export interface CompiledTarget {
+  readonly upstream: CompiledUpstream;
+  /** Split weight; 1 for a single-upstream route. */
+  readonly weight: number;
+  readonly poolSettings: PoolSettings;
+}
+
+export interface CompiledRoute {
+  readonly name: string;
+  readonly priority: number;
+  /** Lower-case hosts; "*.example.com" is a suffix wildcard; empty means any host. */
+  readonly hosts: readonly string[];
+  /** "exact" when match.path is set, else "prefix". */
+  readonly pathKind: "exact" | "prefix";
+  /** match.path or match.pathPrefix. */
+  readonly pathValue: string;
+  /** Upper-case methods; undefined means any method. */
+  readonly methods: ReadonlySet<string> | undefined;
+  /** Lower-case names with the exact value each must have. */
+  readonly headers: readonly { readonly name: string; readonly value: string }[];
+  readonly targets: readonly CompiledTarget[];
+  /** Picks the target: the only one, or smooth WRR over split weights. */
+  pickTarget(): CompiledTarget | undefined;
+  /** rewrite.pathPrefix, or undefined when the path is forwarded as it came. */
+  readonly rewritePathPrefix: string | undefined;
+  /** rewrite.host, or undefined to keep the client's Host. */
+  readonly rewriteHost: string | undefined;
+  /** Per-request undici timeouts; 0 is off. */
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly totalTimeoutMs: number;
+  readonly source: Route;
+}
+
+/** A snapshot compiled for the request path. Frozen: a request can hold it for its whole life. */
+export interface CompiledSnapshot {
+  readonly version: number;
+  readonly createdAtMs: number;
+  readonly routeCount: number;
+  readonly upstreams: ReadonlyMap<string, CompiledUpstream>;
+  /**
+   * The route for a request, or undefined. `host` is the raw Host header (port and case are
+   * ignored); `path` may carry a query string, which is not matched.
+   */
+  match(
+    method: string,
+    host: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+  ): CompiledRoute | undefined;
+  /** Every node address of every upstream; PoolRegistry.retain() takes it. */
+  nodeAddresses(): ReadonlySet<string>;
+  readonly source: Snapshot;
+}
+
+export type CompileResult = { ok: true; value: CompiledSnapshot } | { ok: false; reason: string };

@@ -1,0 +1,95 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { create, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { compileSnapshot } from "./compile-snapshot.js";
+
+type RouteInit = NonNullable<Parameters<typeof create<typeof RouteSchema>>[1]>;
+
+function table(routes: RouteInit[]) {
+  const result = compileSnapshot(
+    create(SnapshotSchema, {
+      version: 1n,
+      upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:1", weight: 1 }] }],
+      routes: routes.map((r) => ({ upstream: "u", ...r })),
+    }),
+  );
+  if (!result.ok) throw new Error(result.reason);
+  return result.value;
+}
+
+const routes: RouteInit[] = [
+  { name: "root", match: { pathPrefix: "/" } },
+  { name: "api", match: { pathPrefix: "/api" } },
+  { name: "api-v1", match: { pathPrefix: "/api/v1" } },
+  { name: "api-health", match: { path: "/api/health" } },
+  { name: "static-dir", match: { pathPrefix: "/static/" } },
+  { name: "example-api", match: { pathPrefix: "/api", hosts: ["API.example.com"] } },
+  { name: "wild-api", match: { pathPrefix: "/api", hosts: ["*.example.com"] } },
+  { name: "deep-wild", match: { pathPrefix: "/api", hosts: ["*.eu.example.com"] } },
+  { name: "example-only", match: { path: "/only", hosts: ["api.example.com"] } },
+  { name: "writes", match: { pathPrefix: "/items", methods: ["POST", "PUT"] } },
+  { name: "items", match: { pathPrefix: "/items" } },
+  {
+    name: "beta-items",
+    match: { pathPrefix: "/items", headers: [{ name: "X-Beta", value: "1" }] },
+  },
+  { name: "low", match: { path: "/tie" }, priority: 1 },
+  { name: "high", match: { path: "/tie" }, priority: 5 },
+  { name: "b-same", match: { path: "/same" } },
+  { name: "a-same", match: { path: "/same" } },
+];
+
+describe("route matching", () => {
+  const compiled = table(routes);
+
+  it.each<[string, string, string, IncomingHttpHeaders, string | undefined]>([
+    ["longest prefix wins", "GET", "/api/v1/users", {}, "api-v1"],
+    ["shorter prefix when the longer does not apply", "GET", "/api/v2", {}, "api"],
+    ["exact beats prefix", "GET", "/api/health", {}, "api-health"],
+    ["exact is exact", "GET", "/api/health/deep", {}, "api"],
+    ["prefix matches itself", "GET", "/api", {}, "api"],
+    ["segment boundary: /api does not match /apix", "GET", "/apix", {}, "root"],
+    ["segment boundary: /api/v1 does not match /api/v10", "GET", "/api/v10", {}, "api"],
+    ["a prefix ending in / matches any continuation", "GET", "/static/app.js", {}, "static-dir"],
+    ["a prefix ending in / does not match without it", "GET", "/static", {}, "root"],
+    ["query string is ignored", "GET", "/api/health?x=1", {}, "api-health"],
+    ["method condition wins when it holds", "POST", "/items/1", {}, "writes"],
+    ["method condition skipped when it fails", "GET", "/items/1", {}, "items"],
+    ["header condition holds", "GET", "/items", { "x-beta": "1" }, "beta-items"],
+    ["header condition value must be exact", "GET", "/items", { "x-beta": "2" }, "items"],
+    ["method outranks headers", "PUT", "/items", { "x-beta": "1" }, "writes"],
+    ["higher priority wins", "GET", "/tie", {}, "high"],
+    ["name breaks ties", "GET", "/same", {}, "a-same"],
+  ])("%s", (_, method, path, headers, expected) => {
+    expect(compiled.match(method, "other.test", path, headers)?.name).toBe(expected);
+  });
+
+  it.each<[string, string, string, string | undefined]>([
+    ["exact host, case and port ignored", "Api.Example.COM:8443", "/api/x", "example-api"],
+    ["wildcard host", "www.example.com", "/api/x", "wild-api"],
+    ["longer wildcard wins", "a.eu.example.com", "/api/x", "deep-wild"],
+    ["wildcard does not match the bare domain", "example.com", "/api/x", "api"],
+    ["host tier with no path match falls through", "api.example.com", "/other", "root"],
+    ["host-specific route only for its host", "other.test", "/only", "root"],
+    ["host-specific exact route", "api.example.com", "/only", "example-only"],
+    ["trailing dot in the Host header", "api.example.com.", "/api", "example-api"],
+  ])("%s", (_, host, path, expected) => {
+    expect(compiled.match("GET", host, path, {})?.name).toBe(expected);
+  });
+
+  it("returns undefined when nothing matches", () => {
+    const narrow = table([{ name: "only", match: { path: "/x", hosts: ["a.test"] } }]);
+    expect(narrow.match("GET", "a.test", "/y", {})).toBeUndefined();
+    expect(narrow.match("GET", "b.test", "/x", {})).toBeUndefined();
+    expect(narrow.match("GET", "a.test", "/x", {})?.name).toBe("only");
+  });
+
+  it("does not depend on the order routes arrive in", () => {
+    const reversed = table([...routes].reverse());
+    for (const path of ["/api/v1/x", "/same", "/tie", "/items", "/apix"]) {
+      expect(reversed.match("GET", "h", path, {})?.name).toBe(
+        compiled.match("GET", "h", path, {})?.name,
+      );
+    }
+  });
+});

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { parseHostPort } from "./host-port.js";
+
+const hostPort = (allowPortZero: boolean) =>
+  z.string().superRefine((value, ctx) => {
+    const parsed = parseHostPort(value, { allowPortZero });
+    if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.reason });
+  });
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+/**
+ * The data plane's settings as every layer (YAML file, env, flags) spells them. Strict, so a
+ * misspelt key in the file is an error rather than a silently ignored line.
+ */
+export const configSchema = z.strictObject({
+  /** Where the proxy accepts client traffic; default 0.0.0.0:8080. Port 0 picks a free one. */
+  proxyListen: hostPort(true).default("0.0.0.0:8080"),
+  /** Admin listener (/metrics, /healthz, /readyz, /config_dump); default loopback 127.0.0.1:9901. */
+  adminListen: hostPort(true).default("127.0.0.1:9901"),
+  /** Control planes to stream snapshots from, tried in turn; default ["127.0.0.1:9190"]. */
+  cpAddresses: z.array(hostPort(false)).min(1).default(["127.0.0.1:9190"]),
+  /** Identity reported to the control plane; default `${hostname}-${proxy port}`. */
+  nodeId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/, "must be 1-253 of A-Z a-z 0-9 . _ : -")
+    .optional(),
+  /** Where the last good snapshot is kept across restarts; default ./.clawgate/cache. */
+  cacheDir: z.string().min(1).default("./.clawgate/cache"),
+  /** pino level; default info. */
+  logLevel: z.enum(LOG_LEVELS).default("info"),
+  /**
+   * How long an idle client connection stays open; default 65 s, above the 60 s idle timeout
+   * common load balancers use, so the LB never reuses a socket the proxy has just closed.
+   */
+  proxyKeepAliveTimeoutMs: z.int().min(1_000).max(3_600_000).default(65_000),
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+export type ConfigField = keyof z.output<typeof configSchema>;
+
+/** The validated, frozen settings the data plane runs with. */
+export type DataPlaneConfig = Readonly<
+  Omit<z.output<typeof configSchema>, "nodeId" | "cpAddresses"> & {
+    nodeId: string;
+    cpAddresses: readonly string[];
+  }
+>;

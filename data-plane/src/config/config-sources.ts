@@ -1,0 +1,43 @@
+import type { ConfigField } from "./config-schema.js";
+
+type FieldKind = "string" | "list" | "int";
+
+/** How one setting is spelt as an environment variable and as a flag. */
+export interface FieldSource {
+  env: string;
+  flag: string;
+  kind: FieldKind;
+}
+
+/** The single table of env vars and flags; docs, help and loader all read it. */
+export const FIELD_SOURCES: Record<ConfigField, FieldSource> = {
+  proxyListen: { env: "CLAWGATE_PROXY_LISTEN", flag: "proxy-listen", kind: "string" },
+  adminListen: { env: "CLAWGATE_DP_ADMIN_LISTEN", flag: "admin-listen", kind: "string" },
+  cpAddresses: { env: "CLAWGATE_CP_ADDRESSES", flag: "cp-addresses", kind: "list" },
+  nodeId: { env: "CLAWGATE_NODE_ID", flag: "node-id", kind: "string" },
+  cacheDir: { env: "CLAWGATE_CACHE_DIR", flag: "cache-dir", kind: "string" },
+  logLevel: { env: "CLAWGATE_LOG_LEVEL", flag: "log-level", kind: "string" },
+  proxyKeepAliveTimeoutMs: {
+    env: "CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS",
+    flag: "proxy-keepalive-timeout-ms",
+    kind: "int",
+  },
+};
+
+/**
+ * Turns the text of an env var or flag into the value the schema expects. Text that is not a
+ * whole number is passed through unchanged so the schema's error shows what was given.
+ */
+export function fromText(kind: FieldKind, text: string): unknown {
+  switch (kind) {
+    case "string":
+      return text;
+    case "list":
+      return text
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item !== "");
+    case "int":
+      return /^-?\d+$/.test(text.trim()) ? Number(text.trim()) : text;
+  }
+}

@@ -1,0 +1,223 @@
+import { describe, expect, it } from "vitest";
+import { type ConfigError, isConfigError } from "./config-error.js";
+import { type LoadConfigOptions, loadConfig } from "./load-config.js";
+
+const files: Record<string, string> = {
+  "/etc/dp.yaml": [
+    "proxyListen: 0.0.0.0:8081",
+    "adminListen: 127.0.0.1:9911",
+    "cacheDir: /var/lib/clawgate",
+    "logLevel: warn",
+  ].join("\n"),
+  "/etc/empty.yaml": "",
+  "/etc/typo.yaml": "proxyListn: 0.0.0.0:8081\n",
+  "/etc/list.yaml": "- a\n- b\n",
+  "/etc/bad-port.yaml": "adminListen: 127.0.0.1:70000\n",
+};
+
+function load(options: LoadConfigOptions = {}) {
+  return loadConfig({
+    argv: [],
+    env: {},
+    hostname: "dp-host",
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`ENOENT: no such file, open '${path}'`);
+      return text;
+    },
+    ...options,
+  });
+}
+
+function configError(options: LoadConfigOptions): ConfigError {
+  try {
+    load(options);
+  } catch (err) {
+    if (isConfigError(err)) return err;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("uses the documented defaults", () => {
+    expect(load()).toEqual({
+      proxyListen: "0.0.0.0:8080",
+      adminListen: "127.0.0.1:9901",
+      cpAddresses: ["127.0.0.1:9190"],
+      nodeId: "dp-host-8080",
+      cacheDir: "./.clawgate/cache",
+      logLevel: "info",
+      proxyKeepAliveTimeoutMs: 65_000,
+    });
+  });
+
+  it("layers file, then env, then flags, each overriding the one before", () => {
+    const config = load({
+      argv: ["--config", "/etc/dp.yaml", "--admin-listen", "127.0.0.1:0"],
+      env: {
+        CLAWGATE_PROXY_LISTEN: "127.0.0.1:8082",
+        CLAWGATE_DP_ADMIN_LISTEN: "127.0.0.1:9912",
+        CLAWGATE_CP_ADDRESSES: "10.0.0.1:9190, 10.0.0.2:9190,",
+        CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS: "75000",
+      },
+    });
+    expect(config.proxyListen).toBe("127.0.0.1:8082"); // env over file
+    expect(config.adminListen).toBe("127.0.0.1:0"); // flag over env over file
+    expect(config.cacheDir).toBe("/var/lib/clawgate"); // file over default
+    expect(config.logLevel).toBe("warn");
+    expect(config.cpAddresses).toEqual(["10.0.0.1:9190", "10.0.0.2:9190"]);
+    expect(config.proxyKeepAliveTimeoutMs).toBe(75_000);
+    expect(config.nodeId).toBe("dp-host-8082"); // default follows the effective proxy port
+  });
+
+  it("reads every setting from its env var and its flag", () => {
+    const env = {
+      CLAWGATE_PROXY_LISTEN: "[::1]:1",
+      CLAWGATE_DP_ADMIN_LISTEN: "localhost:2",
+      CLAWGATE_CP_ADDRESSES: "cp:3",
+      CLAWGATE_NODE_ID: "env-node",
+      CLAWGATE_CACHE_DIR: "/env",
+      CLAWGATE_LOG_LEVEL: "debug",
+      CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS: "5000",
+    };
+    expect(load({ env })).toMatchObject({
+      proxyListen: "[::1]:1",
+      adminListen: "localhost:2",
+      cpAddresses: ["cp:3"],
+      nodeId: "env-node",
+      cacheDir: "/env",
+      logLevel: "debug",
+      proxyKeepAliveTimeoutMs: 5000,
+    });
+    const argv = [
+      "--proxy-listen=127.0.0.1:11",
+      "--admin-listen=127.0.0.1:12",
+      "--cp-addresses=a:13,b:14",
+      "--cp-addresses",
+      "c:15",
+      "--node-id=flag-node",
+      "--cache-dir=/flag",
+      "--log-level=error",
+      "--proxy-keepalive-timeout-ms=6000",
+    ];
+    expect(load({ env, argv })).toMatchObject({
+      proxyListen: "127.0.0.1:11",
+      adminListen: "127.0.0.1:12",
+      cpAddresses: ["a:13", "b:14", "c:15"],
+      nodeId: "flag-node",
+      cacheDir: "/flag",
+      logLevel: "error",
+      proxyKeepAliveTimeoutMs: 6000,
+    });
+  });
+
+  it("treats an empty env var and an empty file as unset", () => {
+    const config = load({ argv: ["--config", "/etc/empty.yaml"], env: { CLAWGATE_NODE_ID: "" } });
+    expect(config.nodeId).toBe("dp-host-8080");
+  });
+
+  it("returns a frozen object", () => {
+    const config = load();
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.cpAddresses)).toBe(true);
+    expect(() => {
+      (config as { logLevel: string }).logLevel = "debug";
+    }).toThrow(TypeError);
+  });
+
+  it("allows port 0 for listeners but not for control plane addresses", () => {
+    expect(load({ argv: ["--proxy-listen", "127.0.0.1:0"] }).proxyListen).toBe("127.0.0.1:0");
+    const err = configError({ env: { CLAWGATE_CP_ADDRESSES: "127.0.0.1:9190,127.0.0.1:0" } });
+    expect(err.problems).toEqual([
+      {
+        field: "cpAddresses[1]",
+        value: "127.0.0.1:0",
+        layer: "env CLAWGATE_CP_ADDRESSES",
+        reason: "port must be 1-65535",
+      },
+    ]);
+  });
+});
+
+describe("loadConfig errors", () => {
+  it("names the field, the value and the env var it came from", () => {
+    const err = configError({ env: { CLAWGATE_PROXY_LISTEN: "8080" } });
+    expect(err.code).toBe("CLAWGATE_CONFIG_INVALID");
+    expect(err.field).toBe("proxyListen");
+    expect(err.problems[0]).toMatchObject({ value: "8080", layer: "env CLAWGATE_PROXY_LISTEN" });
+    expect(err.message).toContain('proxyListen = "8080" (from env CLAWGATE_PROXY_LISTEN)');
+  });
+
+  it("names the flag a bad value came from, even when env also set the field", () => {
+    const err = configError({
+      env: { CLAWGATE_LOG_LEVEL: "debug" },
+      argv: ["--log-level", "loud"],
+    });
+    expect(err.problems[0]).toMatchObject({
+      field: "logLevel",
+      value: "loud",
+      layer: "flag --log-level",
+    });
+  });
+
+  it("names the file a bad value came from", () => {
+    const err = configError({ argv: ["--config", "/etc/bad-port.yaml"] });
+    expect(err.problems[0]).toMatchObject({
+      field: "adminListen",
+      value: "127.0.0.1:70000",
+      layer: "file /etc/bad-port.yaml",
+      reason: "port must be 0-65535",
+    });
+  });
+
+  it("rejects a misspelt key in the file", () => {
+    const err = configError({ argv: ["--config", "/etc/typo.yaml"] });
+    expect(err.problems[0]).toMatchObject({
+      field: "proxyListn",
+      value: "0.0.0.0:8081",
+      layer: "file /etc/typo.yaml",
+    });
+  });
+
+  it("rejects a file that is missing or not a mapping", () => {
+    expect(configError({ argv: ["--config", "/nope.yaml"] }).problems[0]).toMatchObject({
+      field: "config",
+      value: "/nope.yaml",
+      layer: "flag --config",
+    });
+    expect(configError({ argv: ["--config", "/etc/list.yaml"] }).problems[0]).toMatchObject({
+      field: "config",
+      reason: "must be a YAML mapping of settings",
+    });
+  });
+
+  it("rejects a non-numeric duration with the text it got", () => {
+    const err = configError({ env: { CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS: "65s" } });
+    expect(err.problems[0]).toMatchObject({
+      field: "proxyKeepAliveTimeoutMs",
+      value: "65s",
+      layer: "env CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS",
+    });
+  });
+
+  it("rejects unknown flags, flags without a value and stray arguments", () => {
+    const err = configError({ argv: ["--proxy-listn", "x", "--node-id"] });
+    expect(err.problems.map((problem) => problem.field)).toEqual([
+      "--proxy-listn",
+      "arguments",
+      "--node-id",
+    ]);
+    expect(err.problems[0]?.reason).toContain("--proxy-listen");
+  });
+
+  it("reports every bad field at once", () => {
+    const err = configError({
+      env: { CLAWGATE_PROXY_LISTEN: "nope", CLAWGATE_LOG_LEVEL: "loud" },
+    });
+    expect(err.problems.map((problem) => problem.field).sort()).toEqual([
+      "logLevel",
+      "proxyListen",
+    ]);
+  });
+});

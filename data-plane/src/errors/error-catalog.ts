@@ -1,0 +1,64 @@
+import type { ServerResponse } from "node:http";
+
+interface CatalogEntry {
+  readonly status: number;
+  /** What the client reads; never upstream internals (addresses, error strings). */
+  readonly message: string;
+  /** Sent as Retry-After when set. */
+  readonly retryAfterSeconds?: number;
+}
+
+/** Every error the data plane answers with. Clients and tests rely on these codes. */
+export const errorCatalog = Object.freeze({
+  CLAWGATE_BAD_REQUEST: { status: 400, message: "The request could not be forwarded." },
+  CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
+  CLAWGATE_UPSTREAM_CONNECT_FAILED: {
+    status: 502,
+    message: "The upstream service could not be reached.",
+  },
+  CLAWGATE_UPSTREAM_RESET: {
+    status: 502,
+    message: "The upstream service closed the connection unexpectedly.",
+  },
+  CLAWGATE_NOT_READY: {
+    status: 503,
+    message: "The gateway has no configuration yet.",
+    retryAfterSeconds: 1,
+  },
+  CLAWGATE_NO_HEALTHY_NODE: {
+    status: 503,
+    message: "No healthy upstream node is available.",
+    retryAfterSeconds: 1,
+  },
+  CLAWGATE_UPSTREAM_TIMEOUT: {
+    status: 504,
+    message: "The upstream service did not answer in time.",
+  },
+} satisfies Record<string, CatalogEntry>);
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+/** The JSON body of an error answer; JSON.stringify escapes the request id. */
+export function errorBody(code: ErrorCode, requestId: string): string {
+  const entry: CatalogEntry = errorCatalog[code];
+  return JSON.stringify({ error: { code, message: entry.message, requestId } });
+}
+
+/**
+ * Answers with a catalog error. The caller must have checked that no response header was
+ * sent yet; once a response has started, the only honest signal is to destroy the socket.
+ */
+export function sendError(res: ServerResponse, code: ErrorCode, requestId: string): number {
+  const entry: CatalogEntry = errorCatalog[code];
+  const body = errorBody(code, requestId);
+  const headers: Record<string, string | number> = {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+    "cache-control": "no-store",
+    "x-request-id": requestId,
+  };
+  if (entry.retryAfterSeconds !== undefined) headers["retry-after"] = entry.retryAfterSeconds;
+  res.writeHead(entry.status, headers);
+  res.end(body);
+  return entry.status;
+}

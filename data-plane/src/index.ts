@@ -1,0 +1,26 @@
+export { type AdminOptions, createAdminHandler, createAdminServer } from "./admin/admin-server.js";
+export { compileSnapshot } from "./compiler/compile-snapshot.js";
+export * from "./config/index.js";
+export { main, type RunningDataPlane, startDataPlane } from "./main.js";
+export { ProxyMetrics } from "./metrics/proxy-metrics.js";
+export { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+export { createProxyHandler } from "./proxy/proxy-handler.js";
+export {
+  AppliedSnapshot,
+  type AppliedSnapshotOptions,
+  type AppliedState,
+  type CompiledSnapshot,
+  type CompileResult,
+} from "./runtime/applied-snapshot.js";
+export { ListenError, listen } from "./runtime/listen.js";
+export { Backoff, type BackoffOptions } from "./snapshot-client/backoff.js";
+export type {
+  ConnectionState,
+  ConnectionStateListener,
+} from "./snapshot-client/connection-state.js";
+export {
+  type ApplyResult,
+  SnapshotClient,
+  type SnapshotClientOptions,
+} from "./snapshot-client/snapshot-client.js";
+export { PoolRegistry } from "./upstream/pool-registry.js";

@@ -1,0 +1,132 @@
+import { EventEmitter, once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  create,
+  type EncodedOrResponse,
+  SnapshotSchema,
+  type StreamSnapshotsRequest,
+  StreamSnapshotsResponseSchema,
+  snapshotServiceDefinition,
+} from "@clawgate/proto";
+import * as grpc from "@grpc/grpc-js";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "./config/load-config.js";
+import { type RunningDataPlane, startDataPlane } from "./main.js";
+import { ListenError } from "./runtime/listen.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function upstream(): Promise<string> {
+  const server: Server = createServer((req, res) => res.end(`upstream saw ${req.url}`));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  cleanup.push(() => server.close());
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A control plane that sends one snapshot routing /api to `node` and emits "ack". */
+async function controlPlane(node: string) {
+  const server = new grpc.Server();
+  const acks = new EventEmitter();
+  server.addService(snapshotServiceDefinition, {
+    streamSnapshots: (call: grpc.ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>) => {
+      call.on("error", () => {});
+      call.on("data", (request: StreamSnapshotsRequest) => {
+        if (request.message.case === "ack") acks.emit("ack", request.message.value);
+        if (request.message.case !== "hello") return;
+        const snapshot = create(SnapshotSchema, {
+          version: 5n,
+          nonce: "n5",
+          breakers: [{ name: "default" }],
+          upstreams: [
+            { name: "agents", breaker: "default", nodes: [{ address: node, weight: 1 }] },
+          ],
+          routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
+        });
+        call.write(
+          create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: snapshot } }),
+        );
+      });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  cleanup.push(() => server.forceShutdown());
+  return { address: `127.0.0.1:${port}`, acks };
+}
+
+async function freeAddress(): Promise<string> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `127.0.0.1:${port}`;
+}
+
+function config(argv: string[]) {
+  return loadConfig({
+    argv: ["--proxy-listen=127.0.0.1:0", "--admin-listen=127.0.0.1:0", ...argv],
+    env: { CLAWGATE_LOG_LEVEL: "silent" },
+  });
+}
+
+describe("startDataPlane", () => {
+  it("becomes ready once the control plane's snapshot is applied, then proxies by it", async () => {
+    const cp = await controlPlane(await upstream());
+    const acked = once(cp.acks, "ack");
+    const dp: RunningDataPlane = await startDataPlane(config([`--cp-addresses=${cp.address}`]));
+    cleanup.push(() => dp.stop());
+
+    await acked;
+    const ready = await fetch(`http://${dp.adminAddress}/readyz`);
+    expect(await ready.json()).toEqual({ status: "ready", version: 5 });
+    const proxied = await fetch(`http://${dp.proxyAddress}/api/x`);
+    expect(await proxied.text()).toBe("upstream saw /api/x");
+    const metrics = await (await fetch(`http://${dp.adminAddress}/metrics`)).text();
+    expect(metrics).toMatch(/^clawgate_snapshot_version 5$/m);
+    expect(metrics).toMatch(/^clawgate_control_plane_connected 1$/m);
+  });
+
+  it("serves /healthz but not /readyz while no control plane answers", async () => {
+    const dp = await startDataPlane(config(["--cp-addresses=127.0.0.1:1"]));
+    cleanup.push(() => dp.stop());
+    expect((await fetch(`http://${dp.adminAddress}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://${dp.adminAddress}/readyz`)).status).toBe(503);
+  });
+
+  it("rejects with a ListenError naming the address and releases the other listener", async () => {
+    const taken = createServer();
+    taken.listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    cleanup.push(() => taken.close());
+    const address = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
+
+    const proxyAddress = await freeAddress();
+    const err = await startDataPlane(
+      config([`--proxy-listen=${proxyAddress}`, `--admin-listen=${address}`]),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ListenError);
+    expect(err).toMatchObject({ code: "EADDRINUSE", address });
+    // The proxy listener bound first; it must be closed again, not left behind.
+    const probe = createServer();
+    const [host, port] = proxyAddress.split(":");
+    probe.listen(Number(port), host);
+    await once(probe, "listening");
+    probe.close();
+  });
+
+  it("stop() closes both listeners", async () => {
+    const dp = await startDataPlane(config(["--cp-addresses=127.0.0.1:1"]));
+    await dp.stop();
+    await expect(fetch(`http://${dp.adminAddress}/healthz`)).rejects.toThrow();
+    await expect(fetch(`http://${dp.proxyAddress}/`)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,88 @@
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { UpstreamFailureKind } from "../errors/upstream-failure.js";
+
+/** Label value for requests that matched no route (route names cannot start with "_"). */
+export const NO_ROUTE = "_none";
+/** Label value for requests that never reached an upstream. */
+export const NO_UPSTREAM = "_none";
+
+type CounterChild = ReturnType<Counter<"route" | "upstream" | "code">["labels"]>;
+type HistogramChild = ReturnType<Histogram<"route">["labels"]>;
+type ErrorChild = ReturnType<Counter<"upstream" | "kind">["labels"]>;
+
+/**
+ * The proxy's request metrics. Label children are created once per (route, upstream, code)
+ * and cached, so the hot path is a few map lookups and an increment, never a label hash.
+ * Names and labels are fixed by DESIGN.md.
+ */
+export class ProxyMetrics {
+  readonly #requests: Counter<"route" | "upstream" | "code">;
+  readonly #duration: Histogram<"route">;
+  readonly #errors: Counter<"upstream" | "kind">;
+  readonly #requestChildren = new Map<string, Map<string, Map<number, CounterChild>>>();
+  readonly #durationChildren = new Map<string, HistogramChild>();
+  readonly #errorChildren = new Map<string, Map<UpstreamFailureKind, ErrorChild>>();
+
+  constructor(registry: Registry) {
+    this.#requests = new Counter({
+      name: "clawgate_requests_total",
+      help: "Requests answered by the proxy, by route, upstream and status code.",
+      labelNames: ["route", "upstream", "code"],
+      registers: [registry],
+    });
+    this.#duration = new Histogram({
+      name: "clawgate_request_duration_seconds",
+      help: "Time from receiving a request to the end of its response, by route.",
+      labelNames: ["route"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    });
+    this.#errors = new Counter({
+      name: "clawgate_upstream_errors_total",
+      help: "Failed upstream exchanges, by upstream and what failed.",
+      labelNames: ["upstream", "kind"],
+      registers: [registry],
+    });
+  }
+
+  /** Counts one answered request; status 499 means the client went away first. */
+  request(route: string, upstream: string, status: number, durationSeconds: number): void {
+    let byUpstream = this.#requestChildren.get(route);
+    if (byUpstream === undefined) {
+      byUpstream = new Map();
+      this.#requestChildren.set(route, byUpstream);
+    }
+    let byCode = byUpstream.get(upstream);
+    if (byCode === undefined) {
+      byCode = new Map();
+      byUpstream.set(upstream, byCode);
+    }
+    let counter = byCode.get(status);
+    if (counter === undefined) {
+      counter = this.#requests.labels({ route, upstream, code: String(status) });
+      byCode.set(status, counter);
+    }
+    counter.inc();
+
+    let histogram = this.#durationChildren.get(route);
+    if (histogram === undefined) {
+      histogram = this.#duration.labels({ route });
+      this.#durationChildren.set(route, histogram);
+    }
+    histogram.observe(durationSeconds);
+  }
+
+  upstreamError(upstream: string, kind: UpstreamFailureKind): void {
+    let byKind = this.#errorChildren.get(upstream);
+    if (byKind === undefined) {
+      byKind = new Map();
+      this.#errorChildren.set(upstream, byKind);
+    }
+    let counter = byKind.get(kind);
+    if (counter === undefined) {
+      counter = this.#errors.labels({ upstream, kind });
+      byKind.set(kind, counter);
+    }
+    counter.inc();
+  }
+}

@@ -1,0 +1,65 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
+import { connectionTokens, isHopByHop } from "./hop-by-hop.js";
+
+// Set by the proxy itself below, so the client's copies are dropped.
+const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
+  "host",
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "x-forwarded-host",
+  "x-request-id",
+  "expect",
+]);
+
+export interface ForwardContext {
+  /** Host header sent upstream (rewrite.host or the client's). */
+  readonly host: string | undefined;
+  readonly requestId: string;
+  /** Keep the client's X-Forwarded-For chain and append the peer to it. */
+  readonly trustForwardedFor: boolean;
+}
+
+/**
+ * Request headers for undici as a flat [name, value, ...] list: end-to-end headers of the
+ * client, then Host, X-Forwarded-For (the peer appended), X-Forwarded-Proto,
+ * X-Forwarded-Host (the client's Host) and X-Request-Id.
+ */
+export function upstreamRequestHeaders(req: IncomingMessage, context: ForwardContext): string[] {
+  const headers = req.headers;
+  const named = connectionTokens(headers.connection);
+  const out: string[] = [];
+  for (const name in headers) {
+    if (REPLACED_UPSTREAM.has(name) || isHopByHop(name, named)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (typeof value === "string") out.push(name, value);
+    else for (const item of value) out.push(name, item);
+  }
+  if (context.host !== undefined) out.push("host", context.host);
+  const peer = req.socket.remoteAddress ?? "";
+  const prior = context.trustForwardedFor ? headers["x-forwarded-for"] : undefined;
+  out.push(
+    "x-forwarded-for",
+    typeof prior === "string" && prior !== "" ? `${prior}, ${peer}` : peer,
+  );
+  out.push("x-forwarded-proto", (req.socket as TLSSocket).encrypted === true ? "https" : "http");
+  if (headers.host !== undefined) out.push("x-forwarded-host", headers.host);
+  out.push("x-request-id", context.requestId);
+  return out;
+}
+
+/** Response headers for the client: the upstream's end-to-end headers plus X-Request-Id. */
+export function clientResponseHeaders(headers: IncomingHttpHeaders, requestId: string): string[] {
+  const named = connectionTokens(headers.connection);
+  const out: string[] = [];
+  for (const name in headers) {
+    if (name === "x-request-id" || isHopByHop(name, named)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (typeof value === "string") out.push(name, value);
+    else for (const item of value) out.push(name, item);
+  }
+  out.push("x-request-id", requestId);
+  return out;
+}

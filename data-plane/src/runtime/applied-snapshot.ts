@@ -1,0 +1,61 @@
+import type { Snapshot } from "@clawgate/proto";
+import {
+  type CompiledSnapshot,
+  type CompileResult,
+  compileSnapshot,
+} from "../compiler/compile-snapshot.js";
+
+export type { CompiledSnapshot, CompileResult };
+
+/** The snapshot being served and when it was applied, swapped as one value. */
+export interface AppliedState {
+  readonly compiled: CompiledSnapshot;
+  /** Unix milliseconds when this data plane swapped it in. */
+  readonly appliedAtMs: number;
+}
+
+export interface AppliedSnapshotOptions {
+  /** Turns a wire snapshot into its immutable compiled form; default compileSnapshot. */
+  compile?: (snapshot: Snapshot) => CompileResult;
+  /** Clock for the applied time; default Date.now. */
+  now?: () => number;
+}
+
+/**
+ * Holds the compiled snapshot the proxy serves in a single reference. A request reads it once
+ * and keeps that object for its whole life, so a swap never mixes versions inside a request.
+ * A snapshot that fails to compile leaves the last good one in place.
+ */
+export class AppliedSnapshot {
+  readonly #compile: (snapshot: Snapshot) => CompileResult;
+  readonly #now: () => number;
+  #state: AppliedState | undefined;
+
+  constructor(options: AppliedSnapshotOptions = {}) {
+    this.#compile = options.compile ?? compileSnapshot;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The compiled snapshot to serve; undefined until one has been applied. */
+  current(): CompiledSnapshot | undefined {
+    return this.#state?.compiled;
+  }
+
+  /** The compiled snapshot with its applied time; undefined until one has been applied. */
+  state(): AppliedState | undefined {
+    return this.#state;
+  }
+
+  /** Version being served; 0 before any, as the Hello's lastAppliedVersion expects. */
+  version(): number {
+    return this.#state?.compiled.version ?? 0;
+  }
+
+  /** Compiles the snapshot and, only if that succeeds, swaps it in. */
+  apply(snapshot: Snapshot): CompileResult {
+    const result = this.#compile(snapshot);
+    if (result.ok)
+      this.#state = Object.freeze({ compiled: result.value, appliedAtMs: this.#now() });
+    return result;
+  }
+}

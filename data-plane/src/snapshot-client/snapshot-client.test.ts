@@ -1,0 +1,325 @@
+import { EventEmitter } from "node:events";
+import { createServer } from "node:net";
+import {
+  type Ack,
+  create,
+  type EncodedOrResponse,
+  type Hello,
+  type Nack,
+  PROTOCOL_VERSION,
+  type Snapshot,
+  SnapshotSchema,
+  type StreamSnapshotsRequest,
+  StreamSnapshotsResponseSchema,
+  snapshotServiceDefinition,
+} from "@clawgate/proto";
+import * as grpc from "@grpc/grpc-js";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  AppliedSnapshot,
+  type CompiledSnapshot,
+  type CompileResult,
+} from "../runtime/applied-snapshot.js";
+import type { ConnectionState } from "./connection-state.js";
+import { SnapshotClient, type SnapshotClientOptions } from "./snapshot-client.js";
+
+type ServerCall = grpc.ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
+
+/** Resolves once probe() returns a value, re-checking whenever the emitter says "change". */
+function until<T>(events: EventEmitter, probe: () => T | undefined | false): Promise<T> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const value = probe();
+      if (value === undefined || value === false) return;
+      events.off("change", check);
+      resolve(value);
+    };
+    events.on("change", check);
+    check();
+  });
+}
+
+/** A control plane reduced to the stream: records what the data plane says, sends on demand. */
+class FakeControlPlane {
+  readonly hellos: Hello[] = [];
+  readonly acks: Ack[] = [];
+  readonly nacks: Nack[] = [];
+  readonly calls: ServerCall[] = [];
+  readonly events = new EventEmitter();
+  address = "";
+  readonly #server = new grpc.Server();
+
+  /** onHello runs for each new stream once its Hello arrives. */
+  constructor(private readonly onHello: (call: ServerCall, hello: Hello) => void = () => {}) {
+    this.#server.addService(snapshotServiceDefinition, {
+      streamSnapshots: (call: ServerCall) => this.#serve(call),
+    });
+  }
+
+  async start(): Promise<this> {
+    const port = await new Promise<number>((resolve, reject) =>
+      this.#server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    this.address = `127.0.0.1:${port}`;
+    return this;
+  }
+
+  #serve(call: ServerCall): void {
+    this.calls.push(call);
+    call.on("error", () => {});
+    call.on("cancelled", () => this.events.emit("change"));
+    call.on("data", (request: StreamSnapshotsRequest) => {
+      const { message } = request;
+      if (message.case === "hello") {
+        this.hellos.push(message.value);
+        this.onHello(call, message.value);
+      } else if (message.case === "ack") {
+        this.acks.push(message.value);
+      } else if (message.case === "nack") {
+        this.nacks.push(message.value);
+      }
+      this.events.emit("change");
+    });
+  }
+
+  until<T>(probe: () => T | undefined | false): Promise<T> {
+    return until(this.events, probe);
+  }
+
+  shutdown(): void {
+    this.#server.forceShutdown();
+  }
+}
+
+type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
+
+function snapshot(version: number, init: SnapshotInit = {}): Snapshot {
+  return create(SnapshotSchema, { version: BigInt(version), nonce: `nonce-${version}`, ...init });
+}
+
+function send(call: ServerCall, value: Snapshot): void {
+  call.write(create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value } }));
+}
+
+/** A free loopback port with nothing listening: connections to it are refused at once. */
+async function deadAddress(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return `127.0.0.1:${port}`;
+}
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+function startClient(overrides: Partial<SnapshotClientOptions> & { addresses: string[] }) {
+  const logs: Array<Record<string, unknown>> = [];
+  const states: ConnectionState[] = [];
+  const events = new EventEmitter();
+  const logger = pino(
+    { level: "debug" },
+    {
+      write(line: string) {
+        logs.push(JSON.parse(line));
+        events.emit("change");
+      },
+    },
+  );
+  const client = new SnapshotClient({
+    nodeId: "dp-1",
+    hostname: "host-1",
+    softwareVersion: "0.1.0-test",
+    apply: () => ({ ok: true }),
+    lastAppliedVersion: () => 0,
+    logger,
+    backoff: { baseMs: 1, maxMs: 20 },
+    ...overrides,
+  });
+  client.onStateChange((state) => {
+    states.push(state);
+    events.emit("change");
+  });
+  client.start();
+  cleanup.push(() => client.stop());
+  return {
+    client,
+    logs,
+    states,
+    until: <T>(probe: () => T | undefined | false) => until(events, probe),
+  };
+}
+
+async function controlPlane(onHello?: (call: ServerCall, hello: Hello) => void) {
+  const cp = await new FakeControlPlane(onHello).start();
+  cleanup.push(() => cp.shutdown());
+  return cp;
+}
+
+// Compiles by a rule the test controls, so a NACK is provoked without depending on compiler rules.
+function fakeCompile(wire: Snapshot): CompileResult {
+  if (wire.routes.some((route) => route.upstream === "missing")) {
+    return { ok: false, reason: "route r: unknown upstream missing" };
+  }
+  const compiled = { version: Number(wire.version), source: wire };
+  return { ok: true, value: compiled as unknown as CompiledSnapshot };
+}
+
+describe("SnapshotClient", () => {
+  it("opens each stream with a Hello naming itself, the protocol and its applied version", async () => {
+    const cp = await controlPlane();
+    startClient({ addresses: [cp.address], lastAppliedVersion: () => 7 });
+    const hello = await cp.until(() => cp.hellos[0]);
+    expect(hello).toMatchObject({
+      nodeId: "dp-1",
+      hostname: "host-1",
+      softwareVersion: "0.1.0-test",
+      protocolVersion: PROTOCOL_VERSION,
+      lastAppliedVersion: 7n,
+    });
+  });
+
+  it("applies a snapshot and acks its version and nonce", async () => {
+    const cp = await controlPlane((call) => send(call, snapshot(3)));
+    const applied: number[] = [];
+    const dp = startClient({
+      addresses: [cp.address],
+      apply: (wire) => {
+        applied.push(Number(wire.version));
+        return { ok: true };
+      },
+    });
+    const ack = await cp.until(() => cp.acks[0]);
+    expect(ack).toMatchObject({ version: 3n, nonce: "nonce-3" });
+    expect(applied).toEqual([3]);
+    await dp.until(() => dp.client.state().status === "connected");
+    expect(dp.client.state()).toEqual({ status: "connected", address: cp.address });
+  });
+
+  it("nacks a snapshot that fails to apply, with the reason, and keeps the previous one", async () => {
+    const cp = await controlPlane((call) => {
+      send(call, snapshot(1));
+      send(call, snapshot(2, { routes: [{ name: "r", upstream: "missing" }] }));
+    });
+    const applied = new AppliedSnapshot({ compile: fakeCompile });
+    const dp = startClient({
+      addresses: [cp.address],
+      apply: (wire) => {
+        const result = applied.apply(wire);
+        return result.ok ? { ok: true } : { ok: false, reason: result.reason };
+      },
+    });
+    const nack = await cp.until(() => cp.nacks[0]);
+    expect(nack).toMatchObject({
+      version: 2n,
+      nonce: "nonce-2",
+      errorDetail: "route r: unknown upstream missing",
+    });
+    expect(cp.acks.map((ack) => ack.version)).toEqual([1n]);
+    expect(applied.version()).toBe(1);
+    // A NACK is an answer, not a failure: the stream stays up.
+    expect(cp.hellos).toHaveLength(1);
+    expect(dp.logs.some((line) => line.msg?.toString().includes("NACK"))).toBe(true);
+  });
+
+  it("nacks rather than crashing when apply throws", async () => {
+    const cp = await controlPlane((call) => send(call, snapshot(4)));
+    startClient({
+      addresses: [cp.address],
+      apply: () => {
+        throw new Error("boom");
+      },
+    });
+    const nack = await cp.until(() => cp.nacks[0]);
+    expect(nack.errorDetail).toBe("apply failed: boom");
+  });
+
+  it("moves to the second control plane when the first shuts down", async () => {
+    const first = await controlPlane((call) => send(call, snapshot(1)));
+    const second = await controlPlane((call, hello) => {
+      if (hello.lastAppliedVersion < 2n) send(call, snapshot(2));
+    });
+    let version = 0;
+    const dp = startClient({
+      addresses: [first.address, second.address],
+      lastAppliedVersion: () => version,
+      apply: (wire) => {
+        version = Number(wire.version);
+        return { ok: true };
+      },
+    });
+    await first.until(() => first.acks[0]);
+    first.shutdown();
+
+    const hello = await second.until(() => second.hellos[0]);
+    expect(hello.lastAppliedVersion).toBe(1n);
+    expect(await second.until(() => second.acks[0])).toMatchObject({ version: 2n });
+    await dp.until(() => dp.client.state().status === "connected");
+    expect(dp.client.state()).toEqual({ status: "connected", address: second.address });
+    expect(dp.states).toContainEqual(expect.objectContaining({ nextAddress: second.address }));
+  });
+
+  it("waits longer after each failed attempt, jittered, and resets after a delivered snapshot", async () => {
+    const dead = await deadAddress();
+    // The live control plane delivers one snapshot, then ends the stream cleanly.
+    const live = await controlPlane((call) => send(call, snapshot(1)));
+    live.events.on("change", () => {
+      for (const call of live.calls) if (live.acks.length > 0 && !call.writableEnded) call.end();
+    });
+    const dp = startClient({
+      addresses: [dead, live.address, dead, dead],
+      backoff: { baseMs: 10, maxMs: 1_000 },
+      random: () => 0.5,
+    });
+    const waits = await dp.until(() => {
+      const waiting = dp.states.filter((state) => state.status === "waiting");
+      return waiting.length >= 4 ? waiting : undefined;
+    });
+    // dead: window 10; live delivered, so back to window 10; then dead twice: 20, 40.
+    expect(waits.slice(0, 4).map((state) => state.retryInMs)).toEqual([5, 5, 10, 20]);
+    expect(waits[0]?.reason).toMatch(/^UNAVAILABLE/);
+  });
+
+  it("logs an incompatible protocol with both versions and retries at the max backoff", async () => {
+    const cp = await controlPlane((call) => {
+      const metadata = new grpc.Metadata();
+      metadata.set("clawgate-protocol-version", "2");
+      call.emit("error", {
+        code: grpc.status.FAILED_PRECONDITION,
+        details: "control plane speaks protocol 2; data plane sent 1",
+        metadata,
+      });
+    });
+    const dp = startClient({ addresses: [cp.address], backoff: { baseMs: 1, maxMs: 60_000 } });
+    const waiting = await dp.until(() => {
+      const state = dp.client.state();
+      return state.status === "waiting" ? state : undefined;
+    });
+    expect(waiting.retryInMs).toBe(60_000);
+    const line = dp.logs.find((entry) => entry.level === 50);
+    expect(line).toMatchObject({
+      dataPlaneProtocolVersion: PROTOCOL_VERSION,
+      controlPlaneProtocolVersion: "2",
+      controlPlane: cp.address,
+    });
+    expect(line?.msg).toContain(`data plane speaks protocol ${PROTOCOL_VERSION}`);
+    expect(line?.msg).toContain("speaks 2");
+  });
+
+  it("stop() closes the stream and stops reconnecting", async () => {
+    const cp = await controlPlane();
+    const dp = startClient({ addresses: [cp.address] });
+    await cp.until(() => cp.hellos[0]);
+    await dp.until(() => dp.client.state().status === "connected");
+    await dp.client.stop();
+    expect(dp.client.state()).toEqual({ status: "stopped" });
+    await cp.until(() => cp.calls[0]?.cancelled);
+    expect(cp.hellos).toHaveLength(1);
+    expect(dp.states.at(-1)).toEqual({ status: "stopped" });
+  });
+});

@@ -1,0 +1,256 @@
+import {
+  create,
+  PROTOCOL_VERSION,
+  type Snapshot,
+  type StreamSnapshotsRequest,
+  StreamSnapshotsRequestSchema,
+  type StreamSnapshotsResponse,
+  snapshotServiceDefinition,
+} from "@clawgate/proto";
+import * as grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { Backoff } from "./backoff.js";
+import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
+
+export type ApplyResult = { ok: true } | { ok: false; reason: string };
+
+export type SnapshotClientLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
+
+export interface SnapshotClientOptions {
+  /** Control planes as host:port, tried in order; each lost stream moves to the next. */
+  addresses: readonly string[];
+  nodeId: string;
+  hostname: string;
+  softwareVersion: string;
+  /** Applies a snapshot; a failure is NACKed with its reason and the last good one stays. */
+  apply: (snapshot: Snapshot) => ApplyResult;
+  /** Version being served, sent in each Hello; 0 when none. */
+  lastAppliedVersion: () => number;
+  logger: SnapshotClientLogger;
+  /** Reconnect backoff; default base 250 ms, max 10 s, full jitter. */
+  backoff?: { baseMs?: number; maxMs?: number };
+  /** Uniform random in [0, 1) for the jitter; default Math.random. */
+  random?: () => number;
+  /** A control plane that gives no ready connection within this is skipped; default 5 s. */
+  connectTimeoutMs?: number;
+  /** grpc-js channel options laid over the keepalive defaults below. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+/**
+ * Keepalive pings notice a control plane that vanished without closing the connection (host
+ * down, partition) within about 20 s, instead of waiting for TCP to give up.
+ */
+const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.keepalive_time_ms": 15_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  // A snapshot is the whole config; 4 MiB (the gRPC default) is too small for a large fleet.
+  "grpc.max_receive_message_length": 64 * 1024 * 1024,
+};
+
+const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
+
+interface Attempt {
+  readonly address: string;
+  readonly client: grpc.Client;
+  readonly call: grpc.ClientDuplexStream<StreamSnapshotsRequest, StreamSnapshotsResponse>;
+  /** Set once the stream delivered a snapshot: proof the control plane was healthy. */
+  delivered: boolean;
+  timedOut: boolean;
+  ended: boolean;
+  readonly closed: Promise<void>;
+  markClosed(): void;
+}
+
+/**
+ * Keeps one snapshot stream open to a control plane: says Hello, applies each snapshot and
+ * answers Ack or Nack, and on any end reconnects with jittered backoff to the next address,
+ * so a second control plane takes over when the first goes away.
+ */
+export class SnapshotClient {
+  readonly #options: SnapshotClientOptions;
+  readonly #backoff: Backoff;
+  readonly #listeners = new Set<ConnectionStateListener>();
+  #state: ConnectionState = { status: "idle" };
+  #index = 0;
+  #attempt: Attempt | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: SnapshotClientOptions) {
+    if (options.addresses.length === 0) throw new RangeError("SnapshotClient needs an address");
+    this.#options = options;
+    this.#backoff = new Backoff({ ...options.backoff, random: options.random });
+  }
+
+  state(): ConnectionState {
+    return this.#state;
+  }
+
+  /** Calls the listener on every state change; returns a function that unsubscribes. */
+  onStateChange(listener: ConnectionStateListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  start(): void {
+    if (this.#stopped || this.#state.status !== "idle") return;
+    this.#connect();
+  }
+
+  /** Ends the stream and stops reconnecting; resolves once the stream is closed. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retryTimer);
+    const attempt = this.#attempt;
+    attempt?.call.cancel();
+    this.#setState({ status: "stopped" });
+    await attempt?.closed;
+  }
+
+  #connect(): void {
+    const { addresses, channelOptions, connectTimeoutMs = 5_000 } = this.#options;
+    const address = addresses[this.#index % addresses.length]!;
+    this.#setState({ status: "connecting", address });
+    const method = snapshotServiceDefinition.streamSnapshots;
+    const client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+      ...DEFAULT_CHANNEL_OPTIONS,
+      ...channelOptions,
+    });
+    const call = client.makeBidiStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+    );
+    let markClosed = () => {};
+    const closed = new Promise<void>((resolve) => {
+      markClosed = resolve;
+    });
+    const attempt: Attempt = {
+      address,
+      client,
+      call,
+      delivered: false,
+      timedOut: false,
+      ended: false,
+      closed,
+      markClosed,
+    };
+    this.#attempt = attempt;
+
+    client.waitForReady(Date.now() + connectTimeoutMs, (err) => {
+      if (attempt.ended || this.#stopped) return;
+      if (err) {
+        attempt.timedOut = true;
+        call.cancel();
+        return;
+      }
+      this.#setState({ status: "connected", address });
+    });
+    call.on("data", (response: StreamSnapshotsResponse) => this.#onResponse(attempt, response));
+    // Every end, clean or not, arrives as one status event; errors carry nothing more.
+    call.on("error", () => {});
+    call.on("status", (status: grpc.StatusObject) => this.#onStreamEnd(attempt, status));
+
+    call.write(
+      create(StreamSnapshotsRequestSchema, {
+        message: {
+          case: "hello",
+          value: {
+            nodeId: this.#options.nodeId,
+            hostname: this.#options.hostname,
+            softwareVersion: this.#options.softwareVersion,
+            protocolVersion: PROTOCOL_VERSION,
+            lastAppliedVersion: BigInt(this.#options.lastAppliedVersion()),
+          },
+        },
+      }),
+    );
+  }
+
+  #onResponse(attempt: Attempt, response: StreamSnapshotsResponse): void {
+    if (attempt.ended || this.#stopped || response.message.case !== "snapshot") return;
+    const snapshot = response.message.value;
+    attempt.delivered = true;
+    const { version, nonce } = snapshot;
+    const result = this.#applySafely(snapshot);
+    const log = this.#options.logger;
+    if (result.ok) {
+      log.info({ version: Number(version), controlPlane: attempt.address }, "snapshot applied");
+      attempt.call.write(
+        create(StreamSnapshotsRequestSchema, {
+          message: { case: "ack", value: { version, nonce } },
+        }),
+      );
+      return;
+    }
+    log.warn(
+      { version: Number(version), controlPlane: attempt.address, reason: result.reason },
+      "snapshot refused (NACK); still serving the last good snapshot",
+    );
+    attempt.call.write(
+      create(StreamSnapshotsRequestSchema, {
+        message: { case: "nack", value: { version, nonce, errorDetail: result.reason } },
+      }),
+    );
+  }
+
+  #applySafely(snapshot: Snapshot): ApplyResult {
+    try {
+      return this.#options.apply(snapshot);
+    } catch (err) {
+      // A throwing apply is a bug, but the stream must still answer and keep serving.
+      return { ok: false, reason: `apply failed: ${err instanceof Error ? err.message : err}` };
+    }
+  }
+
+  #onStreamEnd(attempt: Attempt, status: grpc.StatusObject): void {
+    if (attempt.ended) return;
+    attempt.ended = true;
+    attempt.client.close();
+    attempt.markClosed();
+    if (this.#attempt === attempt) this.#attempt = undefined;
+    if (this.#stopped) return;
+
+    const { addresses, logger, connectTimeoutMs = 5_000 } = this.#options;
+    this.#index = (this.#index + 1) % addresses.length;
+    const nextAddress = addresses[this.#index]!;
+    if (attempt.delivered) this.#backoff.reset();
+
+    let retryInMs: number;
+    let reason: string;
+    if (status.code === grpc.status.FAILED_PRECONDITION) {
+      // Retrying fast cannot help until one side is upgraded; keep trying, slowly.
+      retryInMs = this.#backoff.maxMs;
+      const theirs = status.metadata.get(PROTOCOL_VERSION_TRAILER)[0]?.toString() ?? "unknown";
+      reason = `incompatible protocol: data plane speaks protocol ${PROTOCOL_VERSION}, control plane ${attempt.address} speaks ${theirs} (${status.details})`;
+      logger.error(
+        {
+          controlPlane: attempt.address,
+          dataPlaneProtocolVersion: PROTOCOL_VERSION,
+          controlPlaneProtocolVersion: theirs,
+          detail: status.details,
+          retryInMs,
+        },
+        reason,
+      );
+    } else {
+      retryInMs = this.#backoff.next();
+      reason = attempt.timedOut
+        ? `no connection within ${connectTimeoutMs} ms`
+        : `${grpc.status[status.code] ?? status.code}: ${status.details}`;
+      logger.warn(
+        { controlPlane: attempt.address, reason, nextAddress, retryInMs },
+        "snapshot stream ended; reconnecting",
+      );
+    }
+    this.#setState({ status: "waiting", nextAddress, retryInMs, reason });
+    this.#retryTimer = setTimeout(() => this.#connect(), retryInMs);
+  }
+
+  #setState(state: ConnectionState): void {
+    this.#state = state;
+    for (const listener of this.#listeners) listener(state);
+  }
+}
