@@ -1,0 +1,32 @@
+/** What one wrk run measured. */
+export interface WrkResult {
+  requestsPerSecond: number;
+  /** Latency percentiles in milliseconds, from --latency. */
+  p50Ms: number;
+  p99Ms: number;
+  /** Non-2xx/3xx responses plus socket errors of every kind. */
+  errors: number;
+}
+
+const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
+
+/** Parses wrk 4's text report (run with --latency). Throws when a number it needs is missing. */
+export function parseWrkOutput(text: string): WrkResult {
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(text);
+  if (rps === null) throw new Error(`no Requests/sec in wrk output:\n${text}`);
+  const nonSuccess = /Non-2xx or 3xx responses:\s+(\d+)/.exec(text);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
+  const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0);
+  return {
+    requestsPerSecond: Number(rps[1]),
+    p50Ms: percentile(text, 50),
+    p99Ms: percentile(text, 99),
+    errors: Number(nonSuccess?.[1] ?? 0) + socketErrors,
+  };
+}
+
+function percentile(text: string, p: number): number {
+  const match = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, "m").exec(text);
+  if (match === null) throw new Error(`no ${p}% latency in wrk output (ran without --latency?)`);
+  return Number(match[1]) * UNIT_MS[match[2]!]!;
+}

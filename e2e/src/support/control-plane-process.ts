@@ -1,0 +1,108 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { AdminClient } from "./admin-client.js";
+import { freePorts } from "./free-port.js";
+import { httpStatus, splitHostPort, tcpReachable } from "./http-probe.js";
+import { ManagedProcess, withTail } from "./managed-process.js";
+import { CONTROL_PLANE_BIN } from "./paths.js";
+import { waitFor } from "./wait-for.js";
+import { makeWorkDir, removeWorkDir } from "./work-dir.js";
+
+export interface StartControlPlaneOptions {
+  /** Name in error messages; default "control-plane". */
+  name?: string;
+  /** Working directory; default a new temp dir, removed by stop(). */
+  cwd?: string;
+  /** How long to wait for the admin API and gRPC port; default 20 s. */
+  readyTimeoutMs?: number;
+  /** Echo the process's output to stderr; default when E2E_VERBOSE is set. */
+  echo?: boolean;
+}
+
+export interface ControlPlane {
+  process: ManagedProcess;
+  /** The complete environment it was started with: pass it again to restart it in place. */
+  env: Record<string, string>;
+  adminUrl: string;
+  /** host:port of the gRPC snapshot service, as data planes' CLAWGATE_CP_ADDRESSES. */
+  grpcAddress: string;
+  token: string;
+  admin: AdminClient;
+  /** SIGTERM, SIGKILL after 5 s; removes the temp dir it created. */
+  stop(): Promise<void>;
+  /** kill -9. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts clawgate-control-plane with `env` on top of test defaults: free loopback ports, a
+ * random admin token, the embedded store in its work dir unless CLAWGATE_ETCD_ENDPOINTS is
+ * given. Resolves once the admin API answers and the gRPC port accepts connections.
+ */
+export async function startControlPlane(
+  env: Record<string, string> = {},
+  options: StartControlPlaneOptions = {},
+): Promise<ControlPlane> {
+  const name = options.name ?? "control-plane";
+  const ownsDir = options.cwd === undefined;
+  const cwd = options.cwd ?? (await makeWorkDir("cp"));
+  const [adminPort, grpcPort] = await freePorts(2);
+  const full: Record<string, string> = {
+    CLAWGATE_ADMIN_LISTEN: `127.0.0.1:${adminPort}`,
+    CLAWGATE_GRPC_LISTEN: `127.0.0.1:${grpcPort}`,
+    CLAWGATE_ADMIN_TOKEN: randomBytes(16).toString("hex"),
+    CLAWGATE_STORE_PATH: join(cwd, "store.json"),
+    CLAWGATE_LOG_LEVEL: "info",
+    ...env,
+  };
+  const process = await ManagedProcess.spawn({
+    name,
+    command: globalThis.process.execPath,
+    args: [CONTROL_PLANE_BIN],
+    env: full,
+    cwd,
+    echo: options.echo,
+  });
+  const adminUrl = `http://${full.CLAWGATE_ADMIN_LISTEN}`;
+  const admin = new AdminClient(adminUrl, full.CLAWGATE_ADMIN_TOKEN!);
+  const grpc = splitHostPort(full.CLAWGATE_GRPC_LISTEN!);
+  const stop = async () => {
+    await process.stop();
+    if (ownsDir) await removeWorkDir(cwd);
+  };
+  try {
+    await waitFor(
+      async () => {
+        process.assertRunning();
+        return (await adminReady(admin)) && (await tcpReachable(grpc.host, grpc.port));
+      },
+      {
+        what: `${name} admin API at ${adminUrl} and gRPC at ${full.CLAWGATE_GRPC_LISTEN}`,
+        timeoutMs: options.readyTimeoutMs ?? 20_000,
+      },
+    );
+  } catch (error) {
+    await stop();
+    throw withTail(error, process);
+  }
+  return {
+    process,
+    env: full,
+    adminUrl,
+    grpcAddress: full.CLAWGATE_GRPC_LISTEN!,
+    token: full.CLAWGATE_ADMIN_TOKEN!,
+    admin,
+    stop,
+    kill: async () => {
+      await process.kill();
+    },
+  };
+}
+
+/** /healthz answering 200 is the CP's own liveness signal; without one, the API answering is. */
+async function adminReady(admin: AdminClient): Promise<boolean> {
+  const status = await httpStatus(`${admin.baseUrl}/healthz`);
+  if (status === 200) return true;
+  if (status !== 404) return false;
+  return (await admin.request("GET", "/v1/snapshot")).status === 200;
+}

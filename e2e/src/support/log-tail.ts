@@ -1,0 +1,31 @@
+/** The last lines a process wrote, kept so a failure can show what the process said. */
+export class LogTail {
+  private readonly lines: string[] = [];
+  private partial = "";
+
+  /** @param capacity lines kept; default 200. */
+  constructor(private readonly capacity = 200) {}
+
+  push(chunk: string): void {
+    const text = this.partial + chunk;
+    const parts = text.split("\n");
+    this.partial = parts.pop() ?? "";
+    for (const line of parts) this.add(line);
+  }
+
+  /** The last `count` lines (default 40), the unfinished one included. */
+  text(count = 40): string {
+    const all = this.partial === "" ? this.lines : [...this.lines, this.partial];
+    return all.slice(-count).join("\n");
+  }
+
+  /** Every kept line that contains `needle`. */
+  grep(needle: string): string[] {
+    return this.lines.filter((line) => line.includes(needle));
+  }
+
+  private add(line: string): void {
+    this.lines.push(line);
+    if (this.lines.length > this.capacity) this.lines.shift();
+  }
+}
