@@ -1,0 +1,187 @@
+import { create, type NodeHealth, NodeHealthSchema } from "@clawgate/proto";
+import type { Logger } from "pino";
+import { type Clock, systemClock } from "../clock/clock.js";
+import { logHealthChange } from "./health-log.js";
+import type { HealthSink } from "./health-metrics.js";
+import { type HealthTarget, healthCheckSettings } from "./health-targets.js";
+import { type HealthChange, type HealthState, NodeHealthTracker } from "./node-health.js";
+import { formatEvidence, type ProbeResult, type ProbeTarget } from "./prober/probe-protocol.js";
+import { type Prober, type ProberFactory, ProbeWorker } from "./prober/probe-worker-client.js";
+
+export type HealthChangeListener = (change: HealthChange) => void;
+
+export interface HealthRegistryOptions {
+  /** Time source for state changes; default `systemClock`. */
+  clock?: Clock;
+  /** Builds the prober; default a `ProbeWorker` (probes on their own worker thread). */
+  prober?: ProberFactory;
+  /** Metric hooks (`HealthMetrics`); default none. */
+  metrics?: HealthSink;
+  /** One line per state change and per prober crash; default none. */
+  logger?: Logger;
+}
+
+/**
+ * Node health keyed by upstream and node address. It outlives snapshots: each applied snapshot
+ * calls `sync` with its nodes, and a reload neither readmits an evicted node nor resets counts.
+ * Probes run in a worker; this side only folds their results into each node's state machine.
+ */
+export class HealthRegistry {
+  private readonly nodes = new Map<string, Map<string, NodeHealthTracker>>();
+  private readonly listeners = new Set<HealthChangeListener>();
+  private readonly clock: Clock;
+  private readonly prober: Prober;
+  private nextTicket = 1;
+  private closed = false;
+
+  constructor(private readonly options: HealthRegistryOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    const onResult = (result: ProbeResult) => this.onProbeResult(result);
+    this.prober =
+      options.prober?.(onResult) ??
+      new ProbeWorker({
+        onResult,
+        onError: (err) => options.logger?.error({ err }, "probe worker failed"),
+      });
+  }
+
+  /**
+   * Makes the watched nodes those of `targets` (every node of the applied snapshot): new nodes
+   * start healthy and are probed, gone nodes stop and their state is dropped, nodes kept keep
+   * their state even when their health check changed (new settings apply from the next probe).
+   */
+  sync(targets: Iterable<HealthTarget>): void {
+    if (this.closed) return;
+    const seen = new Map<string, Set<string>>();
+    const probeTargets: ProbeTarget[] = [];
+    for (const target of targets) {
+      const settings = healthCheckSettings(target.healthCheck);
+      const probeTarget: ProbeTarget = {
+        upstream: target.upstream,
+        address: target.address,
+        host: target.host,
+        port: target.port,
+        intervalMs: settings.intervalMs,
+        timeoutMs: settings.timeoutMs,
+        path: settings.path,
+        expectStatus: settings.expectStatus,
+      };
+      probeTargets.push(probeTarget);
+      let seenAddresses = seen.get(target.upstream);
+      if (seenAddresses === undefined) {
+        seenAddresses = new Set();
+        seen.set(target.upstream, seenAddresses);
+      }
+      seenAddresses.add(target.address);
+
+      let byAddress = this.nodes.get(target.upstream);
+      if (byAddress === undefined) {
+        byAddress = new Map();
+        this.nodes.set(target.upstream, byAddress);
+      }
+      const existing = byAddress.get(target.address);
+      if (existing !== undefined) {
+        existing.setThresholds(settings);
+        continue;
+      }
+      const tracker = new NodeHealthTracker(target.upstream, target.address, settings, this.clock);
+      byAddress.set(target.address, tracker);
+      this.options.metrics?.track(target.upstream, target.address, tracker.state);
+    }
+    for (const [upstream, byAddress] of this.nodes) {
+      const keep = seen.get(upstream);
+      for (const address of byAddress.keys()) {
+        if (keep?.has(address)) continue;
+        byAddress.delete(address);
+        this.options.metrics?.forget(upstream, address);
+      }
+      if (byAddress.size === 0) this.nodes.delete(upstream);
+    }
+    this.prober.setTargets(probeTargets);
+  }
+
+  /**
+   * Whether the balancer may pick the node: two Map reads, for the skip predicate on every pick.
+   * A node the registry does not know (not synced yet) is usable, like a new node.
+   */
+  isUsable(upstream: string, address: string): boolean {
+    return this.nodes.get(upstream)?.get(address)?.usable ?? true;
+  }
+
+  /** The node's state, or undefined when it is not watched. */
+  state(upstream: string, address: string): HealthState | undefined {
+    return this.nodes.get(upstream)?.get(address)?.state;
+  }
+
+  /**
+   * A live request's connection to the node was refused (the passive signal from the proxy).
+   * A healthy node is quarantined at once and probed now; otherwise nothing changes.
+   */
+  reportRefused(upstream: string, address: string): void {
+    if (this.closed) return;
+    const tracker = this.nodes.get(upstream)?.get(address);
+    if (tracker === undefined) return;
+    const ticket = this.nextTicket++;
+    const change = tracker.refused(ticket);
+    if (change === undefined) return;
+    this.prober.probeNow(upstream, address, ticket);
+    this.emit(change);
+  }
+
+  /** Calls `listener` on every state change; returns the unsubscribe function. */
+  onChange(listener: HealthChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Every watched node, for the NodeHealthReport sent to the control plane. */
+  snapshot(): NodeHealth[] {
+    const report: NodeHealth[] = [];
+    for (const [upstream, byAddress] of this.nodes) {
+      for (const [address, tracker] of byAddress) {
+        report.push(
+          create(NodeHealthSchema, {
+            upstream,
+            address,
+            state: tracker.state,
+            evidence: formatEvidence(tracker.lastEvidence),
+            changedAtMs: BigInt(Math.trunc(tracker.lastChangeAt)),
+          }),
+        );
+      }
+    }
+    return report;
+  }
+
+  /** Stops probing; the registry answers `isUsable` from its last state afterwards. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    await this.prober.close();
+  }
+
+  private onProbeResult(result: ProbeResult): void {
+    const tracker = this.nodes.get(result.upstream)?.get(result.address);
+    // A node removed by sync while its probe ran: the result is about nothing we watch.
+    if (tracker === undefined || this.closed) return;
+    this.options.metrics?.probe(result.upstream, result.address, result.ok, result.durationMs);
+    const change = tracker.probeResult(result.ok, result.evidence, result.ticket);
+    if (change !== undefined) this.emit(change);
+  }
+
+  private emit(change: HealthChange): void {
+    this.options.metrics?.change(change);
+    if (this.options.logger) logHealthChange(this.options.logger, change);
+    for (const listener of this.listeners) {
+      try {
+        listener(change);
+      } catch (err) {
+        // A listener's bug must not stop the state machine or the other listeners.
+        this.options.logger?.error({ err }, "health change listener threw");
+      }
+    }
+  }
+}

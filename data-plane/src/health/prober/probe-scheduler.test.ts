@@ -1,0 +1,176 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ProbeOutcome } from "./probe.js";
+import type { ProbeResult, ProbeSpec, ProbeTarget } from "./probe-protocol.js";
+import { ProbeScheduler } from "./probe-scheduler.js";
+
+function target(address: string, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
+  const [host = "", port = "0"] = address.split(":");
+  return {
+    upstream: "agents",
+    address,
+    host,
+    port: Number(port),
+    intervalMs: 1_000,
+    timeoutMs: 300,
+    path: "/healthz",
+    expectStatus: "ok",
+    ...overrides,
+  };
+}
+
+/** A probe the test finishes by hand; records every spec it was started with. */
+function manualProbe() {
+  const started: ProbeSpec[] = [];
+  const pending: ((outcome: ProbeOutcome) => void)[] = [];
+  const probe = (spec: ProbeSpec) => {
+    started.push(spec);
+    return new Promise<ProbeOutcome>((resolve) => pending.push(resolve));
+  };
+  const finish = async (ok = true) => {
+    const resolve = pending.shift();
+    if (resolve === undefined) throw new Error("no probe in flight");
+    resolve({ ok, evidence: ok ? { tcpMs: 1 } : { error: "ECONNREFUSED" }, durationMs: 1 });
+    // Let the scheduler's await resume.
+    await vi.advanceTimersByTimeAsync(0);
+  };
+  return { probe, started, pending, finish };
+}
+
+function setup(random = 0.5) {
+  const p = manualProbe();
+  const results: ProbeResult[] = [];
+  const scheduler = new ProbeScheduler({
+    probe: p.probe,
+    emit: (r) => results.push(r),
+    random: () => random,
+    now: () => Date.now(),
+  });
+  return { ...p, results, scheduler };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("ProbeScheduler", () => {
+  it("probes a new node within the first tenth of its interval, then every interval ±10 %", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    await vi.advanceTimersByTimeAsync(49);
+    expect(t.started).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.started).toHaveLength(1);
+    await t.finish();
+    expect(t.results).toHaveLength(1);
+    expect(t.results[0]).toMatchObject({ upstream: "agents", address: "10.0.0.1:80", ok: true });
+    // random 0.5 is the middle of the jitter band: exactly the interval.
+    await vi.advanceTimersByTimeAsync(999);
+    expect(t.started).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.started).toHaveLength(2);
+  });
+
+  it("jitters the interval by at most 10 % either way", async () => {
+    for (const [random, delay] of [
+      [0, 900],
+      [0.99, 1_098],
+    ] as const) {
+      const t = setup(random);
+      t.scheduler.setTargets([target("10.0.0.1:80")]);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(t.started).toHaveLength(1);
+      await t.finish();
+      await vi.advanceTimersByTimeAsync(delay - 1);
+      expect(t.started).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(t.started).toHaveLength(2);
+      t.scheduler.stop();
+    }
+  });
+
+  it("never runs two probes of one node at once", async () => {
+    const t = setup(0);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.started).toHaveLength(1);
+    // The probe hangs for ten intervals: nothing else starts meanwhile.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(t.started).toHaveLength(1);
+    await t.finish(false);
+    expect(t.results.map((r) => r.ok)).toEqual([false]);
+  });
+
+  it("stops probing removed nodes and drops their in-flight results", async () => {
+    const t = setup(0);
+    t.scheduler.setTargets([target("10.0.0.1:80"), target("10.0.0.2:80")]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.started.map((s) => s.port)).toEqual([80, 80]);
+    t.scheduler.setTargets([target("10.0.0.2:80")]);
+    expect(t.scheduler.size).toBe(1);
+    await t.finish();
+    await t.finish();
+    expect(t.results.map((r) => r.address)).toEqual(["10.0.0.2:80"]);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(t.started.slice(2).every((s) => s.host === "10.0.0.2")).toBe(true);
+  });
+
+  it("applies changed settings to the next probe without restarting the schedule", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    await vi.advanceTimersByTimeAsync(50);
+    await t.finish();
+    await vi.advanceTimersByTimeAsync(500);
+    t.scheduler.setTargets([target("10.0.0.1:80", { timeoutMs: 50, path: "/ready" })]);
+    // Same interval: the pending timer keeps its place (500 ms left), no extra probe now.
+    await vi.advanceTimersByTimeAsync(499);
+    expect(t.started).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.started[1]).toMatchObject({ timeoutMs: 50, path: "/ready" });
+  });
+
+  it("reschedules on a changed interval", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80", { intervalMs: 60_000 })]);
+    await vi.advanceTimersByTimeAsync(3_000);
+    await t.finish();
+    t.scheduler.setTargets([target("10.0.0.1:80", { intervalMs: 100 })]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(t.started).toHaveLength(2);
+  });
+
+  it("probes at once on request and tags later results with the ticket", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    await vi.advanceTimersByTimeAsync(50);
+    await t.finish();
+    expect(t.results[0]?.ticket).toBe(0);
+    t.scheduler.probeNow("agents", "10.0.0.1:80", 7);
+    expect(t.started).toHaveLength(2);
+    await t.finish(false);
+    expect(t.results[1]).toMatchObject({ ok: false, ticket: 7 });
+    // Back on the normal schedule afterwards.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.started).toHaveLength(3);
+    t.scheduler.probeNow("agents", "10.0.0.9:80", 8);
+    expect(t.started).toHaveLength(3);
+  });
+
+  it("a request during a probe reruns right after it; the older probe keeps its ticket", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(t.started).toHaveLength(1);
+    t.scheduler.probeNow("agents", "10.0.0.1:80", 3);
+    expect(t.started).toHaveLength(1);
+    await t.finish(true);
+    expect(t.started).toHaveLength(2);
+    await t.finish(false);
+    expect(t.results.map((r) => [r.ok, r.ticket])).toEqual([
+      [true, 0],
+      [false, 3],
+    ]);
+  });
+});

@@ -1,0 +1,106 @@
+import { Worker } from "node:worker_threads";
+import type { FromWorker, ProbeResult, ProbeTarget, ToWorker } from "./probe-protocol.js";
+import { probeWorkerUrl } from "./worker-entry.js";
+
+/** What the health registry needs from a prober; `ProbeWorker` is the real one. */
+export interface Prober {
+  /** The whole set of nodes to probe; replaces the previous set. */
+  setTargets(targets: readonly ProbeTarget[]): void;
+  /** Probe the node at once; results of probes started after this carry `ticket`. */
+  probeNow(upstream: string, address: string, ticket: number): void;
+  close(): Promise<void>;
+}
+
+/** Builds a prober that hands every finished probe to `onResult`. */
+export type ProberFactory = (onResult: (result: ProbeResult) => void) => Prober;
+
+export interface ProbeWorkerOptions {
+  /** Receives every finished probe, on the main thread. */
+  onResult: (result: ProbeResult) => void;
+  /** Told when the worker died unexpectedly (it is restarted); default: ignored. */
+  onError?: (err: Error) => void;
+  /** Wait before restarting a dead worker; default 1000 ms. */
+  restartDelayMs?: number;
+  /** Worker script; default `probeWorkerUrl()`. */
+  url?: URL;
+}
+
+interface PendingProbeNow {
+  readonly upstream: string;
+  readonly address: string;
+  readonly ticket: number;
+}
+
+/**
+ * The main-thread side of the probe worker. It only forwards messages: each result is handed to
+ * `onResult` as it arrives, so the work on the proxy's loop per probe is one callback. A worker
+ * that dies is restarted with the last targets, so layer 2 heals itself too.
+ */
+export class ProbeWorker implements Prober {
+  private worker: Worker;
+  private targets: readonly ProbeTarget[] = [];
+  /** Probe-now tickets, replayed after a restart so a quarantined node still gets its probe. */
+  private readonly tickets = new Map<string, PendingProbeNow>();
+  private closed = false;
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly url: URL;
+
+  constructor(private readonly options: ProbeWorkerOptions) {
+    this.url = options.url ?? probeWorkerUrl();
+    this.worker = this.start();
+  }
+
+  /** The worker's thread id (differs from the main thread's 0). */
+  get threadId(): number {
+    return this.worker.threadId;
+  }
+
+  setTargets(targets: readonly ProbeTarget[]): void {
+    this.targets = targets;
+    const keep = new Set(targets.map((t) => keyOf(t.upstream, t.address)));
+    for (const key of this.tickets.keys()) if (!keep.has(key)) this.tickets.delete(key);
+    this.post({ type: "targets", targets });
+  }
+
+  probeNow(upstream: string, address: string, ticket: number): void {
+    this.tickets.set(keyOf(upstream, address), { upstream, address, ticket });
+    this.post({ type: "probe-now", upstream, address, ticket });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    await this.worker.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(this.url);
+    // The proxy's servers keep the process alive; a prober alone must not.
+    worker.unref();
+    worker.on("message", (message: FromWorker) => this.options.onResult(message));
+    worker.on("error", (err) => this.options.onError?.(err));
+    worker.on("exit", (code) => {
+      if (this.closed) return;
+      this.options.onError?.(new Error(`probe worker exited with code ${code}; restarting`));
+      this.restartTimer = setTimeout(() => this.restart(), this.options.restartDelayMs ?? 1000);
+      this.restartTimer.unref();
+    });
+    return worker;
+  }
+
+  private restart(): void {
+    if (this.closed) return;
+    this.worker = this.start();
+    this.post({ type: "targets", targets: this.targets });
+    for (const pending of this.tickets.values()) this.post({ type: "probe-now", ...pending });
+  }
+
+  private post(message: ToWorker): void {
+    this.worker.postMessage(message);
+  }
+}
+
+function keyOf(upstream: string, address: string): string {
+  return `${upstream} ${address}`;
+}

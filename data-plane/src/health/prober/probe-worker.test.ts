@@ -1,0 +1,162 @@
+import { createServer } from "node:http";
+import { type AddressInfo, createServer as createTcpServer } from "node:net";
+import { threadId } from "node:worker_threads";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ProbeResult, ProbeTarget } from "./probe-protocol.js";
+import { ProbeWorker } from "./probe-worker-client.js";
+
+/** Collects results and lets a test wait for one that matches, never sleeping. */
+class Results {
+  readonly all: ProbeResult[] = [];
+  private waiters: { match: (r: ProbeResult) => boolean; resolve: (r: ProbeResult) => void }[] = [];
+
+  readonly push = (result: ProbeResult): void => {
+    this.all.push(result);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.match(result)) return true;
+      w.resolve(result);
+      return false;
+    });
+  };
+
+  next(match: (r: ProbeResult) => boolean = () => true): Promise<ProbeResult> {
+    return new Promise((resolve) => this.waiters.push({ match, resolve }));
+  }
+}
+
+const workers: ProbeWorker[] = [];
+const closers: (() => void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) close();
+  await Promise.all(workers.splice(0).map((w) => w.close()));
+});
+
+function start(): { worker: ProbeWorker; results: Results } {
+  const results = new Results();
+  const worker = new ProbeWorker({ onResult: results.push });
+  workers.push(worker);
+  return { worker, results };
+}
+
+async function closedPort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function target(port: number, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
+  return {
+    upstream: "agents",
+    address: `127.0.0.1:${port}`,
+    host: "127.0.0.1",
+    port,
+    intervalMs: 50,
+    timeoutMs: 1_000,
+    path: "",
+    expectStatus: "",
+    ...overrides,
+  };
+}
+
+describe("ProbeWorker", () => {
+  it("runs probes on another thread and posts their results", async () => {
+    const server = createServer((_req, res) => res.end(JSON.stringify({ status: "ok" })));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closers.push(() => server.close());
+    const port = (server.address() as AddressInfo).port;
+    const { worker, results } = start();
+    worker.setTargets([target(port, { path: "/healthz", expectStatus: "ok" })]);
+
+    const result = await results.next();
+    expect(worker.threadId).toBeGreaterThan(0);
+    expect(worker.threadId).not.toBe(threadId);
+    expect(result).toMatchObject({
+      type: "result",
+      upstream: "agents",
+      address: `127.0.0.1:${port}`,
+      ok: true,
+      evidence: { httpStatus: 200, bodyStatus: "ok" },
+      ticket: 0,
+    });
+  });
+
+  it("keeps probing while the main thread is blocked", async () => {
+    const port = await closedPort();
+    const { worker, results } = start();
+    worker.setTargets([target(port, { intervalMs: 20 })]);
+    await results.next();
+
+    const blockStart = Date.now();
+    while (Date.now() - blockStart < 300) {
+      // Busy: the main loop cannot run a timer or read a socket for 300 ms.
+    }
+    const blockEnd = Date.now();
+    // Results posted during the block are delivered once the loop is free again.
+    await results.next((r) => r.at > blockEnd);
+
+    const during = results.all.filter((r) => r.at > blockStart && r.at < blockEnd);
+    // About 15 at a 20 ms interval; a prober sharing this loop would have produced none.
+    expect(during.length).toBeGreaterThanOrEqual(5);
+    expect(during.every((r) => !r.ok && r.evidence.error === "ECONNREFUSED")).toBe(true);
+  });
+
+  it("probes at once on request and tags the result with the ticket", async () => {
+    const port = await closedPort();
+    const { worker, results } = start();
+    // First probe within 1 s, the next not before 9 s: a quick second result is the request's.
+    worker.setTargets([target(port, { intervalMs: 10_000 })]);
+    await results.next();
+    const asked = performance.now();
+    worker.probeNow("agents", `127.0.0.1:${port}`, 42);
+    const result = await results.next();
+    expect(result).toMatchObject({ ok: false, ticket: 42 });
+    expect(performance.now() - asked).toBeLessThan(5_000);
+  });
+
+  it("stops probing nodes removed from the targets", async () => {
+    const gone = await closedPort();
+    const kept = await closedPort();
+    const { worker, results } = start();
+    worker.setTargets([target(gone), target(kept)]);
+    await results.next((r) => r.address.endsWith(`:${gone}`));
+    worker.setTargets([target(kept)]);
+    // Messages are ordered: once two results of `kept` arrive after the change was sent, any
+    // probe of `gone` in flight at that moment has been dropped or delivered.
+    const mark = results.all.length;
+    await results.next((r) => r.address.endsWith(`:${kept}`));
+    await results.next((r) => r.address.endsWith(`:${kept}`));
+    await results.next((r) => r.address.endsWith(`:${kept}`));
+    const after = results.all.slice(mark).filter((r) => r.address.endsWith(`:${gone}`));
+    expect(after.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("ProbeWorker restarts", () => {
+  it("restarts a worker that died and tells onError", async () => {
+    const errors: Error[] = [];
+    let told: () => void = () => {};
+    const twice = new Promise<void>((resolve) => {
+      told = resolve;
+    });
+    const worker = new ProbeWorker({
+      onResult: () => {},
+      onError: (err) => {
+        errors.push(err);
+        // error + exit of the first worker, then of the restarted one.
+        if (errors.length >= 4) told();
+      },
+      restartDelayMs: 10,
+      url: new URL(`data:text/javascript,${encodeURIComponent("throw new Error('boom')")}`),
+    });
+    workers.push(worker);
+    await twice;
+    expect(errors.map((e) => e.message)).toEqual([
+      "boom",
+      "probe worker exited with code 1; restarting",
+      "boom",
+      "probe worker exited with code 1; restarting",
+    ]);
+  });
+});

@@ -1,0 +1,172 @@
+import { createServer, type RequestListener, type Server } from "node:http";
+import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { MAX_PROBE_BODY_BYTES, probeNode } from "./probe.js";
+import type { ProbeSpec } from "./probe-protocol.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/** An HTTP server on loopback; closed after the test. */
+async function httpServer(handler: RequestListener): Promise<number> {
+  const server = createServer(handler);
+  return listen(server);
+}
+
+/** A TCP server that accepts and then never writes a byte. */
+async function silentServer(): Promise<number> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => {});
+  });
+  cleanups.push(async () => {
+    for (const socket of sockets) socket.destroy();
+  });
+  return listen(server);
+}
+
+async function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        if ("closeAllConnections" in server) server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return (server.address() as AddressInfo).port;
+}
+
+/** A port nothing listens on: bound once, then released. */
+async function closedPort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const json =
+  (status: number, body: unknown): RequestListener =>
+  (req, res) => {
+    if (req.url !== "/healthz") {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  };
+
+function spec(port: number, overrides: Partial<ProbeSpec> = {}): ProbeSpec {
+  return {
+    host: "127.0.0.1",
+    port,
+    timeoutMs: 2_000,
+    path: "/healthz",
+    expectStatus: "ok",
+    ...overrides,
+  };
+}
+
+describe("probeNode", () => {
+  it("passes a node whose /healthz answers 200 with status ok", async () => {
+    const port = await httpServer(json(200, { status: "ok", uptime: 12 }));
+    const outcome = await probeNode(spec(port));
+    expect(outcome.ok).toBe(true);
+    expect(outcome.evidence).toMatchObject({ httpStatus: 200, bodyStatus: "ok" });
+    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+    expect(outcome.evidence.error).toBeUndefined();
+  });
+
+  it("fails a closed port at the TCP stage with ECONNREFUSED", async () => {
+    const port = await closedPort();
+    const outcome = await probeNode(spec(port));
+    expect(outcome).toMatchObject({ ok: false, evidence: { error: "ECONNREFUSED" } });
+    expect(outcome.evidence.tcpMs).toBeUndefined();
+    expect(outcome.evidence.httpStatus).toBeUndefined();
+  });
+
+  it("fails a squatter that accepts TCP but answers 500", async () => {
+    const port = await httpServer(json(500, { status: "ok" }));
+    const outcome = await probeNode(spec(port));
+    expect(outcome.ok).toBe(false);
+    expect(outcome.evidence).toMatchObject({ httpStatus: 500, error: "http 500" });
+    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("fails a squatter that answers 200 with status degraded", async () => {
+    const port = await httpServer(json(200, { status: "degraded" }));
+    const outcome = await probeNode(spec(port));
+    expect(outcome.ok).toBe(false);
+    expect(outcome.evidence).toMatchObject({
+      httpStatus: 200,
+      bodyStatus: "degraded",
+      error: 'status "degraded"',
+    });
+    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("fails a server that accepts but never answers, within the timeout", async () => {
+    const port = await silentServer();
+    const started = performance.now();
+    const outcome = await probeNode(spec(port, { timeoutMs: 300 }));
+    const elapsed = performance.now() - started;
+    expect(outcome).toMatchObject({ ok: false, evidence: { error: "http timeout" } });
+    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+    // One deadline covers TCP and HTTP: the probe ends at 300 ms, not 300 ms after the connect.
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1_000);
+  });
+
+  it("with no path, a TCP connect is enough", async () => {
+    const port = await silentServer();
+    const outcome = await probeNode(spec(port, { path: "" }));
+    expect(outcome.ok).toBe(true);
+    expect(outcome.evidence.httpStatus).toBeUndefined();
+    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("with no expected status, any 2xx passes and the body is not read", async () => {
+    const port = await httpServer((_req, res) => res.writeHead(204).end());
+    expect(await probeNode(spec(port, { expectStatus: "" }))).toMatchObject({
+      ok: true,
+      evidence: { httpStatus: 204 },
+    });
+    const failing = await httpServer((_req, res) => res.writeHead(503).end("down"));
+    expect(await probeNode(spec(failing, { expectStatus: "" }))).toMatchObject({
+      ok: false,
+      evidence: { httpStatus: 503, error: "http 503" },
+    });
+  });
+
+  it("fails a body that is not JSON or has no status", async () => {
+    const text = await httpServer((_req, res) => res.writeHead(200).end("OK"));
+    expect((await probeNode(spec(text))).evidence.error).toBe("body is not JSON");
+    const noStatus = await httpServer(json(200, { healthy: true }));
+    expect((await probeNode(spec(noStatus))).evidence.error).toBe("body has no string status");
+  });
+
+  it("stops reading a body over 64 KiB", async () => {
+    const port = await httpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: "ok", pad: "x".repeat(MAX_PROBE_BODY_BYTES) }));
+    });
+    expect(await probeNode(spec(port))).toMatchObject({
+      ok: false,
+      evidence: { httpStatus: 200, error: "body over 64 KiB" },
+    });
+  });
+
+  it("asks for the configured path on a fresh connection that it closes", async () => {
+    const seen: { url?: string; connection?: string }[] = [];
+    const port = await httpServer((req, res) => {
+      seen.push({ url: req.url, connection: req.headers.connection });
+      res.writeHead(200).end(JSON.stringify({ status: "ready" }));
+    });
+    const outcome = await probeNode(spec(port, { path: "/health/deep", expectStatus: "ready" }));
+    expect(outcome.ok).toBe(true);
+    expect(seen).toEqual([{ url: "/health/deep", connection: "close" }]);
+  });
+});

@@ -1,0 +1,149 @@
+import { request } from "node:http";
+import { connect } from "node:net";
+import type { ProbeEvidence, ProbeSpec } from "./probe-protocol.js";
+
+/** Largest health body read; a health endpoint has no reason to send more. */
+export const MAX_PROBE_BODY_BYTES = 64 * 1024;
+
+export interface ProbeOutcome {
+  readonly ok: boolean;
+  readonly evidence: ProbeEvidence;
+  readonly durationMs: number;
+}
+
+type Stage<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/**
+ * Probes one node: a TCP connect as the fast screen, then (when a path is set) `GET <path>` over
+ * a fresh connection that must answer 2xx and, when `expectStatus` is set, JSON whose `status`
+ * equals it (seed 000 section 3.2: TCP is the coarse sieve, /healthz the fine one). One deadline
+ * covers both stages. Never throws: every failure is a tagged outcome with its evidence.
+ */
+export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
+  const started = performance.now();
+  const deadline = started + spec.timeoutMs;
+  const evidence: ProbeEvidence = {};
+  const done = (ok: boolean): ProbeOutcome => ({
+    ok,
+    evidence,
+    durationMs: performance.now() - started,
+  });
+
+  const tcp = await tcpConnect(spec.host, spec.port, spec.timeoutMs);
+  if (!tcp.ok) {
+    evidence.error = tcp.error;
+    return done(false);
+  }
+  evidence.tcpMs = tcp.value;
+  if (spec.path === "") return done(true);
+
+  const remaining = deadline - performance.now();
+  if (remaining <= 0) {
+    evidence.error = "http timeout";
+    return done(false);
+  }
+  const http = await httpCheck(spec, remaining, evidence);
+  if (!http.ok) evidence.error = http.error;
+  return done(http.ok);
+}
+
+/** Resolves with the connect time in ms; the socket is closed at once. */
+function tcpConnect(host: string, port: number, timeoutMs: number): Promise<Stage<number>> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const socket = connect({ host, port });
+    let settled = false;
+    const finish = (result: Stage<number>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish({ ok: false, error: "connect timeout" }), timeoutMs);
+    socket.once("connect", () => finish({ ok: true, value: performance.now() - started }));
+    // `on`, not `once`: a late error after destroy must still have a listener.
+    socket.on("error", (err: NodeJS.ErrnoException) =>
+      finish({ ok: false, error: err.code ?? err.message }),
+    );
+  });
+}
+
+/** Fills `evidence.httpStatus` and `evidence.bodyStatus` as far as the exchange got. */
+function httpCheck(
+  spec: ProbeSpec,
+  timeoutMs: number,
+  evidence: ProbeEvidence,
+): Promise<Stage<undefined>> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (result: Stage<undefined>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve(result);
+    };
+    // agent: false and Connection: close give every probe a fresh connection, so a probe never
+    // rides a pooled socket that hides a node that stopped accepting new ones.
+    const req = request({
+      host: spec.host,
+      port: spec.port,
+      path: spec.path,
+      method: "GET",
+      agent: false,
+      headers: { connection: "close", accept: "application/json", "user-agent": "clawgate-probe" },
+    });
+    const timer = setTimeout(() => finish({ ok: false, error: "http timeout" }), timeoutMs);
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      finish({ ok: false, error: err.code ?? err.message }),
+    );
+    req.on("response", (res) => {
+      const status = res.statusCode ?? 0;
+      evidence.httpStatus = status;
+      const statusOk = status >= 200 && status < 300;
+      if (spec.expectStatus === "") {
+        finish(statusOk ? { ok: true, value: undefined } : { ok: false, error: `http ${status}` });
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_PROBE_BODY_BYTES) {
+          finish({ ok: false, error: statusOk ? "body over 64 KiB" : `http ${status}` });
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on("error", (err: NodeJS.ErrnoException) =>
+        finish({ ok: false, error: err.code ?? err.message }),
+      );
+      res.on("end", () => {
+        const body = bodyStatus(Buffer.concat(chunks).toString("utf8"));
+        if (body.ok) evidence.bodyStatus = body.value;
+        if (!statusOk) finish({ ok: false, error: `http ${status}` });
+        else if (!body.ok) finish(body);
+        else if (body.value !== spec.expectStatus) {
+          finish({ ok: false, error: `status ${JSON.stringify(body.value)}` });
+        } else finish({ ok: true, value: undefined });
+      });
+    });
+    req.end();
+  });
+}
+
+function bodyStatus(text: string): Stage<string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { ok: false, error: "body is not JSON" };
+  }
+  if (typeof parsed !== "object" || parsed === null) {
+    return { ok: false, error: "body is not a JSON object" };
+  }
+  const status = (parsed as { status?: unknown }).status;
+  if (typeof status !== "string") return { ok: false, error: "body has no string status" };
+  return { ok: true, value: status };
+}
