@@ -9,11 +9,15 @@ import {
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { FleetSource } from "../fleet/data-plane-view.js";
+import type { Journal } from "../journal/journal.js";
+import type { NodeRegistry } from "../registry/node-registry.js";
 import type { ConfigService } from "../resources/config-service.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { applyRoute } from "./apply-route.js";
 import { bearerAuth } from "./auth.js";
 import { installErrorHandling, validatorCompiler } from "./errors.js";
+import { eventsRoutes } from "./events-routes.js";
+import { registryRoutes } from "./registry-routes.js";
 import { resourceRoutes } from "./resource-routes.js";
 import { statusRoutes } from "./status-routes.js";
 
@@ -27,6 +31,10 @@ export interface AdminAppOptions {
   metrics?: Registry;
   /** Request and error log; default false (silent). */
   logger?: Logger | false;
+  /** Serves /v1/upstreams/{name}/nodes (register, renew, deregister, list); default none. */
+  registry?: NodeRegistry;
+  /** Serves GET /v1/events from the heal journal; default none. */
+  journal?: Journal;
 }
 
 /** Largest request body accepted; a full config apply of thousands of resources fits. */
@@ -78,6 +86,12 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
 
   await app.register(resourceRoutes, { config: options.config });
   await app.register(applyRoute, { config: options.config });
+  if (options.registry !== undefined) {
+    await app.register(registryRoutes, { registry: options.registry });
+  }
+  if (options.journal !== undefined) {
+    await app.register(eventsRoutes, { journal: options.journal });
+  }
   await app.register(statusRoutes, {
     snapshot: options.snapshot,
     fleet: options.fleet,

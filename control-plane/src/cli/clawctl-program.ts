@@ -1,8 +1,10 @@
 import { readFile } from "node:fs/promises";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
 import { parseKind } from "../admin/kind-name.js";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
+import type { HealEvent } from "../journal/heal-event.js";
+import type { ListedNode } from "../registry/node-registry.js";
 import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import { type AdminClient, createAdminClient } from "./admin-client.js";
@@ -212,7 +214,82 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
       out(renderTable(["NODE ID", "STATE", "APPLIED", "PUBLISHED", "LAST SEEN"], rows));
     });
 
+  program
+    .command("events")
+    .description("show the heal journal, newest first")
+    .option("--upstream <name>", "only events of this upstream")
+    .addOption(
+      new Option("--limit <n>", "most events shown (1-1000)").default(50).argParser(parseLimit),
+    )
+    .addOption(outputOption())
+    .action(async (options: { upstream?: string; limit: number; output: Format }) => {
+      const query = new URLSearchParams({ limit: String(options.limit) });
+      if (options.upstream !== undefined) query.set("upstream", options.upstream);
+      const events = await (await client()).request<{ items: HealEvent[] }>(
+        "GET",
+        `/v1/events?${query}`,
+      );
+      if (options.output === "json") return out(json(events));
+      if (options.output === "yaml") return out(stringify(events));
+      if (events.items.length === 0) return out("No events found.\n");
+      const rows = events.items.map((event) => [
+        event.time.replace(/\.\d{3}Z$/, "Z"),
+        event.upstream,
+        event.node ?? "-",
+        event.action,
+        event.outcome ?? "-",
+        oneLine(event.evidence ?? "-"),
+      ]);
+      out(renderTable(["TIME", "UPSTREAM", "NODE", "ACTION", "OUTCOME", "EVIDENCE"], rows));
+    });
+
+  program
+    .command("nodes")
+    .description("list an upstream's nodes: from its document and from the registry")
+    .argument("<upstream>", "upstream name")
+    .addOption(outputOption())
+    .action(async (upstream: string, options: { output: Format }) => {
+      const nodes = await (await client()).request<{ items: ListedNode[] }>(
+        "GET",
+        `/v1/upstreams/${encodeURIComponent(upstream)}/nodes`,
+      );
+      if (options.output === "json") return out(json(nodes));
+      if (options.output === "yaml") return out(stringify(nodes));
+      if (nodes.items.length === 0) return out(`Upstream ${upstream} has no nodes.\n`);
+      const rows = nodes.items.map((node) => [
+        node.address,
+        String(node.weight),
+        node.source,
+        node.id ?? "-",
+        // A registration the document overrides is kept but not balanced over.
+        node.active ? "yes" : "no (shadowed by config)",
+        node.ttlSeconds === undefined ? "-" : `${node.ttlSeconds}s`,
+        node.expiresInSeconds === undefined || node.expiresInSeconds === null
+          ? "-"
+          : `${node.expiresInSeconds}s`,
+      ]);
+      out(renderTable(["ADDRESS", "WEIGHT", "SOURCE", "ID", "ACTIVE", "TTL", "EXPIRES IN"], rows));
+    });
+
   return program;
+}
+
+/** Evidence longer than this is cut in the table; -o json shows all of it. */
+const EVIDENCE_COLUMN_CHARS = 80;
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > EVIDENCE_COLUMN_CHARS
+    ? `${flat.slice(0, EVIDENCE_COLUMN_CHARS - 1)}…`
+    : flat;
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1_000) {
+    throw new InvalidArgumentError("must be an integer from 1 to 1000");
+  }
+  return limit;
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
 import type { Logger } from "pino";
+import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
 import type { Store, Watch, WatchEvent } from "../store/store.js";
@@ -222,6 +223,12 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     if (range.revision <= this.readRevision) return;
     this.readRevision = range.revision;
     const read = readConfigState(this.prefix, range);
+    // Registered nodes come from the same read, so a snapshot never mixes two revisions.
+    const registry = readRegistryNodes(this.prefix, range.items);
+    if (registry.invalid.length > 0) {
+      // A broken registration is that node's problem, not a reason to hold back the config.
+      this.logger.debug({ invalid: registry.invalid }, "registry entries skipped");
+    }
     const counts = {
       routes: read.state.routes.size,
       upstreams: read.state.upstreams.size,
@@ -230,7 +237,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     };
     const problems = this.problemsOf(read);
     if (problems.length > 0) this.refuse(read.revision, problems, counts);
-    else this.publish(read, counts);
+    else this.publish(read, registry.nodes, counts);
     for (const listener of this.statusListeners) {
       try {
         listener(this.status());
@@ -281,11 +288,15 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.lastReason = signature;
   }
 
-  private publish(read: ConfigRead, counts: SnapshotStatus["counts"]): void {
+  private publish(
+    read: ConfigRead,
+    registry: RegistryNodes,
+    counts: SnapshotStatus["counts"],
+  ): void {
     const version = read.revision;
     const nonce = `${this.instanceId}-${version}`;
     const now = this.clock();
-    const snapshot = toSnapshot(read.state, { version, nonce, createdAtMs: now });
+    const snapshot = toSnapshot(read.state, { version, nonce, createdAtMs: now }, registry);
     const encoded = encodeResponse(
       create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: snapshot } }),
     );

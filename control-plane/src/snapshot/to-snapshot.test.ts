@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { SnapshotSchema, toJson } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
+import { readRegistryNodes } from "../registry/registered-node.js";
 import { readConfigState } from "../resources/config-state.js";
 import type { KeyValue } from "../store/store.js";
 import { toSnapshot } from "./to-snapshot.js";
@@ -48,7 +49,18 @@ const documents: Record<string, unknown> = {
     tokensPerDay: 5_000_000_000,
     allowedRoutes: ["api"],
   },
+  // Self-registered nodes: merged after the document's nodes, sorted by id; the document wins
+  // an address clash (node-a); a registration for an upstream that does not exist is dropped.
+  "registry/agents/node-b": registration("10.0.0.7:8080", 2),
+  "registry/agents/node-a": registration("10.0.0.5:8080", 9),
+  "registry/agents/node-c": registration("10.0.0.8:8080", 1),
+  "registry/canary/zz": registration("10.0.1.2:8080", 1),
+  "registry/deleted-upstream/x": registration("10.0.9.9:8080", 1),
 };
+
+function registration(address: string, weight: number) {
+  return { address, weight, ttlSeconds: 10, registeredAt: "2025-01-01T00:00:00.000Z" };
+}
 
 function stateOf(docs: Record<string, unknown>) {
   // Deliberately out of name order: the snapshot must sort.
@@ -62,14 +74,21 @@ function stateOf(docs: Record<string, unknown>) {
     }));
   const read = readConfigState(PREFIX, { revision: 42, items });
   expect(read.invalid).toEqual([]);
-  return read.state;
+  const registry = readRegistryNodes(PREFIX, items);
+  expect(registry.invalid).toEqual([]);
+  return [read.state, registry.nodes] as const;
+}
+
+function snapshotOf(docs: Record<string, unknown>) {
+  const [state, registry] = stateOf(docs);
+  return toSnapshot(state, stamp, registry);
 }
 
 const stamp = { version: 42, nonce: "cp-1-42", createdAtMs: 1_764_000_000_000 };
 
 describe("toSnapshot", () => {
   it("matches the golden file", () => {
-    const snapshot = toSnapshot(stateOf(documents), stamp);
+    const snapshot = snapshotOf(documents);
     const json = `${JSON.stringify(toJson(SnapshotSchema, snapshot, { alwaysEmitImplicit: true }), null, 2)}\n`;
     const golden = fileURLToPath(new URL("./testdata/snapshot.golden.json", import.meta.url));
     if (process.env.UPDATE_GOLDEN) writeFileSync(golden, json);
@@ -77,17 +96,14 @@ describe("toSnapshot", () => {
   });
 
   it("adds the built-in default breaker only when none named default is stored", () => {
-    const builtIn = toSnapshot(stateOf({}), stamp);
+    const builtIn = snapshotOf({});
     expect(builtIn.breakers.map((b) => [b.name, b.consecutiveFailures])).toEqual([["default", 5]]);
 
-    const stored = toSnapshot(
-      stateOf({
-        "breakers/default": { consecutiveFailures: 9 },
-        "breakers/aaa": {},
-        "breakers/zzz": {},
-      }),
-      stamp,
-    );
+    const stored = snapshotOf({
+      "breakers/default": { consecutiveFailures: 9 },
+      "breakers/aaa": {},
+      "breakers/zzz": {},
+    });
     expect(stored.breakers.map((b) => [b.name, b.consecutiveFailures])).toEqual([
       ["aaa", 5],
       ["default", 9],
@@ -95,10 +111,36 @@ describe("toSnapshot", () => {
     ]);
   });
 
+  it("merges registered nodes after the document's, marking each node's source", () => {
+    const snapshot = snapshotOf(documents);
+    const nodes = (name: string) =>
+      snapshot.upstreams
+        .find((upstream) => upstream.name === name)
+        ?.nodes.map((node) => `${node.address}*${node.weight}:${node.source}`);
+    expect(nodes("agents")).toEqual([
+      "10.0.0.5:8080*3:config",
+      "10.0.0.6:8080*1:config",
+      "10.0.0.7:8080*2:registry",
+      "10.0.0.8:8080*1:registry",
+    ]);
+    expect(nodes("canary")).toEqual(["10.0.1.1:8080*1:config", "10.0.1.2:8080*1:registry"]);
+    expect(snapshot.upstreams.map((upstream) => upstream.name)).toEqual([
+      "agents",
+      "canary",
+      "tools",
+    ]);
+    // Without a registry argument only the document's nodes are there.
+    const [state] = stateOf(documents);
+    expect(toSnapshot(state, stamp).upstreams[0]?.nodes.map((n) => n.source)).toEqual([
+      "config",
+      "config",
+    ]);
+  });
+
   it("yields the same bytes for the same state whatever the read order", () => {
-    const a = toSnapshot(stateOf(documents), stamp);
+    const a = snapshotOf(documents);
     const reversed = Object.fromEntries(Object.entries(documents).reverse());
-    const b = toSnapshot(stateOf(reversed), stamp);
+    const b = snapshotOf(reversed);
     expect(toJson(SnapshotSchema, b)).toEqual(toJson(SnapshotSchema, a));
   });
 });

@@ -11,6 +11,8 @@ import {
   type Upstream,
   UpstreamSchema,
 } from "@clawgate/proto";
+import { mergeNodes } from "../registry/merge-nodes.js";
+import type { RegisteredNode, RegistryNodes } from "../registry/registered-node.js";
 import type { ConfigState, StoredResource } from "../resources/config-state.js";
 import {
   type Breaker,
@@ -31,12 +33,22 @@ export interface SnapshotStamp {
   createdAtMs: number;
 }
 
+const NO_REGISTERED_NODES: readonly RegisteredNode[] = [];
+
 /**
  * Translates a (consistent, defaulted) config state into the wire snapshot. Every list is
  * sorted by name so one state always yields the same bytes, and every optional document field
  * is spelt out, because on the wire a zero means zero, never "use the default".
+ *
+ * `registry` adds self-registered nodes to their upstreams (see mergeNodes: the document wins
+ * an address clash). Registrations for an upstream that does not exist are left out: they are
+ * orphans of a deleted upstream, and their leases run out once the nodes' renewals get 404.
  */
-export function toSnapshot(state: ConfigState, stamp: SnapshotStamp): Snapshot {
+export function toSnapshot(
+  state: ConfigState,
+  stamp: SnapshotStamp,
+  registry: RegistryNodes = new Map(),
+): Snapshot {
   const breakers = sortedByName(state.breakers);
   if (!state.breakers.has(DEFAULT_BREAKER_NAME)) {
     breakers.push({ name: DEFAULT_BREAKER_NAME, document: DEFAULT_BREAKER, revision: 0 });
@@ -47,7 +59,7 @@ export function toSnapshot(state: ConfigState, stamp: SnapshotStamp): Snapshot {
     nonce: stamp.nonce,
     routes: sortedByName(state.routes).map(({ name, document }) => toRoute(name, document)),
     upstreams: sortedByName(state.upstreams).map(({ name, document }) =>
-      toUpstream(name, document),
+      toUpstream(name, document, registry.get(name) ?? NO_REGISTERED_NODES),
     ),
     breakers: breakers.map(({ name, document }) => toBreaker(name, document)),
     tenants: sortedByName(state.tenants).map(({ name, document }) => toTenant(name, document)),
@@ -55,14 +67,18 @@ export function toSnapshot(state: ConfigState, stamp: SnapshotStamp): Snapshot {
   });
 }
 
-function toUpstream(name: string, upstream: UpstreamDocument): Upstream {
+function toUpstream(
+  name: string,
+  upstream: UpstreamDocument,
+  registered: readonly RegisteredNode[],
+): Upstream {
   const check = upstream.healthCheck;
   return create(UpstreamSchema, {
     name,
-    nodes: upstream.nodes.map((node) => ({
-      address: node.address,
-      weight: node.weight,
-      source: "config",
+    nodes: mergeNodes(upstream.nodes, registered).nodes.map(({ address, weight, source }) => ({
+      address,
+      weight,
+      source,
     })),
     healthCheck: {
       intervalMs: check.intervalMs,

@@ -36,7 +36,7 @@ describe("etcd store", () => {
     }
   });
 
-  it("revokes its leases on close, deleting their keys", async () => {
+  it("leaves its leases to their TTL on close, so another replica can keep renewing them", async () => {
     const store = await openEtcdStore({ endpoints: [etcd.endpoint] });
     const lease = await store.grantLease(60);
     await store.commit([], [{ type: "put", key: "/close/k", value: "v", lease }]);
@@ -44,6 +44,9 @@ describe("etcd store", () => {
 
     const other = await openEtcdStore({ endpoints: [etcd.endpoint] });
     try {
+      expect((await other.get("/close/k"))?.value).toBe("v");
+      expect(await other.refreshLease(lease)).toBe(true);
+      await other.revokeLease(lease);
       expect(await other.get("/close/k")).toBeUndefined();
     } finally {
       await other.close();

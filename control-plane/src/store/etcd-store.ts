@@ -16,7 +16,7 @@ export interface EtcdStoreOptions {
   dialTimeoutMs?: number;
 }
 
-/** Bounds the best-effort lease revokes in close() so shutdown never hangs on a dead etcd. */
+/** Bounds the watch cancels in close() so shutdown never hangs on a dead etcd. */
 const CLOSE_REVOKE_TIMEOUT_MS = 2000;
 
 function storeError(code: string, message: string): Error & { code: string } {
@@ -59,7 +59,6 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
     dialTimeout: options.dialTimeoutMs ?? 5000,
   });
   const watchers = new Set<Watcher>();
-  const leases = new Set<string>();
   let closed = false;
 
   function assertOpen(): void {
@@ -73,7 +72,6 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
       // Revoking an expired lease is success: its keys are already gone.
       if (!/lease not found/i.test((error as Error).message)) throw error;
     }
-    leases.delete(lease);
   }
 
   /**
@@ -207,7 +205,6 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
       if (!(ttlSeconds > 0)) throw new RangeError(`ttlSeconds must be positive, got ${ttlSeconds}`);
       const res = await client.leaseClient.leaseGrant({ TTL: Math.ceil(ttlSeconds), ID: 0 });
       if (res.error) throw new Error(`etcd refused the lease: ${res.error}`);
-      leases.add(res.ID);
       return res.ID;
     },
 
@@ -221,9 +218,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
           stream.write({ ID: lease });
         });
         // etcd answers a keepalive for an expired or unknown lease with TTL 0.
-        const alive = Number(res.TTL) > 0;
-        if (!alive) leases.delete(lease);
-        return alive;
+        return Number(res.TTL) > 0;
       } finally {
         stream.end();
       }
@@ -239,11 +234,12 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
       closed = true;
       const cancels = [...watchers].map((w) => w.cancel().catch(() => undefined));
       watchers.clear();
-      // Our leases should not outlive us by a TTL: revoke them, but never wait long for it.
-      const revokes = [...leases].map((lease) => revoke(lease).catch(() => undefined));
+      // Leases are left to their TTL on purpose: a registration lease belongs to the node that
+      // renews it (through any control plane), not to the replica that granted it, so a
+      // control-plane restart must not drop registered nodes from the snapshot.
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([...cancels, ...revokes]),
+        Promise.all(cancels),
         new Promise((resolve) => {
           timer = setTimeout(resolve, CLOSE_REVOKE_TIMEOUT_MS);
         }),

@@ -1,0 +1,80 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { HEAL_ACTIONS, HEAL_OUTCOMES } from "../journal/heal-event.js";
+import type { Journal } from "../journal/journal.js";
+import { clawgateError } from "../resources/errors.js";
+import { resourceName } from "../resources/schemas.js";
+import { errorResponse } from "./api-schemas.js";
+import { sendError } from "./errors.js";
+
+export interface EventsRoutesOptions {
+  journal: Journal;
+}
+
+/** Most events one request returns; the journal keeps 1000 by default. */
+const MAX_LIMIT = 1_000;
+
+const eventsQuery = z.object({
+  /** Most events returned, newest first; default 100. */
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(100),
+  /** Only events of this upstream. */
+  upstream: resourceName.optional(),
+  /** Only events at or after this time: ISO 8601 or epoch milliseconds. */
+  since: z
+    .string()
+    .transform((value, ctx) => {
+      const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+      if (Number.isNaN(ms)) {
+        ctx.addIssue({ code: "custom", message: "must be an ISO time or epoch milliseconds" });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .optional(),
+});
+
+const healEvent = z.object({
+  id: z.string(),
+  time: z.string(),
+  upstream: z.string(),
+  node: z.string().optional(),
+  action: z.enum(HEAL_ACTIONS),
+  evidence: z.string().optional(),
+  outcome: z.enum(HEAL_OUTCOMES).optional(),
+  source: z.string(),
+});
+
+/** The heal journal, newest first: what the self-healing chain did, and why. */
+export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
+  app,
+  { journal },
+) => {
+  app.get(
+    "/v1/events",
+    {
+      schema: {
+        tags: ["status"],
+        summary: "Heal actions journaled (quarantine, evict, readmit, remediation, expiry)",
+        querystring: eventsQuery,
+        response: {
+          200: z.object({ items: z.array(healEvent) }),
+          400: errorResponse,
+          401: errorResponse,
+          503: errorResponse,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, upstream, since } = request.query;
+      try {
+        return { items: await journal.list({ limit, upstream, since }) };
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        return sendError(
+          reply,
+          clawgateError("CLAWGATE_STORE_UNAVAILABLE", `config store failed: ${reason}`),
+        );
+      }
+    },
+  );
+};
