@@ -1,12 +1,27 @@
+import {
+  CLOSE_GRACE_MS,
+  createNotifier,
+  onShutdownSignals,
+  settlesWithin,
+  startSupervision,
+} from "@clawgate/data-plane/process";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { buildAdminApp } from "./admin/app.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { loadControlPlaneSettings } from "./config/load-settings.js";
+import { createEtcdElection } from "./election/etcd-election.js";
+import { alwaysLeader } from "./election/leader-election.js";
 import { Fleet } from "./fleet/fleet.js";
 import { startSnapshotServer } from "./grpc/snapshot-server.js";
+import { FleetHealth } from "./health/fleet-health.js";
+import { Journal } from "./journal/journal.js";
 import { exitOnListenFailure, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
+import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
+import { NodeRegistry } from "./registry/node-registry.js";
+import { configPolicySource } from "./remediation/config-policy-source.js";
+import { RemediationRunner } from "./remediation/remediation-runner.js";
 import { ConfigService } from "./resources/config-service.js";
 import { SnapshotBuilder } from "./snapshot/snapshot-builder.js";
 import { openStore } from "./store/open-store.js";
@@ -19,6 +34,9 @@ import { openStore } from "./store/open-store.js";
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const settings = loadControlPlaneSettings(argv, env);
   const logger = pino({ name: "clawgate-control-plane", level: settings.logLevel });
+  // systemd Type=notify: READY=1 once both listeners are bound, WATCHDOG=1 while healthy.
+  const notifier = createNotifier({ logger });
+  notifier.status("opening the store");
 
   const store = await openStore({
     etcdEndpoints: settings.etcdEndpoints,
@@ -39,6 +57,44 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const metrics = new Registry();
   const controlPlaneMetrics = registerControlPlaneMetrics(metrics, { builder, fleet });
 
+  // Heal journal, and the registry whose lapsed leases it records.
+  const journal = new Journal({ store, prefix: settings.etcdPrefix, metrics });
+  const registry = new NodeRegistry({ store, prefix: settings.etcdPrefix });
+  const expiries = new RegistryExpiryWatcher({
+    store,
+    prefix: settings.etcdPrefix,
+    journal,
+    source: `control-plane/${settings.instanceId}`,
+    logger,
+  });
+  await expiries.start();
+
+  // Layer 2 across the fleet: the data planes' node-health reports (via the snapshot streams
+  // into the fleet), majority verdicts, and remediation of nodes most of them evicted, run by
+  // one replica at a time (the embedded store means a single process, always the leader).
+  const fleetHealth = new FleetHealth({ fleet, journal, logger });
+  const election =
+    store.kind === "etcd"
+      ? createEtcdElection({
+          endpoints: settings.etcdEndpoints,
+          // Under meta/: election keys are the control plane's bookkeeping, not config.
+          prefix: `${settings.etcdPrefix}meta/`,
+          instanceId: settings.instanceId,
+          ttlSeconds: settings.leaderTtlSeconds,
+          logger,
+        })
+      : alwaysLeader();
+  const remediation = new RemediationRunner({
+    health: fleetHealth,
+    policies: configPolicySource(config),
+    journal,
+    election,
+    source: `control-plane/${settings.instanceId}`,
+    logger,
+  });
+  remediation.start();
+  await election.start();
+
   const grpc = await startSnapshotServer({
     address: settings.grpcListen,
     builder,
@@ -54,24 +110,48 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     token: await resolveAdminToken(settings, logger),
     metrics,
     logger,
+    registry,
+    journal,
+    health: fleetHealth,
+    remediation,
   });
   const [host, port] = splitHostPort(settings.adminListen);
   await admin
     .listen({ host, port })
     .catch(exitOnListenFailure(logger, "admin API", settings.adminListen));
   logger.info({ address: settings.adminListen }, "admin API listening");
+  notifier.status(
+    `serving: admin API on ${settings.adminListen}, snapshots on ${settings.grpcListen}`,
+  );
+  notifier.ready();
+  startSupervision({
+    env,
+    logger,
+    notifier,
+    maxEventLoopDelayMs: settings.watchdogMaxEventLoopDelayMs,
+    maxHeapRatio: settings.watchdogMaxHeapRatio,
+  });
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    await admin.close();
-    await grpc.close();
-    await builder.stop();
-    await store.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("SIGINT", () => void shutdown("SIGINT"));
+  // SIGTERM: fastify stops accepting, answers 503 + Connection: close on kept-alive sockets and
+  // waits for requests in flight (up to drainTimeoutMs); then the snapshot streams end with
+  // UNAVAILABLE so data planes move to the other replica. A second signal exits at once.
+  onShutdownSignals({
+    logger,
+    notifier,
+    deadlineMs: settings.drainTimeoutMs + CLOSE_GRACE_MS,
+    stop: async () => {
+      notifier.status("stopping: draining admin requests");
+      if (!(await settlesWithin(admin.close(), settings.drainTimeoutMs))) {
+        logger.warn({ drainTimeoutMs: settings.drainTimeoutMs }, "admin drain timed out");
+        admin.server.closeAllConnections();
+      }
+      await grpc.close(CLOSE_GRACE_MS);
+      await remediation.stop(1_000);
+      await election.stop();
+      fleetHealth.close();
+      await expiries.stop();
+      await builder.stop();
+      await store.close();
+    },
+  });
 }

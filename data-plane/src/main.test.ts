@@ -1,6 +1,9 @@
 import { EventEmitter, once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   create,
   type EncodedOrResponse,
@@ -72,8 +75,16 @@ async function freeAddress(): Promise<string> {
 }
 
 function config(argv: string[]) {
+  // A fresh cache directory per data plane, so no test reads another's cached snapshot.
+  const cacheDir = mkdtempSync(join(tmpdir(), "clawgate-dp-main-"));
+  cleanup.push(() => rmSync(cacheDir, { recursive: true, force: true }));
   return loadConfig({
-    argv: ["--proxy-listen=127.0.0.1:0", "--admin-listen=127.0.0.1:0", ...argv],
+    argv: [
+      "--proxy-listen=127.0.0.1:0",
+      "--admin-listen=127.0.0.1:0",
+      `--cache-dir=${cacheDir}`,
+      ...argv,
+    ],
     env: { CLAWGATE_LOG_LEVEL: "silent" },
   });
 }

@@ -1,18 +1,31 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
+import type { Snapshot } from "@clawgate/proto";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
-import { createAdminServer } from "./admin/admin-server.js";
+import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { loadConfig } from "./config/load-config.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+import {
+  CLOSE_GRACE_MS,
+  createNotifier,
+  HttpDrain,
+  type Notifier,
+  onShutdownSignals,
+  ServingStatus,
+  startSupervision,
+  withDrainingReadiness,
+} from "./process/index.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
+import { RequestHealing } from "./proxy/request-healing.js";
 import { AppliedSnapshot } from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
-import { SnapshotClient } from "./snapshot-client/snapshot-client.js";
+import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
+import { type ApplyResult, SnapshotClient } from "./snapshot-client/snapshot-client.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
 
 const SOFTWARE_VERSION: string = JSON.parse(
@@ -25,21 +38,33 @@ export interface RunningDataPlane {
   /** Bound admin address. */
   adminAddress: string;
   logger: Logger;
-  /** Stops accepting, ends the snapshot stream and closes upstream pools. */
-  stop(): Promise<void>;
+  /** READY/STATUS/STOPPING to systemd (silent without NOTIFY_SOCKET). */
+  notifier: Notifier;
+  /**
+   * Readiness goes false, the proxy stops accepting and lets requests in flight finish within
+   * `drainTimeoutMs` (default 0: cut at once), then the snapshot stream and pools are closed.
+   */
+  stop(drainTimeoutMs?: number): Promise<void>;
 }
 
 /**
  * Assembles one data plane, in the order a snapshot and then a request flow through it, and
  * binds its listeners. Rejects with a ListenError (already logged) if either cannot bind.
  */
-export async function startDataPlane(config: DataPlaneConfig): Promise<RunningDataPlane> {
+export async function startDataPlane(
+  config: DataPlaneConfig,
+  options: { notifier?: Notifier } = {},
+): Promise<RunningDataPlane> {
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
   const proxyMetrics = new ProxyMetrics(registry);
   const pools = new PoolRegistry();
   const applied = new AppliedSnapshot();
+  // Breakers, cooldowns, retry budgets, quarantine, stale cache: kept across snapshots.
+  const healing = new RequestHealing({ registry, logger });
+  const notifier = options.notifier ?? createNotifier({ logger });
+  const status = new ServingStatus(notifier);
 
   const client = new SnapshotClient({
     addresses: config.cpAddresses,
@@ -49,31 +74,67 @@ export async function startDataPlane(config: DataPlaneConfig): Promise<RunningDa
     lastAppliedVersion: () => applied.version(),
     logger,
     apply: (snapshot) => {
-      const result = applied.apply(snapshot);
-      if (!result.ok) {
-        snapshotMetrics.nacked();
-        return result;
+      const result = applySnapshot(snapshot);
+      if (result.ok) {
+        lastGood.delivered(snapshot);
+        status.applied(applied.version(), "control-plane");
       }
-      snapshotMetrics.applied(result.value.version, applied.state()!.appliedAtMs);
-      pools.retain(result.value.nodeAddresses());
-      return { ok: true };
+      return result;
     },
   });
-  client.onStateChange((state) => snapshotMetrics.connected(state.status === "connected"));
+  client.onStateChange((state) => {
+    snapshotMetrics.connected(state.status === "connected");
+    status.connection(state);
+  });
+  // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
+  const lastGood = new LastGoodSnapshot({
+    cache: new SnapshotCache(config.cacheDir),
+    metrics: new CacheMetrics(registry),
+    logger,
+    fallbackAfterMs: config.cacheFallbackAfterMs,
+    hasSnapshot: () => applied.current() !== undefined,
+    apply: applySnapshot,
+    onServedFromCache: (version) => status.applied(version, "cache"),
+  });
+  function applySnapshot(snapshot: Snapshot): ApplyResult {
+    const result = applied.apply(snapshot);
+    if (!result.ok) {
+      snapshotMetrics.nacked();
+      return result;
+    }
+    snapshotMetrics.applied(result.value.version, applied.state()!.appliedAtMs);
+    pools.retain(result.value.nodeAddresses());
+    healing.sync(result.value);
+    return { ok: true };
+  }
 
   const proxy = createServer(
-    createProxyHandler({ current: () => applied.current(), pools, metrics: proxyMetrics, logger }),
+    createProxyHandler({
+      current: () => applied.current(),
+      pools,
+      metrics: proxyMetrics,
+      logger,
+      healing,
+    }),
   );
+  const drain = new HttpDrain(proxy);
   // Above the 60 s idle timeout of common load balancers, so they close idle sockets first.
   proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
   proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
-  const admin = createAdminServer({ registry, applied });
+  const admin = createServer(
+    withDrainingReadiness(createAdminHandler({ registry, applied }), () => drain.draining),
+  );
 
-  const stop = async () => {
-    const closing = [closeServer(proxy), closeServer(admin)];
+  const stop = async (drainTimeoutMs = 0) => {
+    status.stopping();
+    const drained = await drain.drain(drainTimeoutMs);
+    if (!drained.drained) {
+      logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
+    }
+    await closeServer(admin);
     await client.stop();
+    await lastGood.stop();
     await pools.close();
-    await Promise.all(closing);
   };
 
   try {
@@ -81,8 +142,10 @@ export async function startDataPlane(config: DataPlaneConfig): Promise<RunningDa
     logger.info({ address: proxyAddress }, "proxy listening");
     const adminAddress = await listen(admin, "admin", config.adminListen);
     logger.info({ address: adminAddress }, "admin listening");
+    status.listening();
     client.start();
-    return { proxyAddress, adminAddress, logger, stop };
+    lastGood.start();
+    return { proxyAddress, adminAddress, logger, notifier, stop };
   } catch (err) {
     if (err instanceof ListenError)
       logger.fatal({ address: err.address, code: err.code }, err.message);
@@ -105,14 +168,19 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     if (err instanceof ListenError) process.exit(1);
     throw err;
   }
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    // A second signal while stopping means "now".
-    if (stopping) process.exit(1);
-    stopping = true;
-    dataPlane.logger.info({ signal }, "stopping");
-    void dataPlane.stop().then(() => process.exit(0));
-  };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
+  const { logger, notifier } = dataPlane;
+  startSupervision({
+    env,
+    logger,
+    notifier,
+    maxEventLoopDelayMs: config.watchdogMaxEventLoopDelayMs,
+    maxHeapRatio: config.watchdogMaxHeapRatio,
+  });
+  // SIGTERM drains (drainTimeoutMs), then exits 0; a second signal or the deadline exits at once.
+  onShutdownSignals({
+    logger,
+    notifier,
+    deadlineMs: config.drainTimeoutMs + CLOSE_GRACE_MS,
+    stop: () => dataPlane.stop(config.drainTimeoutMs),
+  });
 }

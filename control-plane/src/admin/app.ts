@@ -9,14 +9,17 @@ import {
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { FleetSource } from "../fleet/data-plane-view.js";
+import type { FleetHealth } from "../health/fleet-health.js";
 import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
+import type { RemediationRunner } from "../remediation/remediation-runner.js";
 import type { ConfigService } from "../resources/config-service.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { applyRoute } from "./apply-route.js";
 import { bearerAuth } from "./auth.js";
 import { installErrorHandling, validatorCompiler } from "./errors.js";
 import { eventsRoutes } from "./events-routes.js";
+import { healthRoutes } from "./health-routes.js";
 import { registryRoutes } from "./registry-routes.js";
 import { resourceRoutes } from "./resource-routes.js";
 import { statusRoutes } from "./status-routes.js";
@@ -35,6 +38,10 @@ export interface AdminAppOptions {
   registry?: NodeRegistry;
   /** Serves GET /v1/events from the heal journal; default none. */
   journal?: Journal;
+  /** Serves GET /v1/upstreams/{name}/health from the data planes' reports; default none. */
+  health?: Pick<FleetHealth, "upstream">;
+  /** Adds each node's remediation episode to the health view; default none. */
+  remediation?: Pick<RemediationRunner, "status">;
 }
 
 /** Largest request body accepted; a full config apply of thousands of resources fits. */
@@ -91,6 +98,13 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
   }
   if (options.journal !== undefined) {
     await app.register(eventsRoutes, { journal: options.journal });
+  }
+  if (options.health !== undefined) {
+    await app.register(healthRoutes, {
+      health: options.health,
+      config: options.config,
+      remediation: options.remediation,
+    });
   }
   await app.register(statusRoutes, {
     snapshot: options.snapshot,

@@ -3,6 +3,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import { stringify } from "yaml";
 import { parseKind } from "../admin/kind-name.js";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
+import type { NodeHealthSummary } from "../health/fleet-health.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import type { ListedNode } from "../registry/node-registry.js";
 import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
@@ -271,7 +272,62 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
       out(renderTable(["ADDRESS", "WEIGHT", "SOURCE", "ID", "ACTIVE", "TTL", "EXPIRES IN"], rows));
     });
 
+  program
+    .command("health")
+    .description("show how the data planes see an upstream's nodes, and the majority verdict")
+    .argument("<upstream>", "upstream name")
+    .addOption(outputOption())
+    .action(async (upstream: string, options: { output: Format }) => {
+      const health = await (await client()).request<UpstreamHealthView>(
+        "GET",
+        `/v1/upstreams/${encodeURIComponent(upstream)}/health`,
+      );
+      if (options.output === "json") return out(json(health));
+      if (options.output === "yaml") return out(stringify(health));
+      if (health.nodes.length === 0) return out(`Upstream ${upstream} has no nodes.\n`);
+      const rows = health.nodes.map((node) => [
+        node.address,
+        node.majority,
+        String(node.healthy),
+        String(node.quarantined),
+        String(node.evicted),
+        String(node.total),
+        node.remediation === undefined
+          ? "-"
+          : `${node.remediation.attempts} attempt(s)${node.remediation.lastOutcome ? `, last ${node.remediation.lastOutcome}` : ""}`,
+        oneLine(
+          node.reports.find((report) => report.state !== "healthy")?.evidence ||
+            node.reports[0]?.evidence ||
+            "-",
+        ),
+      ]);
+      out(
+        renderTable(
+          [
+            "ADDRESS",
+            "MAJORITY",
+            "HEALTHY",
+            "QUARANTINED",
+            "EVICTED",
+            "REPORTING",
+            "REMEDIATION",
+            "EVIDENCE",
+          ],
+          rows,
+        ),
+      );
+    });
+
   return program;
+}
+
+/** `GET /v1/upstreams/{name}/health` as clawctl reads it. */
+interface UpstreamHealthView {
+  upstream: string;
+  dataPlanes: number;
+  nodes: (Omit<NodeHealthSummary, "upstream"> & {
+    remediation?: { attempts: number; running: boolean; lastOutcome?: string };
+  })[];
 }
 
 /** Evidence longer than this is cut in the table; -o json shows all of it. */

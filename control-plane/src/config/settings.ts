@@ -33,6 +33,15 @@ export const controlPlaneSettingsSchema = z.strictObject({
   /** Names this replica in logs and snapshot nonces; default hostname-pid. */
   instanceId: z.string().min(1).default(`${hostname()}-${process.pid}`),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld; default 5 s. */
+  watchdogMaxEventLoopDelayMs: z.int().min(10).max(600_000).default(5_000),
+  /** Used heap / V8 heap limit above which WATCHDOG=1 is withheld; default 0.9. */
+  // coerce: variables and flags arrive as text, and "0.75" is not a whole number.
+  watchdogMaxHeapRatio: z.coerce.number().gt(0).max(1).default(0.9),
+  /** How long SIGTERM waits for admin requests in flight; default 10 s, under TimeoutStopSec=15. */
+  drainTimeoutMs: z.int().min(0).max(600_000).default(10_000),
+  /** etcd session TTL of the remediation leader: how long a dead leader blocks another; default 10 s. */
+  leaderTtlSeconds: z.int().min(1).max(600).default(10),
 });
 
 export type ControlPlaneSettings = Readonly<z.infer<typeof controlPlaneSettingsSchema>>;
@@ -49,4 +58,8 @@ export const controlPlaneEnvironment: Record<string, keyof ControlPlaneSettings>
   CLAWGATE_STALE_GRACE_MS: "staleGraceMs",
   CLAWGATE_INSTANCE_ID: "instanceId",
   CLAWGATE_LOG_LEVEL: "logLevel",
+  CLAWGATE_WATCHDOG_MAX_EVENT_LOOP_DELAY_MS: "watchdogMaxEventLoopDelayMs",
+  CLAWGATE_WATCHDOG_MAX_HEAP_RATIO: "watchdogMaxHeapRatio",
+  CLAWGATE_DRAIN_TIMEOUT_MS: "drainTimeoutMs",
+  CLAWGATE_LEADER_TTL_SECONDS: "leaderTtlSeconds",
 };

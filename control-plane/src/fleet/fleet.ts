@@ -10,6 +10,21 @@ export interface FleetHello {
 /** Names one stream of a data plane, so a closing old stream cannot disconnect a newer one. */
 export type StreamToken = number;
 
+/** One node as one data plane's probes see it, as the wire carries it. */
+export interface ReportedNodeHealth {
+  upstream: string;
+  /** host:port */
+  address: string;
+  /** "healthy", "quarantined" or "evicted"; anything else is ignored by readers. */
+  state: string;
+  evidence: string;
+  /** Unix milliseconds of the node's last state change. */
+  changedAtMs: number | bigint;
+}
+
+/** A data plane's whole view of node health, as it last reported it. */
+export type HealthReportListener = (nodeId: string, nodes: readonly ReportedNodeHealth[]) => void;
+
 export interface FleetOptions {
   /** How long a connected data plane may lag the published version before it is STALE; default 10 s. */
   graceMs?: number;
@@ -56,6 +71,7 @@ export class Fleet implements FleetSource {
   private published: number | null = null;
   private nextToken = 1;
   private readonly listeners = new Set<(nodeId: string | null) => void>();
+  private readonly healthListeners = new Set<HealthReportListener>();
 
   constructor(options: FleetOptions = {}) {
     this.graceMs = options.graceMs ?? 10_000;
@@ -72,6 +88,25 @@ export class Fleet implements FleetSource {
     return () => {
       this.listeners.delete(listener);
     };
+  }
+
+  /**
+   * Calls `listener` with every node-health report a connected data plane sends (its whole
+   * view each time); returns the unsubscribe function.
+   */
+  onHealthReport(listener: HealthReportListener): () => void {
+    this.healthListeners.add(listener);
+    return () => {
+      this.healthListeners.delete(listener);
+    };
+  }
+
+  /** A data plane sent its view of node health; ignored unless `stream` is its current one. */
+  healthReported(nodeId: string, stream: StreamToken, nodes: readonly ReportedNodeHealth[]): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined || record.stream !== stream) return;
+    record.lastSeen = this.clock();
+    for (const listener of this.healthListeners) listener(nodeId, nodes);
   }
 
   /** A stream said Hello; returns the token its `disconnected` call must pass. */

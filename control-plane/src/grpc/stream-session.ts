@@ -102,6 +102,10 @@ export class StreamSession {
       case "nack":
         this.onNack(this.identity, message.value);
         return;
+      case "health":
+        // State of the world: the report replaces whatever this data plane said before.
+        this.fleet.healthReported(this.identity.nodeId, this.identity.stream, message.value.nodes);
+        return;
       case "hello":
         this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
         return;

@@ -60,7 +60,16 @@ export const upstreamSchema = z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
         command: z.array(z.string().min(1)).min(1).optional(),
-        webhookUrl: z.url().optional(),
+        /** POSTed `{ upstream, node, host, port, evidence }` as JSON; a 2xx answer is success. */
+        webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
+        /** A command or webhook still running after this fails as a timeout; default 30 s. */
+        timeoutMs: ms(100, 600_000, 30_000),
+        /** Attempts per eviction (until the majority readmits the node); default 3. */
+        maxAttempts: z.int().min(1).max(100).default(3),
+        /** Wait after the first attempt; doubles after each one; default 5 s. */
+        backoffMs: ms(100, 3_600_000, 5_000),
+        /** Cap on the doubled wait; default 5 min. */
+        maxBackoffMs: ms(100, 3_600_000, 300_000),
       })
       .optional(),
   })

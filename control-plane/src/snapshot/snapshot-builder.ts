@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
+import { RESOURCE_KINDS } from "../resources/schemas.js";
 import type { Store, Watch, WatchEvent } from "../store/store.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "./snapshot-status.js";
 import { toSnapshot } from "./to-snapshot.js";
@@ -66,7 +67,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private readonly clock: () => number;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
-  private readonly ignoredPrefixes: string[];
+  private readonly configPrefixes: string[];
   private readonly listeners = new Set<PublishListener>();
   private readonly statusListeners = new Set<StatusListener>();
 
@@ -107,8 +108,9 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.clock = options.clock ?? Date.now;
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
-    // The journal and the CP's own bookkeeping live under the prefix but are not config.
-    this.ignoredPrefixes = [`${this.prefix}meta/`, `${this.prefix}events/`];
+    // Only config documents and registered nodes make a snapshot; the journal, elections and
+    // the CP's own bookkeeping share the prefix but must not trigger rebuilds.
+    this.configPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
     if (!(this.coalesceMs >= 0 && this.maxDelayMs >= this.coalesceMs)) {
       throw new RangeError(
         `maxDelayMs (${this.maxDelayMs}) must be at least coalesceMs (${this.coalesceMs}) and both non-negative`,
@@ -178,7 +180,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   private onEvents(events: WatchEvent[]): void {
     for (const event of events) {
-      if (this.ignoredPrefixes.some((prefix) => event.key.startsWith(prefix))) continue;
+      if (!this.configPrefixes.some((prefix) => event.key.startsWith(prefix))) continue;
       this.wantedRevision = Math.max(this.wantedRevision, event.modRevision);
     }
     // Events the last read already covered need no rebuild.

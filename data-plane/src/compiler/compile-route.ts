@@ -15,6 +15,10 @@ const METHOD = /^[A-Z][A-Z0-9_-]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const PATH = /^\/[^\s?#]*$/;
 const MAX_SPLIT_WEIGHT = 1_000_000;
+/** Retries when the snapshot carries no retry policy; the control plane's default too. */
+const DEFAULT_RETRY_ATTEMPTS = 2;
+/** Connect failures never reached the upstream, so retrying them is safe for any method. */
+const DEFAULT_RETRY_ON = ["connect-failure"] as const;
 
 /** Shares one frozen PoolSettings object per distinct (connect timeout, connection limit). */
 export type PoolSettingsCache = Map<string, PoolSettings>;
@@ -113,6 +117,13 @@ export function compileRoute(
       bodyTimeoutMs: timeouts?.bodyMs ?? 0,
       connectTimeoutMs,
       totalTimeoutMs: timeouts?.totalMs ?? 0,
+      // No policy on the wire (a hand-built snapshot) gets the control plane's defaults;
+      // a policy that is present is taken as written, zero attempts included.
+      retryAttempts: route.retry === undefined ? DEFAULT_RETRY_ATTEMPTS : route.retry.attempts,
+      retryOn: Object.freeze(
+        route.retry === undefined ? [...DEFAULT_RETRY_ON] : [...route.retry.on],
+      ),
+      staleIfErrorMs: (route.fallback?.staleIfErrorSeconds ?? 0) * 1000,
       source: route,
     }),
   };

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Snapshot } from "@clawgate/proto";
+import type { BreakerPolicy, Snapshot } from "@clawgate/proto";
 import { compileRoute, type PoolSettingsCache } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type {
@@ -25,11 +25,11 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
   const createdAtMs = Number(snapshot.createdAtMs);
   if (!Number.isSafeInteger(createdAtMs)) return fail("snapshot: createdAtMs is beyond 2^53");
 
-  const breakers = new Set<string>();
+  const breakers = new Map<string, BreakerPolicy>();
   for (const [i, breaker] of snapshot.breakers.entries()) {
     if (breaker.name === "") return fail(`breakers[${i}]: name is empty`);
     if (breakers.has(breaker.name)) return fail(`breaker "${breaker.name}": name is repeated`);
-    breakers.add(breaker.name);
+    breakers.set(breaker.name, breaker);
   }
 
   const upstreams = new Map<string, CompiledUpstream>();

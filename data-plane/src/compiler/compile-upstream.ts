@@ -1,4 +1,4 @@
-import type { Upstream } from "@clawgate/proto";
+import type { BreakerPolicy, Upstream } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import type { CompiledNode, CompiledUpstream } from "./compiled-types.js";
 import { parseNodeAddress } from "./node-address.js";
@@ -12,7 +12,7 @@ const MAX_WEIGHT = 1000;
 export function compileUpstream(
   upstream: Upstream,
   index: number,
-  breakers: ReadonlySet<string>,
+  breakers: ReadonlyMap<string, BreakerPolicy>,
 ): Compiled<CompiledUpstream> {
   const name = upstream.name;
   if (name === "") return fail(`upstreams[${index}]: name is empty`);
@@ -53,6 +53,7 @@ export function compileUpstream(
       nodes: frozenNodes,
       picker: new SmoothWrrPicker(frozenNodes),
       breaker: upstream.breaker,
+      breakerPolicy: upstream.breaker === "" ? undefined : breakers.get(upstream.breaker),
       maxConnectionsPerNode: upstream.maxConnectionsPerNode,
       source: upstream,
     }),

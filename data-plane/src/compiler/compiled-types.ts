@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Route, Snapshot, Upstream } from "@clawgate/proto";
+import type { BreakerPolicy, Route, Snapshot, Upstream } from "@clawgate/proto";
 import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 
 /** One backend instance, as the proxy dials it. */
@@ -25,6 +25,8 @@ export interface CompiledUpstream {
   readonly picker: SmoothWrrPicker<CompiledNode>;
   /** Breaker policy name; "" when none. */
   readonly breaker: string;
+  /** The policy `breaker` names; undefined when none (the breaker then runs on defaults). */
+  readonly breakerPolicy: BreakerPolicy | undefined;
   /** 0 means no limit. */
   readonly maxConnectionsPerNode: number;
   readonly source: Upstream;
@@ -77,6 +79,12 @@ export interface CompiledRoute {
   readonly bodyTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly totalTimeoutMs: number;
+  /** Retries after the first attempt (retry.attempts); 2 when the snapshot carries no policy. */
+  readonly retryAttempts: number;
+  /** retry.on; ["connect-failure"] when the snapshot carries no policy. */
+  readonly retryOn: readonly string[];
+  /** fallback.staleIfErrorSeconds in ms; 0 is off. */
+  readonly staleIfErrorMs: number;
   readonly source: Route;
 }
 

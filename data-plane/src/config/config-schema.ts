@@ -34,6 +34,20 @@ export const configSchema = z.strictObject({
    * common load balancers use, so the LB never reuses a socket the proxy has just closed.
    */
   proxyKeepAliveTimeoutMs: z.int().min(1_000).max(3_600_000).default(65_000),
+  /**
+   * How long to wait for a control plane at boot before serving the cached snapshot; default
+   * 5 s, the connect timeout of one control plane, so a live one always wins the race.
+   */
+  cacheFallbackAfterMs: z.int().min(0).max(600_000).default(5_000),
+  /**
+   * Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld; default 5 s
+   * (a missed ping is close to a kill, and a whole fleet compiles one snapshot at once).
+   */
+  watchdogMaxEventLoopDelayMs: z.int().min(10).max(600_000).default(5_000),
+  /** Used heap / V8 heap limit above which WATCHDOG=1 is withheld; default 0.9. */
+  watchdogMaxHeapRatio: z.number().gt(0).max(1).default(0.9),
+  /** How long SIGTERM waits for requests in flight; default 10 s, under TimeoutStopSec=15. */
+  drainTimeoutMs: z.int().min(0).max(600_000).default(10_000),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -1,6 +1,6 @@
 import type { ConfigField } from "./config-schema.js";
 
-type FieldKind = "string" | "list" | "int";
+type FieldKind = "string" | "list" | "int" | "number";
 
 /** How one setting is spelt as an environment variable and as a flag. */
 export interface FieldSource {
@@ -22,6 +22,22 @@ export const FIELD_SOURCES: Record<ConfigField, FieldSource> = {
     flag: "proxy-keepalive-timeout-ms",
     kind: "int",
   },
+  cacheFallbackAfterMs: {
+    env: "CLAWGATE_CACHE_FALLBACK_AFTER_MS",
+    flag: "cache-fallback-after-ms",
+    kind: "int",
+  },
+  watchdogMaxEventLoopDelayMs: {
+    env: "CLAWGATE_WATCHDOG_MAX_EVENT_LOOP_DELAY_MS",
+    flag: "watchdog-max-event-loop-delay-ms",
+    kind: "int",
+  },
+  watchdogMaxHeapRatio: {
+    env: "CLAWGATE_WATCHDOG_MAX_HEAP_RATIO",
+    flag: "watchdog-max-heap-ratio",
+    kind: "number",
+  },
+  drainTimeoutMs: { env: "CLAWGATE_DRAIN_TIMEOUT_MS", flag: "drain-timeout-ms", kind: "int" },
 };
 
 /**
@@ -39,5 +55,7 @@ export function fromText(kind: FieldKind, text: string): unknown {
         .filter((item) => item !== "");
     case "int":
       return /^-?\d+$/.test(text.trim()) ? Number(text.trim()) : text;
+    case "number":
+      return /^-?(\d+\.?\d*|\.\d+)$/.test(text.trim()) ? Number(text.trim()) : text;
   }
 }

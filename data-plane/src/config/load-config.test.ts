@@ -49,7 +49,32 @@ describe("loadConfig", () => {
       cacheDir: "./.clawgate/cache",
       logLevel: "info",
       proxyKeepAliveTimeoutMs: 65_000,
+      cacheFallbackAfterMs: 5_000,
+      watchdogMaxEventLoopDelayMs: 5_000,
+      watchdogMaxHeapRatio: 0.9,
+      drainTimeoutMs: 10_000,
     });
+  });
+
+  it("reads the process settings, a fractional heap ratio included", () => {
+    expect(
+      load({
+        env: {
+          CLAWGATE_CACHE_FALLBACK_AFTER_MS: "250",
+          CLAWGATE_WATCHDOG_MAX_EVENT_LOOP_DELAY_MS: "300",
+          CLAWGATE_WATCHDOG_MAX_HEAP_RATIO: "0.75",
+          CLAWGATE_DRAIN_TIMEOUT_MS: "2000",
+        },
+      }),
+    ).toMatchObject({
+      cacheFallbackAfterMs: 250,
+      watchdogMaxEventLoopDelayMs: 300,
+      watchdogMaxHeapRatio: 0.75,
+      drainTimeoutMs: 2_000,
+    });
+    expect(() => load({ env: { CLAWGATE_WATCHDOG_MAX_HEAP_RATIO: "1.5" } })).toThrow(
+      /watchdogMaxHeapRatio/,
+    );
   });
 
   it("layers file, then env, then flags, each overriding the one before", () => {

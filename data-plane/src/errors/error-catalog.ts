@@ -20,6 +20,10 @@ export const errorCatalog = Object.freeze({
     status: 502,
     message: "The upstream service closed the connection unexpectedly.",
   },
+  CLAWGATE_UPSTREAM_FAILED: {
+    status: 502,
+    message: "The upstream service failed to answer the request.",
+  },
   CLAWGATE_NOT_READY: {
     status: 503,
     message: "The gateway has no configuration yet.",
@@ -28,6 +32,16 @@ export const errorCatalog = Object.freeze({
   CLAWGATE_NO_HEALTHY_NODE: {
     status: 503,
     message: "No healthy upstream node is available.",
+    retryAfterSeconds: 1,
+  },
+  CLAWGATE_BREAKER_OPEN: {
+    status: 503,
+    message: "The upstream service is failing; requests to it are paused.",
+    retryAfterSeconds: 1,
+  },
+  CLAWGATE_UPSTREAM_COOLDOWN: {
+    status: 503,
+    message: "The upstream service asked for a pause; try again later.",
     retryAfterSeconds: 1,
   },
   CLAWGATE_UPSTREAM_TIMEOUT: {
@@ -47,8 +61,16 @@ export function errorBody(code: ErrorCode, requestId: string): string {
 /**
  * Answers with a catalog error. The caller must have checked that no response header was
  * sent yet; once a response has started, the only honest signal is to destroy the socket.
+ *
+ * @param retryAfterMs time until asking again makes sense; sent as Retry-After in whole
+ *   seconds, rounded up and at least 1. Default: the catalog's own Retry-After, if any.
  */
-export function sendError(res: ServerResponse, code: ErrorCode, requestId: string): number {
+export function sendError(
+  res: ServerResponse,
+  code: ErrorCode,
+  requestId: string,
+  retryAfterMs?: number,
+): number {
   const entry: CatalogEntry = errorCatalog[code];
   const body = errorBody(code, requestId);
   const headers: Record<string, string | number> = {
@@ -57,8 +79,14 @@ export function sendError(res: ServerResponse, code: ErrorCode, requestId: strin
     "cache-control": "no-store",
     "x-request-id": requestId,
   };
-  if (entry.retryAfterSeconds !== undefined) headers["retry-after"] = entry.retryAfterSeconds;
+  if (retryAfterMs !== undefined) headers["retry-after"] = retryAfterSeconds(retryAfterMs);
+  else if (entry.retryAfterSeconds !== undefined) headers["retry-after"] = entry.retryAfterSeconds;
   res.writeHead(entry.status, headers);
   res.end(body);
   return entry.status;
+}
+
+/** Retry-After in whole seconds for a wait in ms: rounded up, never below 1. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
 }

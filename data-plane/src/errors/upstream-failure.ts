@@ -1,7 +1,23 @@
 import type { ErrorCode } from "./error-catalog.js";
 
-/** What went wrong talking to an upstream, in the words the log line and metrics use. */
-export type UpstreamFailureKind =
+/**
+ * What went wrong talking to an upstream, in the words the log line and metrics use. The first
+ * group comes from errors (`classifyUpstreamError`); the rest the proxy decides itself:
+ * `status_5xx` (the upstream answered 5xx), `stream_broken` (the connection broke after the
+ * response started), and the three degradations that never contacted the upstream:
+ * `breaker_open`, `retry_after` (its Retry-After cooldown still runs), `no_healthy_node`.
+ */
+export type UpstreamFailureKind = ErrorFailureKind | ProxyFailureKind;
+
+export type ProxyFailureKind =
+  | "status_5xx"
+  | "stream_broken"
+  | "breaker_open"
+  | "retry_after"
+  | "no_healthy_node";
+
+/** Failures an undici or socket error can be classified as. */
+export type ErrorFailureKind =
   | "refused"
   | "connect_timeout"
   | "dns"
@@ -14,7 +30,7 @@ export type UpstreamFailureKind =
   | "pool_closed"
   | "other";
 
-const KIND_BY_CODE: ReadonlyMap<string, UpstreamFailureKind> = new Map(
+const KIND_BY_CODE: ReadonlyMap<string, ErrorFailureKind> = new Map(
   Object.entries({
     ECONNREFUSED: "refused",
     UND_ERR_CONNECT_TIMEOUT: "connect_timeout",
@@ -38,7 +54,7 @@ const KIND_BY_CODE: ReadonlyMap<string, UpstreamFailureKind> = new Map(
     UND_ERR_REQ_CONTENT_LENGTH_MISMATCH: "bad_request",
     UND_ERR_CLOSED: "pool_closed",
     UND_ERR_DESTROYED: "pool_closed",
-  } satisfies Record<string, UpstreamFailureKind>),
+  } satisfies Record<string, ErrorFailureKind>),
 );
 
 const CODE_BY_KIND: Readonly<Record<UpstreamFailureKind, ErrorCode>> = Object.freeze({
@@ -53,10 +69,27 @@ const CODE_BY_KIND: Readonly<Record<UpstreamFailureKind, ErrorCode>> = Object.fr
   protocol: "CLAWGATE_UPSTREAM_RESET",
   other: "CLAWGATE_UPSTREAM_RESET",
   bad_request: "CLAWGATE_BAD_REQUEST",
+  // Only when a 5xx was dropped for a retry that then could not go out.
+  status_5xx: "CLAWGATE_UPSTREAM_FAILED",
+  stream_broken: "CLAWGATE_UPSTREAM_RESET",
+  breaker_open: "CLAWGATE_BREAKER_OPEN",
+  retry_after: "CLAWGATE_UPSTREAM_COOLDOWN",
+  no_healthy_node: "CLAWGATE_NO_HEALTHY_NODE",
 });
 
+/** Failures where no byte of the request reached the upstream: safe to send again. */
+export function neverReachedUpstream(kind: UpstreamFailureKind): boolean {
+  return (
+    kind === "refused" ||
+    kind === "connect_timeout" ||
+    kind === "dns" ||
+    kind === "unreachable" ||
+    kind === "pool_closed"
+  );
+}
+
 /** Classifies an undici or socket error by its `code` (never by class or message). */
-export function classifyUpstreamError(error: unknown): UpstreamFailureKind {
+export function classifyUpstreamError(error: unknown): ErrorFailureKind {
   const code = errorCode(error);
   if (code !== undefined) {
     const kind = KIND_BY_CODE.get(code);

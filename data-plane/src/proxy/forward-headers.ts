@@ -9,6 +9,7 @@ const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
   "x-forwarded-proto",
   "x-forwarded-host",
   "x-request-id",
+  "x-clawgate-retry",
   "expect",
 ]);
 

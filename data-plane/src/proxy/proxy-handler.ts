@@ -1,11 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import { Registry } from "prom-client";
+import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
-import { ProxyExchange } from "./proxy-exchange.js";
+import { type ExchangeBody, type ExchangeShared, ProxyExchange } from "./proxy-exchange.js";
+import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
 import { upstreamPath } from "./rewrite-path.js";
 
@@ -20,12 +23,23 @@ export interface ProxyHandlerOptions {
    * peer alone (false: for a DP that faces clients directly). Default true.
    */
   trustForwardedFor?: boolean;
+  /**
+   * Breakers, Retry-After cooldowns, retry budgets, node quarantine and the stale cache, kept
+   * across snapshots; `sync` it on every apply. Default: a private one with unregistered metrics.
+   */
+  healing?: RequestHealing;
+  /**
+   * Request bodies declared (Content-Length) up to this size are kept so a retry can send them
+   * again; a larger one streams through once and is never retried. Default 64 KiB.
+   */
+  replayBodyLimitBytes?: number;
 }
 
 /**
  * The node:http request listener of the proxy port. Per request: read the compiled snapshot
- * once (the request uses that version to its end), match a route, pick the upstream (split)
- * and the node by smooth WRR, and stream the exchange through the node's undici pool.
+ * once (the request uses that version to its end), match a route, pick the upstream (split),
+ * then hand over to a ProxyExchange, which runs the request layer of self-healing: Retry-After
+ * cooldown, breaker, smooth WRR over usable nodes, retries on other nodes, stale-if-error.
  */
 export function createProxyHandler(
   options: ProxyHandlerOptions,
@@ -33,7 +47,16 @@ export function createProxyHandler(
   const { current, pools, metrics, logger } = options;
   const trustForwardedFor = options.trustForwardedFor ?? true;
   const nextRequestId = createRequestIdSource();
-  const shared = Object.freeze({ metrics, logger });
+  const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
+  const replayLimit = options.replayBodyLimitBytes ?? 65_536;
+  const nodeUsable = healing.nodeUsable;
+  const shared: ExchangeShared = Object.freeze({
+    metrics,
+    logger,
+    pools,
+    healing,
+    skipUnusable: (node: CompiledNode) => !nodeUsable(node.upstream, node.address),
+  });
 
   function answer(
     res: ServerResponse,
@@ -74,56 +97,45 @@ export function createProxyHandler(
       return;
     }
     const target = route.pickTarget();
-    const node = target?.upstream.picker.pick();
-    if (target === undefined || node === undefined) {
-      const upstream = target?.upstream.name ?? NO_UPSTREAM;
-      logger.warn({ requestId, route: route.name, upstream }, "no node to send the request to");
-      answer(res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, upstream, startedAt);
-      return;
-    }
-
-    const upstream = target.upstream;
-    let pool: ReturnType<PoolRegistry["get"]>;
-    try {
-      pool = pools.get(node.address, target.poolSettings);
-    } catch {
-      // Only after pools.close(): the process is shutting down.
-      answer(res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, upstream.name, startedAt);
+    if (target === undefined) {
+      logger.warn({ requestId, route: route.name }, "route has no upstream to send to");
+      answer(res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
       return;
     }
 
     // A body exists only when the client framed one (RFC 9112 section 6.3).
     const contentLength = headers["content-length"];
-    const hasBody =
-      headers["transfer-encoding"] !== undefined ||
-      (contentLength !== undefined && contentLength !== "0");
+    const chunked = headers["transfer-encoding"] !== undefined;
+    let body: ExchangeBody = null;
+    if (chunked || (contentLength !== undefined && contentLength !== "0")) {
+      // Kept for a retry when it may be one: a body of unknown length stays replayable only
+      // while what was read of it fits the limit; a declared larger one is sent once.
+      body =
+        route.retryAttempts > 0 && (chunked || Number(contentLength) <= replayLimit)
+          ? new ReplayableBody(req, { limitBytes: replayLimit })
+          : req;
+    }
 
     const exchange = new ProxyExchange(
       req,
       res,
       route,
-      upstream,
-      node,
+      target,
+      method,
+      upstreamPath(route, path, query),
+      upstreamRequestHeaders(req, {
+        host: route.rewriteHost ?? headers.host,
+        requestId,
+        trustForwardedFor,
+      }),
+      body,
+      route.staleIfErrorMs > 0 && method === "GET"
+        ? `${route.name} ${headers.host ?? ""} ${url}`
+        : undefined,
       requestId,
       startedAt,
       shared,
     );
-    pool.dispatch(
-      {
-        origin: node.origin,
-        method,
-        path: upstreamPath(route, path, query),
-        headers: upstreamRequestHeaders(req, {
-          host: route.rewriteHost ?? headers.host,
-          requestId,
-          trustForwardedFor,
-        }),
-        body: hasBody ? req : null,
-        // 0 on the wire means off, and undici reads 0 as "no timeout" too.
-        headersTimeout: route.headersTimeoutMs,
-        bodyTimeout: route.bodyTimeoutMs,
-      },
-      exchange,
-    );
+    exchange.start();
   };
 }

@@ -1,0 +1,299 @@
+import type { Logger } from "pino";
+import type { Fleet, ReportedNodeHealth } from "../fleet/fleet.js";
+import type { HealAction } from "../journal/heal-event.js";
+import type { Journal } from "../journal/journal.js";
+import {
+  emptyCounts,
+  isNodeHealthState,
+  type MajorityVerdict,
+  majorityOf,
+  type NodeHealthState,
+  type StateCounts,
+} from "./node-verdict.js";
+
+/** One data plane's word on one node. */
+export interface DataPlaneNodeReport {
+  /** The reporting data plane's node id. */
+  dataPlane: string;
+  state: NodeHealthState;
+  evidence: string;
+  /** ISO time of the node's last state change, as that data plane saw it. */
+  changedAt: string;
+}
+
+/** A node as the whole fleet of data planes sees it. */
+export interface NodeHealthSummary extends StateCounts {
+  upstream: string;
+  address: string;
+  /** Data planes reporting the node, whatever its state. */
+  total: number;
+  majority: MajorityVerdict;
+  reports: DataPlaneNodeReport[];
+}
+
+/** The majority verdict on a node changed. */
+export interface VerdictChange {
+  upstream: string;
+  address: string;
+  previous: MajorityVerdict;
+  majority: MajorityVerdict;
+  /** The node now; its reports explain the verdict. */
+  summary: NodeHealthSummary;
+}
+
+export type VerdictListener = (change: VerdictChange) => void;
+
+export interface FleetHealthOptions {
+  /** Fleet whose data planes' reports are read, and whose disconnects drop them; default none. */
+  fleet?: Pick<Fleet, "onHealthReport" | "onChange" | "get">;
+  /** Records quarantine / evict / readmit as each data plane reports them; default none. */
+  journal?: Pick<Journal, "record">;
+  logger?: Pick<Logger, "debug" | "warn">;
+  /**
+   * How long a disconnected data plane's report still counts, so a stream that breaks and
+   * comes back (or a control-plane restart) does not flap verdicts; default 30 s.
+   */
+  reconnectGraceMs?: number;
+}
+
+interface StoredNode {
+  upstream: string;
+  address: string;
+  state: NodeHealthState;
+  evidence: string;
+  changedAtMs: number;
+}
+
+/** Which journal action a data plane's change of a node's state is. */
+function actionFor(
+  previous: NodeHealthState | undefined,
+  next: NodeHealthState,
+): HealAction | undefined {
+  if (previous === next) return undefined;
+  if (next === "quarantined") return "quarantine";
+  if (next === "evicted") return "evict";
+  // A node first seen healthy was never out, so there is nothing to readmit.
+  return previous === undefined ? undefined : "readmit";
+}
+
+function nodeKey(upstream: string, address: string): string {
+  return `${upstream}\u0000${address}`;
+}
+
+/**
+ * The fleet's view of node health: each data plane's latest report (its whole view), and per
+ * node how many data planes see it healthy, quarantined or evicted and what the majority says.
+ * Every state change a data plane reports is journaled once, with that data plane as source.
+ */
+export class FleetHealth {
+  readonly #journal: FleetHealthOptions["journal"];
+  readonly #logger: FleetHealthOptions["logger"];
+  readonly #fleet: FleetHealthOptions["fleet"];
+  readonly #graceMs: number;
+  readonly #reports = new Map<string, Map<string, StoredNode>>();
+  readonly #verdicts = new Map<string, MajorityVerdict>();
+  readonly #listeners = new Set<VerdictListener>();
+  readonly #dropTimers = new Map<string, NodeJS.Timeout>();
+  readonly #unsubscribe: Array<() => void> = [];
+
+  constructor(options: FleetHealthOptions = {}) {
+    this.#journal = options.journal;
+    this.#logger = options.logger;
+    this.#fleet = options.fleet;
+    this.#graceMs = options.reconnectGraceMs ?? 30_000;
+    const fleet = options.fleet;
+    if (fleet !== undefined) {
+      this.#unsubscribe.push(
+        fleet.onHealthReport((dataPlane, nodes) => this.report(dataPlane, nodes)),
+        fleet.onChange((dataPlane) => {
+          if (dataPlane !== null) this.#followConnection(dataPlane);
+        }),
+      );
+    }
+  }
+
+  /** Calls `listener` after every change of a node's majority verdict; returns the unsubscribe. */
+  onVerdict(listener: VerdictListener): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** Replaces `dataPlane`'s view of node health with `nodes` (state of the world). */
+  report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
+    const previous = this.#reports.get(dataPlane);
+    const next = new Map<string, StoredNode>();
+    for (const node of nodes) {
+      if (!isNodeHealthState(node.state)) {
+        this.#logger?.debug(
+          { dataPlane, upstream: node.upstream, node: node.address, state: node.state },
+          "ignoring a node health state this control plane does not know",
+        );
+        continue;
+      }
+      next.set(nodeKey(node.upstream, node.address), {
+        upstream: node.upstream,
+        address: node.address,
+        state: node.state,
+        evidence: node.evidence,
+        changedAtMs: Number(node.changedAtMs),
+      });
+    }
+    this.#reports.set(dataPlane, next);
+    for (const node of next.values()) {
+      const before = previous?.get(nodeKey(node.upstream, node.address))?.state;
+      const action = actionFor(before, node.state);
+      if (action !== undefined) this.#journalChange(dataPlane, node, action);
+    }
+    this.#reconsider(new Set([...next.keys(), ...(previous?.keys() ?? [])]));
+  }
+
+  /** Forgets `dataPlane`'s report now; its nodes' verdicts are recounted without it. */
+  drop(dataPlane: string): void {
+    this.#cancelDrop(dataPlane);
+    const previous = this.#reports.get(dataPlane);
+    if (previous === undefined) return;
+    this.#reports.delete(dataPlane);
+    this.#reconsider(new Set(previous.keys()));
+  }
+
+  /** Every reported node of `upstream`, by address. */
+  upstream(upstream: string): NodeHealthSummary[] {
+    const addresses = new Set<string>();
+    for (const report of this.#reports.values()) {
+      for (const node of report.values())
+        if (node.upstream === upstream) addresses.add(node.address);
+    }
+    return [...addresses]
+      .sort()
+      .map((address) => this.node(upstream, address) as NodeHealthSummary);
+  }
+
+  /** One node as the fleet sees it; undefined when no data plane reports it. */
+  node(upstream: string, address: string): NodeHealthSummary | undefined {
+    const key = nodeKey(upstream, address);
+    const counts = emptyCounts();
+    const reports: DataPlaneNodeReport[] = [];
+    for (const [dataPlane, report] of this.#reports) {
+      const node = report.get(key);
+      if (node === undefined) continue;
+      counts[node.state]++;
+      reports.push({
+        dataPlane,
+        state: node.state,
+        evidence: node.evidence,
+        changedAt: new Date(node.changedAtMs).toISOString(),
+      });
+    }
+    if (reports.length === 0) return undefined;
+    reports.sort((a, b) => (a.dataPlane < b.dataPlane ? -1 : a.dataPlane > b.dataPlane ? 1 : 0));
+    return {
+      upstream,
+      address,
+      ...counts,
+      total: reports.length,
+      majority: majorityOf(counts),
+      reports,
+    };
+  }
+
+  /** Every node whose majority verdict is `verdict` now. */
+  nodesWhere(verdict: MajorityVerdict): NodeHealthSummary[] {
+    const out: NodeHealthSummary[] = [];
+    for (const [key, current] of this.#verdicts) {
+      if (current !== verdict) continue;
+      const [upstream, address] = key.split("\u0000") as [string, string];
+      const summary = this.node(upstream, address);
+      if (summary !== undefined) out.push(summary);
+    }
+    return out;
+  }
+
+  /** Stops following the fleet and cancels pending drops. */
+  close(): void {
+    for (const off of this.#unsubscribe.splice(0)) off();
+    for (const timer of this.#dropTimers.values()) clearTimeout(timer);
+    this.#dropTimers.clear();
+  }
+
+  #followConnection(dataPlane: string): void {
+    if (!this.#reports.has(dataPlane)) return;
+    const view = this.#fleet?.get(dataPlane);
+    if (view === undefined) {
+      // The fleet forgot it: it is gone for good.
+      this.drop(dataPlane);
+    } else if (view.connected) {
+      this.#cancelDrop(dataPlane);
+    } else if (!this.#dropTimers.has(dataPlane)) {
+      const timer = setTimeout(() => {
+        this.#dropTimers.delete(dataPlane);
+        this.drop(dataPlane);
+      }, this.#graceMs);
+      timer.unref();
+      this.#dropTimers.set(dataPlane, timer);
+    }
+  }
+
+  #cancelDrop(dataPlane: string): void {
+    const timer = this.#dropTimers.get(dataPlane);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.#dropTimers.delete(dataPlane);
+  }
+
+  #reconsider(keys: Set<string>): void {
+    const changes: VerdictChange[] = [];
+    for (const key of keys) {
+      const [upstream, address] = key.split("\u0000") as [string, string];
+      const summary = this.node(upstream, address);
+      const majority = summary?.majority ?? "unreported";
+      const previous = this.#verdicts.get(key) ?? "unreported";
+      if (majority === "unreported") this.#verdicts.delete(key);
+      else this.#verdicts.set(key, majority);
+      if (majority === previous) continue;
+      changes.push({
+        upstream,
+        address,
+        previous,
+        majority,
+        summary: summary ?? {
+          upstream,
+          address,
+          ...emptyCounts(),
+          total: 0,
+          majority,
+          reports: [],
+        },
+      });
+    }
+    for (const change of changes) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(change);
+        } catch (error) {
+          this.#logger?.warn({ err: error }, "verdict listener failed");
+        }
+      }
+    }
+  }
+
+  #journalChange(dataPlane: string, node: StoredNode, action: HealAction): void {
+    const journal = this.#journal;
+    if (journal === undefined) return;
+    journal
+      .record({
+        upstream: node.upstream,
+        node: node.address,
+        action,
+        evidence: node.evidence === "" ? undefined : node.evidence,
+        source: dataPlane,
+      })
+      .catch((error: unknown) => {
+        this.#logger?.warn(
+          { err: error, dataPlane, upstream: node.upstream, node: node.address, action },
+          "could not journal a node health change",
+        );
+      });
+  }
+}

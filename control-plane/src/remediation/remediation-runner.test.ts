@@ -1,0 +1,238 @@
+import { describe, expect, it } from "vitest";
+import { alwaysLeader, type LeaderElection, LeadershipState } from "../election/leader-election.js";
+import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import { FleetHealth } from "../health/fleet-health.js";
+import type { HealEventInput } from "../journal/heal-event.js";
+import { upstreamSchema } from "../resources/schemas.js";
+import type { ActionResult } from "./action-result.js";
+import { backoffDelay } from "./backoff.js";
+import { ManualScheduler } from "./manual-scheduler.js";
+import {
+  type RemediationAttemptResult,
+  type RemediationPolicy,
+  RemediationRunner,
+} from "./remediation-runner.js";
+
+const NODE = "10.0.0.5:9001";
+
+function policy(remediation: Record<string, unknown>): RemediationPolicy {
+  return upstreamSchema.parse({ remediation }).remediation as RemediationPolicy;
+}
+
+function reports(state: string): ReportedNodeHealth[] {
+  return [
+    { upstream: "agents", address: NODE, state, evidence: `probe says ${state}`, changedAtMs: 0 },
+  ];
+}
+
+/** An election the test flips by hand. */
+function manualElection(): LeaderElection & { set(leader: boolean): void } {
+  const state = new LeadershipState();
+  return {
+    async start() {},
+    async stop() {
+      state.set(false);
+    },
+    isLeader: () => state.leader,
+    onChange: (listener) => state.onChange(listener),
+    set: (leader) => state.set(leader),
+  };
+}
+
+function harness(
+  options: {
+    remediation?: RemediationPolicy | undefined;
+    election?: LeaderElection;
+    outcomes?: ActionResult["outcome"][];
+  } = {},
+) {
+  const scheduler = new ManualScheduler(1_000_000);
+  const health = new FleetHealth();
+  const journal: HealEventInput[] = [];
+  const commands: string[][] = [];
+  const outcomes = [...(options.outcomes ?? [])];
+  const results: RemediationAttemptResult[] = [];
+  let waiter: (() => void) | undefined;
+  const election = options.election ?? alwaysLeader();
+  // The single-process election leads from start() on.
+  if (options.election === undefined) void election.start();
+  const runner = new RemediationRunner({
+    health,
+    policies: {
+      remediation: async () =>
+        "remediation" in options
+          ? options.remediation
+          : policy({ command: ["systemctl", "restart", "agent@{port}.service"] }),
+    },
+    journal: {
+      record: async (event) => {
+        journal.push(event);
+        return {} as never;
+      },
+    },
+    election,
+    source: "control-plane/cp-1",
+    scheduler,
+    actions: {
+      runCommand: async (argv) => {
+        commands.push([...argv]);
+        const outcome = outcomes.shift() ?? "failed";
+        return { outcome, evidence: `exit ${outcome === "ok" ? 0 : 1}` };
+      },
+    },
+  });
+  runner.onResult((result) => {
+    results.push(result);
+    waiter?.();
+  });
+  return {
+    scheduler,
+    health,
+    journal,
+    commands,
+    results,
+    runner,
+    election,
+    /** Advances the fake clock and waits until `count` attempts in all have finished. */
+    async advanceUntilResults(ms: number, count: number) {
+      scheduler.advance(ms);
+      while (results.length < count) {
+        await new Promise<void>((resolve) => {
+          waiter = resolve;
+        });
+      }
+    },
+    /** Lets pending promise callbacks run, for asserting that nothing happened. */
+    async settle() {
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+    },
+  };
+}
+
+describe("backoffDelay", () => {
+  it("starts at the initial wait, doubles, and stops at the cap", () => {
+    const policy = { initialMs: 5_000, maxMs: 300_000 };
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => backoffDelay(n, policy))).toEqual([
+      5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000,
+    ]);
+  });
+});
+
+describe("RemediationRunner", () => {
+  it("remediates a node the majority evicted, backs off between attempts, stops at the maximum", async () => {
+    const h = harness({ outcomes: ["failed", "timeout", "failed"] });
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    h.health.report("dp-2", reports("evicted"));
+    h.health.report("dp-3", reports("healthy"));
+    await h.advanceUntilResults(0, 1);
+    expect(h.commands).toEqual([["systemctl", "restart", "agent@9001.service"]]);
+
+    // 5 s, then 10 s: nothing a millisecond early, the attempt right on time.
+    h.scheduler.advance(4_999);
+    await h.settle();
+    expect(h.commands).toHaveLength(1);
+    await h.advanceUntilResults(1, 2);
+    h.scheduler.advance(9_999);
+    await h.settle();
+    expect(h.commands).toHaveLength(2);
+    await h.advanceUntilResults(1, 3);
+
+    // Three attempts is the default maximum for one eviction episode.
+    h.scheduler.advance(3_600_000);
+    await h.settle();
+    expect(h.commands).toHaveLength(3);
+    expect(h.results.map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, "failed"],
+      [2, "timeout"],
+      [3, "failed"],
+    ]);
+    expect(h.journal.map((e) => [e.action, e.outcome ?? "-"])).toEqual([
+      ["remediation_attempt", "-"],
+      ["remediation_result", "failed"],
+      ["remediation_attempt", "-"],
+      ["remediation_result", "timeout"],
+      ["remediation_attempt", "-"],
+      ["remediation_result", "failed"],
+    ]);
+    expect(h.journal[0]).toEqual({
+      upstream: "agents",
+      node: NODE,
+      action: "remediation_attempt",
+      evidence:
+        "attempt 1 of 3: command systemctl; evicted by 2 of 3 data planes: probe says evicted",
+      source: "control-plane/cp-1",
+    });
+    expect(h.runner.status("agents", NODE)).toMatchObject({ attempts: 3, lastOutcome: "failed" });
+  });
+
+  it("ends the episode when the majority readmits the node; the next eviction starts afresh after the backoff", async () => {
+    const h = harness({ outcomes: ["ok", "ok", "ok"] });
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    await h.advanceUntilResults(0, 1);
+    h.health.report("dp-1", reports("healthy"));
+    expect(h.runner.status("agents", NODE)).toBeUndefined();
+    expect(h.scheduler.pending()).toBe(0);
+
+    // Evicted again at once: a new episode, but the 5 s backoff of the last attempt still holds.
+    h.health.report("dp-1", reports("evicted"));
+    h.scheduler.advance(4_999);
+    await h.settle();
+    expect(h.commands).toHaveLength(1);
+    await h.advanceUntilResults(1, 2);
+    expect(h.runner.status("agents", NODE)).toMatchObject({ attempts: 1, lastOutcome: "ok" });
+  });
+
+  it("does not act on a split verdict, and resumes when the majority evicts again", async () => {
+    const h = harness();
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    h.health.report("dp-2", reports("healthy"));
+    h.scheduler.advance(60_000);
+    await h.settle();
+    expect(h.commands).toEqual([]);
+    h.health.report("dp-2", reports("evicted"));
+    await h.advanceUntilResults(0, 1);
+    expect(h.commands).toHaveLength(1);
+  });
+
+  it("runs only while it leads: picks up evicted nodes when elected, cancels retries when not", async () => {
+    const election = manualElection();
+    const h = harness({ election });
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    h.scheduler.advance(60_000);
+    await h.settle();
+    expect(h.commands).toEqual([]);
+
+    election.set(true);
+    await h.advanceUntilResults(0, 1);
+    expect(h.scheduler.pending()).toBe(1);
+    election.set(false);
+    expect(h.scheduler.pending()).toBe(0);
+    h.scheduler.advance(3_600_000);
+    await h.settle();
+    expect(h.commands).toHaveLength(1);
+  });
+
+  it("does nothing for an upstream without remediation", async () => {
+    const h = harness({ remediation: undefined });
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    h.scheduler.advance(60_000);
+    await h.settle();
+    expect(h.commands).toEqual([]);
+    expect(h.journal).toEqual([]);
+  });
+
+  it("stops scheduling once stopped", async () => {
+    const h = harness();
+    h.runner.start();
+    h.health.report("dp-1", reports("evicted"));
+    await h.runner.stop();
+    h.scheduler.advance(60_000);
+    await h.settle();
+    expect(h.commands).toEqual([]);
+  });
+});

@@ -1,0 +1,17 @@
+/** Time and timers, injected so tests step a fake clock instead of sleeping. */
+export interface Scheduler {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Runs `fn` after `ms`; returns the cancel function. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+export const realScheduler: Scheduler = {
+  now: Date.now,
+  after(ms, fn) {
+    const timer = setTimeout(fn, ms);
+    // A pending retry must not keep a stopping process alive.
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};

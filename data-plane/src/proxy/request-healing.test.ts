@@ -1,0 +1,603 @@
+import { once } from "node:events";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { create, type Route, SnapshotSchema } from "@clawgate/proto";
+import pino from "pino";
+import { Registry } from "prom-client";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../clock/clock.js";
+import { compileSnapshot } from "../compiler/compile-snapshot.js";
+import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { PoolRegistry } from "../upstream/pool-registry.js";
+import { createProxyHandler } from "./proxy-handler.js";
+import { RequestHealing, type RequestHealingOptions } from "./request-healing.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+interface Upstream {
+  server: Server;
+  port: number;
+  address: string;
+  /** Requests seen, with their headers. */
+  seen: { method: string; url: string; headers: IncomingHttpHeaders; body: Buffer }[];
+}
+
+async function startUpstream(handler: Handler): Promise<Upstream> {
+  const seen: Upstream["seen"] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      seen.push({
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      });
+      handler(req, res);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  return { server, port, address: `127.0.0.1:${port}`, seen };
+}
+
+async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/** A loopback port nothing listens on: every connect is refused. */
+async function deadAddress(): Promise<string> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  await closeServer(server);
+  return `127.0.0.1:${port}`;
+}
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  json: { error?: { code: string; requestId: string } } & Record<string, unknown>;
+}
+
+function send(
+  port: number,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: Buffer } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? "GET",
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const body = Buffer.concat(chunks);
+          let json = {};
+          try {
+            json = JSON.parse(String(body));
+          } catch {}
+          resolve({ status: res.statusCode!, headers: res.headers, body, json });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    if (options.body) {
+      // Several writes so the body crosses the proxy as a stream, not one buffer.
+      for (let i = 0; i < options.body.length; i += 16 * 1024) {
+        req.write(options.body.subarray(i, i + 16 * 1024));
+      }
+    }
+    req.end();
+  });
+}
+
+const ok: Handler = (req, res) => {
+  res.writeHead(200, { "content-type": "text/plain" });
+  res.end(`ok ${req.method}`);
+};
+
+describe("request-layer self-healing", () => {
+  const logLines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: "debug" },
+    new Writable({
+      write(chunk, _encoding, callback) {
+        logLines.push(JSON.parse(String(chunk)));
+        callback();
+      },
+    }),
+  );
+  const cleanup: (() => Promise<void>)[] = [];
+  let pools: PoolRegistry;
+  let registry: Registry;
+
+  beforeAll(() => {
+    pools = new PoolRegistry();
+  });
+
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  afterAll(async () => {
+    await pools.close();
+  });
+
+  async function upstream(handler: Handler): Promise<Upstream> {
+    const u = await startUpstream(handler);
+    cleanup.push(() => closeServer(u.server));
+    return u;
+  }
+
+  /** A proxy over one upstream "svc" with `nodes` and one route "r" at "/" shaped by `route`. */
+  async function proxy(
+    nodes: { address: string; weight?: number }[],
+    route: Partial<Route> = {},
+    options: {
+      healing?: Omit<RequestHealingOptions, "registry" | "logger">;
+      breaker?: Record<string, number>;
+    } = {},
+  ): Promise<{ port: number; healing: RequestHealing; snapshot: CompiledSnapshot }> {
+    const result = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        breakers: [{ name: "b", ...options.breaker }],
+        upstreams: [
+          {
+            name: "svc",
+            breaker: "b",
+            nodes: nodes.map((n) => ({ address: n.address, weight: n.weight ?? 1 })),
+          },
+        ],
+        routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "svc", ...route }],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const snapshot = result.value;
+    registry = new Registry();
+    const healing = new RequestHealing({ registry, logger, ...options.healing });
+    healing.sync(snapshot);
+    const handler = createProxyHandler({
+      current: () => snapshot,
+      pools,
+      metrics: new ProxyMetrics(registry),
+      logger,
+      healing,
+    });
+    const server = createServer(handler);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanup.push(() => closeServer(server));
+    return { port: (server.address() as AddressInfo).port, healing, snapshot };
+  }
+
+  async function metric(name: string, labels: Record<string, string>): Promise<number> {
+    const found = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+    const values = (found?.values ?? []) as { labels: Record<string, string>; value: number }[];
+    return values
+      .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+      .reduce((sum, v) => sum + v.value, 0);
+  }
+
+  describe("retries", () => {
+    it("retries a POST with a small body on another node after a refused connect", async () => {
+      const dead = await deadAddress();
+      const live = await upstream(ok);
+      const { port } = await proxy([{ address: dead }, { address: live.address }]);
+      const body = Buffer.from(JSON.stringify({ order: 42 }));
+      const reply = await send(port, "/orders", {
+        method: "POST",
+        body,
+        headers: { "content-length": String(body.length), "x-request-id": "req-retry-1" },
+      });
+      expect(reply.status).toBe(200);
+      expect(String(reply.body)).toBe("ok POST");
+      expect(live.seen).toHaveLength(1);
+      expect(live.seen[0]!.body.equals(body)).toBe(true);
+      expect(live.seen[0]!.headers["x-clawgate-retry"]).toBe("1");
+      expect(live.seen[0]!.headers["x-request-id"]).toBe("req-retry-1");
+      expect(reply.headers["x-request-id"]).toBe("req-retry-1");
+      expect(await metric("clawgate_retries_total", { upstream: "svc", reason: "refused" })).toBe(
+        1,
+      );
+      expect(
+        logLines.find((l) => l.requestId === "req-retry-1" && l.kind === "refused"),
+      ).toMatchObject({ node: dead, attempt: 1 });
+
+      // The refusing node is quarantined: the next request goes straight to the live one.
+      const next = await send(port, "/orders", {
+        method: "POST",
+        body,
+        headers: { "content-length": String(body.length) },
+      });
+      expect(next.status).toBe(200);
+      expect(live.seen[1]!.headers["x-clawgate-retry"]).toBeUndefined();
+      expect(await metric("clawgate_retries_total", { upstream: "svc" })).toBe(1);
+    });
+
+    it("retries a chunked body of unknown length that nobody read yet", async () => {
+      const dead = await deadAddress();
+      const live = await upstream(ok);
+      const { port } = await proxy([{ address: dead }, { address: live.address }]);
+      const body = Buffer.alloc(40 * 1024, 3);
+      const reply = await send(port, "/", { method: "POST", body });
+      expect(reply.status).toBe(200);
+      expect(live.seen[0]!.body.equals(body)).toBe(true);
+    });
+
+    it("does not retry a POST whose declared body is over the replay limit: 502", async () => {
+      const dead = await deadAddress();
+      const live = await upstream(ok);
+      const { port } = await proxy([{ address: dead }, { address: live.address }]);
+      const body = Buffer.alloc(1024 * 1024, 7);
+      const reply = await send(port, "/upload", {
+        method: "POST",
+        body,
+        headers: { "content-length": String(body.length) },
+      });
+      expect(reply.status).toBe(502);
+      expect(reply.json.error?.code).toBe("CLAWGATE_UPSTREAM_CONNECT_FAILED");
+      expect(live.seen).toHaveLength(0);
+    });
+
+    it("retries a 5xx GET only when the route lists 5xx, and never a POST", async () => {
+      const failing = await upstream((_req, res) => {
+        res.writeHead(500, { "content-type": "text/plain" });
+        res.end("boom");
+      });
+      const live = await upstream(ok);
+      const nodes = [{ address: failing.address, weight: 10 }, { address: live.address }];
+
+      const plain = await proxy(nodes, { retry: { attempts: 2, on: ["connect-failure"] } });
+      const noRetry = await send(plain.port, "/a");
+      expect(noRetry.status).toBe(500);
+      expect(String(noRetry.body)).toBe("boom");
+      expect(live.seen).toHaveLength(0);
+
+      const with5xx = await proxy(nodes, {
+        retry: { attempts: 2, on: ["connect-failure", "5xx"] },
+      });
+      const retried = await send(with5xx.port, "/b", { headers: { "x-request-id": "five-1" } });
+      expect(retried.status).toBe(200);
+      expect(live.seen).toHaveLength(1);
+      expect(live.seen[0]!.headers["x-clawgate-retry"]).toBe("1");
+      expect(failing.seen.at(-1)!.headers["x-request-id"]).toBe("five-1");
+      expect(live.seen[0]!.headers["x-request-id"]).toBe("five-1");
+      expect(
+        await metric("clawgate_upstream_errors_total", { upstream: "svc", kind: "status_5xx" }),
+      ).toBe(1);
+
+      const post = await send(with5xx.port, "/c", { method: "POST", body: Buffer.from("x") });
+      expect(post.status).toBe(500);
+      expect(live.seen).toHaveLength(1);
+    });
+
+    it("stops when every node was tried: 2 nodes, 2 attempts, however many retries allowed", async () => {
+      const seen: string[] = [];
+      const a = await upstream((_req, res) => {
+        seen.push("a");
+        res.writeHead(502).end();
+      });
+      const b = await upstream((_req, res) => {
+        seen.push("b");
+        res.writeHead(503).end();
+      });
+      const { port } = await proxy([{ address: a.address }, { address: b.address }], {
+        retry: { attempts: 5, on: ["5xx"] },
+      });
+      const reply = await send(port, "/");
+      expect(reply.status).toBe(503);
+      expect(seen.sort()).toEqual(["a", "b"]);
+    });
+
+    it("holds retries of requests the upstream saw to its budget", async () => {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const failing = await upstream((_req, res) => res.writeHead(500).end());
+      const slow = await upstream((_req, res) => {
+        void released.then(() => res.end("slow"));
+      });
+      const { port } = await proxy(
+        [{ address: failing.address, weight: 10 }, { address: slow.address }],
+        { retry: { attempts: 2, on: ["5xx"] } },
+        // One retry in flight at a time, whatever the load.
+        { healing: { retryBudget: { ratio: 0, minConcurrent: 1 } } },
+      );
+      const first = send(port, "/one");
+      // The first request's retry holds the only slot while the slow node keeps it waiting.
+      await waitUntil(() => slow.seen.length === 1);
+      const second = await send(port, "/two", { headers: { "x-request-id": "denied-1" } });
+      expect(second.status).toBe(500);
+      expect(String(second.body)).toBe("");
+      expect(
+        logLines.find(
+          (l) =>
+            l.requestId === "denied-1" &&
+            l.kind === "status_5xx" &&
+            String(l.msg).includes("budget"),
+        ),
+      ).toBeDefined();
+      release();
+      expect((await first).status).toBe(200);
+      expect(slow.seen).toHaveLength(1);
+      expect(failing.seen).toHaveLength(2);
+      expect(
+        await metric("clawgate_retries_total", { upstream: "svc", reason: "status_5xx" }),
+      ).toBe(1);
+    });
+
+    it("does not count resending what the upstream never got against the budget", async () => {
+      const dead = await deadAddress();
+      const live = await upstream(ok);
+      const { port } = await proxy(
+        [{ address: dead }, { address: live.address }],
+        {},
+        {
+          healing: { quarantineMs: 0, retryBudget: { ratio: 0, minConcurrent: 0 } },
+        },
+      );
+      for (let i = 0; i < 3; i++) expect((await send(port, "/")).status).toBe(200);
+      expect(
+        await metric("clawgate_retries_total", { upstream: "svc", reason: "refused" }),
+      ).toBeGreaterThanOrEqual(1);
+    });
+  });
+
+  describe("timeouts", () => {
+    it("answers 504 when totalMs runs out across retries, aborting the attempt in flight", async () => {
+      const hang: Handler = () => {};
+      const nodes = [await upstream(hang), await upstream(hang), await upstream(hang)];
+      const { port } = await proxy(
+        nodes.map((n) => ({ address: n.address })),
+        {
+          retry: { attempts: 2, on: ["timeout"] },
+          // undici checks header timeouts on a ~0.5 s tick, so the first attempt ends between
+          // 0.3 and 1 s and the total (1.2 s) always cuts a later one short.
+          timeouts: { connectMs: 1000, headersMs: 300, bodyMs: 1000, totalMs: 1200 },
+        },
+      );
+      const started = performance.now();
+      const reply = await send(port, "/", { headers: { "x-request-id": "total-1" } });
+      const elapsed = performance.now() - started;
+      expect(reply.status).toBe(504);
+      expect(reply.json.error?.code).toBe("CLAWGATE_UPSTREAM_TIMEOUT");
+      expect(elapsed).toBeGreaterThanOrEqual(1190);
+      expect(elapsed).toBeLessThan(2000);
+      const lines = logLines.filter((l) => l.requestId === "total-1");
+      expect(lines[0]).toMatchObject({ kind: "header_timeout", attempt: 1 });
+      expect(lines[0]!.totalTimeoutMs).toBeUndefined();
+      expect(lines.at(-1)).toMatchObject({ kind: "header_timeout", totalTimeoutMs: 1200 });
+      // The attempt the total cut short was sent, to a node not tried before.
+      const hits = nodes.map((n) => n.seen.length);
+      expect(hits.reduce((a, b) => a + b)).toBe(lines.at(-1)!.attempt);
+      expect(Math.max(...hits)).toBe(1);
+      expect(await metric("clawgate_requests_total", { route: "r", code: "504" })).toBe(1);
+    });
+  });
+
+  describe("breaker", () => {
+    it("opens on failures, answers 503 with Retry-After without contacting the upstream, closes through half-open", async () => {
+      let healthy = false;
+      const svc = await upstream((_req, res) => {
+        res.writeHead(healthy ? 200 : 500).end(healthy ? "fine" : "");
+      });
+      const clock = new FakeClock(1_000_000);
+      const { port } = await proxy(
+        [{ address: svc.address }],
+        { retry: { attempts: 0, on: [] } },
+        {
+          healing: { clock },
+          breaker: { minRequests: 2, failureRatio: 0.5, cooldownMs: 10_000, halfOpenSuccesses: 2 },
+        },
+      );
+      expect((await send(port, "/")).status).toBe(500);
+      expect((await send(port, "/")).status).toBe(500);
+      expect(svc.seen).toHaveLength(2);
+
+      const open = await send(port, "/");
+      expect(open.status).toBe(503);
+      expect(open.json.error?.code).toBe("CLAWGATE_BREAKER_OPEN");
+      // 10 s cooldown plus up to 10 % jitter, in whole seconds.
+      expect(Number(open.headers["retry-after"])).toBeGreaterThanOrEqual(10);
+      expect(Number(open.headers["retry-after"])).toBeLessThanOrEqual(11);
+      expect(String(open.body)).not.toContain(svc.address);
+      expect(svc.seen).toHaveLength(2);
+      expect(await metric("clawgate_breaker_state", { upstream: "svc" })).toBe(2);
+      expect(await metric("clawgate_breaker_rejections_total", { upstream: "svc" })).toBe(1);
+      expect(
+        await metric("clawgate_upstream_errors_total", { upstream: "svc", kind: "breaker_open" }),
+      ).toBe(1);
+      expect(
+        logLines.find((l) => l.upstream === "svc" && l.from === "closed" && l.to === "open"),
+      ).toMatchObject({ reason: "failure_ratio" });
+
+      clock.advance(5_000);
+      const later = await send(port, "/");
+      expect(later.status).toBe(503);
+      expect(Number(later.headers["retry-after"])).toBeLessThanOrEqual(6);
+      expect(svc.seen).toHaveLength(2);
+
+      healthy = true;
+      clock.advance(6_100);
+      expect((await send(port, "/")).status).toBe(200); // probe 1
+      expect(await metric("clawgate_breaker_state", { upstream: "svc" })).toBe(1);
+      expect((await send(port, "/")).status).toBe(200); // probe 2 closes it
+      expect(await metric("clawgate_breaker_state", { upstream: "svc" })).toBe(0);
+      expect(svc.seen).toHaveLength(4);
+      expect(
+        await metric("clawgate_breaker_transitions_total", {
+          upstream: "svc",
+          from: "half-open",
+          to: "closed",
+        }),
+      ).toBe(1);
+    });
+
+    it("keeps a breaker's state across a snapshot swap", async () => {
+      const svc = await upstream((_req, res) => res.writeHead(500).end());
+      const clock = new FakeClock(0);
+      const { port, healing, snapshot } = await proxy(
+        [{ address: svc.address }],
+        { retry: { attempts: 0, on: [] } },
+        { healing: { clock }, breaker: { minRequests: 1, failureRatio: 0.5, cooldownMs: 60_000 } },
+      );
+      await send(port, "/");
+      expect(healing.breakers.find("svc")?.state).toBe("open");
+      healing.sync(snapshot);
+      expect(healing.breakers.find("svc")?.state).toBe("open");
+      expect((await send(port, "/")).status).toBe(503);
+    });
+
+    it("honours 429 Retry-After as binding: nothing is sent before it passes", async () => {
+      let throttle = true;
+      const svc = await upstream((_req, res) => {
+        if (throttle) res.writeHead(429, { "retry-after": "3" }).end("slow down");
+        else res.writeHead(200).end("ok");
+      });
+      const clock = new FakeClock(0);
+      const { port } = await proxy([{ address: svc.address }], {}, { healing: { clock } });
+      const first = await send(port, "/");
+      expect(first.status).toBe(429);
+      expect(first.headers["retry-after"]).toBe("3");
+      throttle = false;
+
+      const blocked = await send(port, "/");
+      expect(blocked.status).toBe(503);
+      expect(blocked.json.error?.code).toBe("CLAWGATE_UPSTREAM_COOLDOWN");
+      expect(blocked.headers["retry-after"]).toBe("3");
+      clock.advance(2_500);
+      expect((await send(port, "/")).headers["retry-after"]).toBe("1");
+      expect(svc.seen).toHaveLength(1);
+      expect(await metric("clawgate_breaker_retry_after_skips_total", { upstream: "svc" })).toBe(2);
+
+      clock.advance(500);
+      expect((await send(port, "/")).status).toBe(200);
+      expect(svc.seen).toHaveLength(2);
+    });
+
+    it("honours an HTTP-date Retry-After on a 503", async () => {
+      const svc = await upstream((_req, res) => {
+        const date = new Date(Date.now() + 20_000).toUTCString();
+        res.writeHead(503, { "retry-after": date }).end();
+      });
+      const { port } = await proxy([{ address: svc.address }], {
+        retry: { attempts: 2, on: ["5xx"] },
+      });
+      expect((await send(port, "/")).status).toBe(503);
+      const blocked = await send(port, "/");
+      expect(blocked.json.error?.code).toBe("CLAWGATE_UPSTREAM_COOLDOWN");
+      expect(Number(blocked.headers["retry-after"])).toBeGreaterThanOrEqual(18);
+      expect(svc.seen).toHaveLength(1);
+    });
+  });
+
+  describe("degradation", () => {
+    it("serves the last good GET marked stale while the upstream fails; writes fail fast", async () => {
+      let up = true;
+      const svc = await upstream((req, res) => {
+        if (!up) {
+          res.writeHead(500).end("down");
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json", "x-version": "1" });
+        res.end(JSON.stringify({ path: req.url, fresh: true }));
+      });
+      const clock = new FakeClock(0);
+      const { port } = await proxy(
+        [{ address: svc.address }],
+        { fallback: { staleIfErrorSeconds: 60 }, retry: { attempts: 0, on: [] } },
+        { healing: { clock } },
+      );
+      const fresh = await send(port, "/catalog?page=2");
+      expect(fresh.status).toBe(200);
+      expect(fresh.headers["x-clawgate-cache"]).toBeUndefined();
+
+      up = false;
+      clock.advance(7_000);
+      const stale = await send(port, "/catalog?page=2", { headers: { "x-request-id": "st-1" } });
+      expect(stale.status).toBe(200);
+      expect(stale.json).toEqual({ path: "/catalog?page=2", fresh: true });
+      expect(stale.headers["x-clawgate-cache"]).toBe("stale");
+      expect(stale.headers.age).toBe("7");
+      expect(stale.headers["x-version"]).toBe("1");
+      expect(stale.headers["x-request-id"]).toBe("st-1");
+      expect(svc.seen).toHaveLength(2);
+
+      // Another query is another key: nothing cached, the upstream's 500 passes.
+      expect((await send(port, "/catalog?page=3")).status).toBe(500);
+      // Writes never get a cached answer.
+      expect(
+        (await send(port, "/catalog?page=2", { method: "POST", body: Buffer.from("x") })).status,
+      ).toBe(500);
+
+      // Past staleIfErrorSeconds the copy is not served any more.
+      clock.advance(60_000);
+      expect((await send(port, "/catalog?page=2")).status).toBe(500);
+    });
+
+    it("serves stale while the breaker is open, and 503 for what it has no copy of", async () => {
+      const svc = await upstream((req, res) => {
+        if (req.url === "/warm") res.writeHead(200).end("warm copy");
+        else res.writeHead(500).end();
+      });
+      const { port } = await proxy(
+        [{ address: svc.address }],
+        { fallback: { staleIfErrorSeconds: 60 }, retry: { attempts: 0, on: [] } },
+        { breaker: { minRequests: 2, failureRatio: 0.5, cooldownMs: 60_000 } },
+      );
+      expect(String((await send(port, "/warm")).body)).toBe("warm copy");
+      await send(port, "/x");
+      await send(port, "/x");
+      await send(port, "/x");
+      const hits = svc.seen.length;
+      const stale = await send(port, "/warm");
+      expect(String(stale.body)).toBe("warm copy");
+      expect(stale.headers["x-clawgate-cache"]).toBe("stale");
+      const none = await send(port, "/cold");
+      expect(none.status).toBe(503);
+      expect(none.json.error?.code).toBe("CLAWGATE_BREAKER_OPEN");
+      expect(svc.seen).toHaveLength(hits);
+    });
+
+    it("answers 503 CLAWGATE_NO_HEALTHY_NODE with Retry-After while every node is quarantined", async () => {
+      const dead = await deadAddress();
+      const { port } = await proxy([{ address: dead }]);
+      expect((await send(port, "/")).status).toBe(502);
+      const reply = await send(port, "/");
+      expect(reply.status).toBe(503);
+      expect(reply.json.error?.code).toBe("CLAWGATE_NO_HEALTHY_NODE");
+      expect(reply.headers["retry-after"]).toBe("1");
+    });
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

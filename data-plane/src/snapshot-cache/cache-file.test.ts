@@ -1,0 +1,65 @@
+import { create, SnapshotSchema } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { decodeCacheFile, encodeCacheFile } from "./cache-file.js";
+
+const snapshot = create(SnapshotSchema, {
+  version: 1234n,
+  nonce: "n1234",
+  breakers: [{ name: "default" }],
+  upstreams: [
+    { name: "agents", breaker: "default", nodes: [{ address: "10.0.0.5:8080", weight: 3 }] },
+  ],
+  routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
+});
+
+function damaged(edit: (file: Buffer) => Buffer): ReturnType<typeof decodeCacheFile> {
+  return decodeCacheFile(edit(Buffer.from(encodeCacheFile(snapshot))));
+}
+
+describe("cache file", () => {
+  it("round-trips a snapshot with its version", () => {
+    const decoded = decodeCacheFile(encodeCacheFile(snapshot));
+    expect(decoded.ok).toBe(true);
+    if (!decoded.ok) return;
+    expect(decoded.version).toBe(1234);
+    expect(decoded.snapshot).toEqual(snapshot);
+  });
+
+  it.each([
+    ["an empty file", () => Buffer.alloc(0), /shorter than the header/],
+    [
+      "another file type",
+      (f: Buffer) => Buffer.concat([Buffer.from("{}"), f]),
+      /not a snapshot cache/,
+    ],
+    [
+      "a flipped payload byte",
+      (f: Buffer) => {
+        f[f.length - 3]! ^= 0xff;
+        return f;
+      },
+      /checksum mismatch/,
+    ],
+    ["a truncated write", (f: Buffer) => f.subarray(0, f.length - 5), /header says/],
+    [
+      "a future format",
+      (f: Buffer) => {
+        f.writeUInt32BE(2, 8);
+        return f;
+      },
+      /unknown cache format 2/,
+    ],
+    [
+      "a header version that disagrees with the payload",
+      (f: Buffer) => {
+        f.writeBigUInt64BE(9n, 12);
+        return f;
+      },
+      /header version 9 != snapshot version 1234/,
+    ],
+  ])("refuses %s with a reason", (_name, edit, reason) => {
+    const decoded = damaged(edit);
+    expect(decoded.ok).toBe(false);
+    if (!decoded.ok) expect(decoded.reason).toMatch(reason);
+  });
+});

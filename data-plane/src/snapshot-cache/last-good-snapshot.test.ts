@@ -1,0 +1,157 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { CacheMetrics } from "./cache-metrics.js";
+import { LastGoodSnapshot } from "./last-good-snapshot.js";
+import { SnapshotCache } from "./snapshot-cache.js";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+const snapshot = (version: number): Snapshot =>
+  create(SnapshotSchema, { version: BigInt(version), nonce: `n${version}` });
+
+async function setup(options: { fallbackAfterMs?: number; refuse?: boolean } = {}) {
+  const dir = await mkdtemp(join(tmpdir(), "clawgate-lastgood-"));
+  dirs.push(dir);
+  const registry = new Registry();
+  const cache = new SnapshotCache(dir);
+  const logs: string[] = [];
+  let serving: number | undefined;
+  let fromCache: (version: number) => void = () => {};
+  const servedFromCache = new Promise<number>((resolve) => {
+    fromCache = resolve;
+  });
+  let settled = () => {};
+  const logged = new Promise<void>((resolve) => {
+    settled = resolve;
+  });
+  const log = (level: string) => (_obj: object, msg: string) => {
+    logs.push(`${level}: ${msg}`);
+    settled();
+  };
+  const lastGood = new LastGoodSnapshot({
+    cache,
+    metrics: new CacheMetrics(registry),
+    logger: { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") },
+    fallbackAfterMs: options.fallbackAfterMs ?? 10,
+    hasSnapshot: () => serving !== undefined,
+    apply: (s) => {
+      if (options.refuse) return { ok: false, reason: "route r uses unknown upstream u" };
+      serving = Number(s.version);
+      return { ok: true };
+    },
+    onServedFromCache: (version) => fromCache(version),
+  });
+  return {
+    cache,
+    lastGood,
+    logs,
+    logged,
+    servedFromCache,
+    serving: () => serving,
+    deliver: (s: Snapshot) => {
+      serving = Number(s.version);
+      lastGood.delivered(s);
+    },
+    metrics: () => registry.metrics(),
+  };
+}
+
+describe("LastGoodSnapshot", () => {
+  it("writes each delivered snapshot, and a restart with no control plane serves it", async () => {
+    const first = await setup();
+    first.deliver(snapshot(12));
+    await first.lastGood.stop(); // flushes the write
+    expect(await first.metrics()).toContain("clawgate_snapshot_cache_version 12");
+
+    // The next process: same directory, no control plane.
+    const second = await setup();
+    const restarted = new LastGoodSnapshot({
+      cache: first.cache,
+      metrics: new CacheMetrics(new Registry()),
+      logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+      fallbackAfterMs: 10,
+      hasSnapshot: () => second.serving() !== undefined,
+      apply: (s) => {
+        second.deliver(s);
+        return { ok: true };
+      },
+      onServedFromCache: (version) => served(version),
+    });
+    let served: (version: number) => void = () => {};
+    const version = new Promise<number>((resolve) => {
+      served = resolve;
+    });
+    restarted.start();
+    expect(await version).toBe(12);
+    expect(second.serving()).toBe(12);
+    await restarted.stop();
+    await second.lastGood.stop();
+  });
+
+  it("serves the cache after the wait, reports it, and a later delivery switches it off", async () => {
+    const t = await setup();
+    await t.cache.save(snapshot(5));
+    t.lastGood.start();
+    expect(await t.servedFromCache).toBe(5);
+    expect(t.serving()).toBe(5);
+    expect(await t.metrics()).toContain("clawgate_snapshot_from_cache 1");
+    t.deliver(snapshot(6));
+    expect(await t.metrics()).toContain("clawgate_snapshot_from_cache 0");
+    await t.lastGood.stop();
+    expect(await t.cache.load()).toMatchObject({ ok: true, version: 6 });
+  });
+
+  it("never replaces a snapshot a control plane delivered in time", async () => {
+    const t = await setup({ fallbackAfterMs: 30 });
+    await t.cache.save(snapshot(5));
+    t.lastGood.start();
+    t.deliver(snapshot(9));
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.logs).toEqual(["debug: a control plane answered in time; the cache is not needed"]);
+    expect(t.serving()).toBe(9);
+    expect(await t.metrics()).toContain("clawgate_snapshot_from_cache 0");
+  });
+
+  it("logs and counts a corrupt file, and serves nothing", async () => {
+    const t = await setup();
+    await writeFile(t.cache.path, Buffer.alloc(100, 7));
+    t.lastGood.start();
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.serving()).toBeUndefined();
+    expect(t.logs).toEqual([
+      "error: ignoring the snapshot cache: it cannot be used; waiting for a control plane",
+    ]);
+    expect(await t.metrics()).toContain(
+      'clawgate_snapshot_cache_errors_total{kind="load-corrupt"} 1',
+    );
+  });
+
+  it("logs and counts a cached snapshot that no longer compiles", async () => {
+    const t = await setup({ refuse: true });
+    await t.cache.save(snapshot(5));
+    t.lastGood.start();
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.logs[0]).toContain("does not compile");
+    expect(await t.metrics()).toContain(
+      'clawgate_snapshot_cache_errors_total{kind="load-rejected"} 1',
+    );
+  });
+
+  it("says so when there is no cache yet", async () => {
+    const t = await setup();
+    t.lastGood.start();
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.logs).toEqual(["info: no cached snapshot; waiting for a control plane"]);
+  });
+});
