@@ -31,8 +31,11 @@ async function upstream(): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** A control plane that sends one snapshot routing /api to `node` and emits "ack". */
-async function controlPlane(node: string) {
+/**
+ * A control plane that sends one snapshot routing /api to `node` (probed with `healthCheck`),
+ * emits "ack", and emits "health" with the nodes of each health report.
+ */
+async function controlPlane(node: string, healthCheck?: Record<string, number | string>) {
   const server = new grpc.Server();
   const acks = new EventEmitter();
   server.addService(snapshotServiceDefinition, {
@@ -40,13 +43,19 @@ async function controlPlane(node: string) {
       call.on("error", () => {});
       call.on("data", (request: StreamSnapshotsRequest) => {
         if (request.message.case === "ack") acks.emit("ack", request.message.value);
+        if (request.message.case === "health") acks.emit("health", request.message.value.nodes);
         if (request.message.case !== "hello") return;
         const snapshot = create(SnapshotSchema, {
           version: 5n,
           nonce: "n5",
           breakers: [{ name: "default" }],
           upstreams: [
-            { name: "agents", breaker: "default", nodes: [{ address: node, weight: 1 }] },
+            {
+              name: "agents",
+              breaker: "default",
+              nodes: [{ address: node, weight: 1 }],
+              healthCheck,
+            },
           ],
           routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
         });
@@ -104,6 +113,55 @@ describe("startDataPlane", () => {
     const metrics = await (await fetch(`http://${dp.adminAddress}/metrics`)).text();
     expect(metrics).toMatch(/^clawgate_snapshot_version 5$/m);
     expect(metrics).toMatch(/^clawgate_control_plane_connected 1$/m);
+  });
+
+  it("probes the snapshot's nodes, reports their health on the stream and in /metrics", async () => {
+    const server = createServer((_req, res) => res.end("ok"));
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    cleanup.push(() => server.close());
+    const node = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const cp = await controlPlane(node, {
+      intervalMs: 50,
+      timeoutMs: 40,
+      unhealthyThreshold: 2,
+      healthyThreshold: 2,
+    });
+    const healthy = once(cp.acks, "health");
+    const dp = await startDataPlane(config([`--cp-addresses=${cp.address}`]));
+    cleanup.push(() => dp.stop());
+    // The first report follows the applied snapshot: the node is watched, healthy.
+    expect((await healthy)[0]).toMatchObject([
+      { upstream: "agents", address: node, state: "healthy" },
+    ]);
+    const metric = async () =>
+      (await (await fetch(`http://${dp.adminAddress}/metrics`)).text()).match(
+        new RegExp(
+          `^clawgate_upstream_node_healthy\\{upstream="agents",node="${node}"\\} (\\d)$`,
+          "m",
+        ),
+      )?.[1];
+    expect(await metric()).toBe("1");
+
+    // Nothing listens any more: two failed probes evict the node, and the CP is told.
+    server.close();
+    const evicted = await new Promise<unknown>((resolve) =>
+      cp.acks.on("health", (nodes: { state: string }[]) => {
+        if (nodes[0]?.state === "evicted") resolve(nodes[0]);
+      }),
+    );
+    expect(evicted).toMatchObject({
+      address: node,
+      evidence: expect.stringContaining("ECONNREFUSED"),
+    });
+    expect(await metric()).toBe("0");
+    // Requests fail fast while the only node is out.
+    const reply = await fetch(`http://${dp.proxyAddress}/api/x`);
+    expect(reply.status).toBe(503);
+    expect(reply.headers.get("retry-after")).toBe("1");
+    expect(((await reply.json()) as { error: { code: string } }).error.code).toBe(
+      "CLAWGATE_NO_HEALTHY_NODE",
+    );
   });
 
   it("serves /healthz but not /readyz while no control plane answers", async () => {

@@ -7,6 +7,7 @@ import { Registry } from "prom-client";
 import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { loadConfig } from "./config/load-config.js";
+import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import {
@@ -61,8 +62,15 @@ export async function startDataPlane(
   const proxyMetrics = new ProxyMetrics(registry);
   const pools = new PoolRegistry();
   const applied = new AppliedSnapshot();
-  // Breakers, cooldowns, retry budgets, quarantine, stale cache: kept across snapshots.
-  const healing = new RequestHealing({ registry, logger });
+  // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
+  const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
+  // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
+  const healing = new RequestHealing({
+    registry,
+    logger,
+    nodeUsable: (upstream, address) => health.isUsable(upstream, address),
+    reportRefused: (upstream, address) => health.reportRefused(upstream, address),
+  });
   const notifier = options.notifier ?? createNotifier({ logger });
   const status = new ServingStatus(notifier);
 
@@ -86,6 +94,9 @@ export async function startDataPlane(
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
   });
+  // The control plane journals, counts and remediates from these reports (state of the world).
+  const reportHealth = () => client.sendHealth(health.snapshot());
+  health.onChange(reportHealth);
   // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
   const lastGood = new LastGoodSnapshot({
     cache: new SnapshotCache(config.cacheDir),
@@ -104,7 +115,10 @@ export async function startDataPlane(
     }
     snapshotMetrics.applied(result.value.version, applied.state()!.appliedAtMs);
     pools.retain(result.value.nodeAddresses());
+    health.sync(healthTargets(result.value.upstreams.values()));
     healing.sync(result.value);
+    // Nodes added or removed change the view without any state change to report it.
+    reportHealth();
     return { ok: true };
   }
 
@@ -134,6 +148,7 @@ export async function startDataPlane(
     await closeServer(admin);
     await client.stop();
     await lastGood.stop();
+    await health.close();
     await pools.close();
   };
 

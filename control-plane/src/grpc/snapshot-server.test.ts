@@ -1,5 +1,8 @@
 import {
+  AckSchema,
   create,
+  HelloSchema,
+  NackSchema,
   PROTOCOL_VERSION,
   type Snapshot,
   type StreamSnapshotsRequest,
@@ -48,24 +51,24 @@ class TestDataPlane {
   hello(nodeId: string, lastAppliedVersion = 0, protocolVersion = PROTOCOL_VERSION): void {
     this.send({
       case: "hello",
-      value: {
+      value: create(HelloSchema, {
         nodeId,
         hostname: `${nodeId}.local`,
         softwareVersion: "1.0.0",
         protocolVersion,
         lastAppliedVersion: BigInt(lastAppliedVersion),
-      },
+      }),
     });
   }
 
   ack(snapshot: Snapshot, nonce = snapshot.nonce): void {
-    this.send({ case: "ack", value: { version: snapshot.version, nonce } });
+    this.send({ case: "ack", value: create(AckSchema, { version: snapshot.version, nonce }) });
   }
 
   nack(snapshot: Snapshot, errorDetail: string): void {
     this.send({
       case: "nack",
-      value: { version: snapshot.version, nonce: snapshot.nonce, errorDetail },
+      value: create(NackSchema, { version: snapshot.version, nonce: snapshot.nonce, errorDetail }),
     });
   }
 
@@ -264,7 +267,7 @@ describe("snapshot server", () => {
   it("refuses a stream that does not start with Hello", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
-    dp.send({ case: "ack", value: { version: 1n, nonce: "x" } });
+    dp.send({ case: "ack", value: create(AckSchema, { version: 1n, nonce: "x" }) });
     const status = await dp.status;
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(status.details).toContain("Hello");

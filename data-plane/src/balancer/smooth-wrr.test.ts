@@ -17,7 +17,7 @@ function sequence(picker: SmoothWrrPicker<Item>, n: number, skip?: (item: Item) 
 }
 
 describe("SmoothWrrPicker", () => {
-  it.each([
+  it.each<{ weights: Record<string, number>; n: number; expected: string }>([
     { weights: { a: 5, b: 1, c: 1 }, n: 14, expected: "a,a,b,a,c,a,a,a,a,b,a,c,a,a" },
     { weights: { a: 1, b: 1, c: 1 }, n: 6, expected: "a,b,c,a,b,c" },
     { weights: { a: 3, b: 1 }, n: 8, expected: "a,a,b,a,a,a,b,a" },

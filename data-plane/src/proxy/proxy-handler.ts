@@ -24,7 +24,7 @@ export interface ProxyHandlerOptions {
    */
   trustForwardedFor?: boolean;
   /**
-   * Breakers, Retry-After cooldowns, retry budgets, node quarantine and the stale cache, kept
+   * Breakers, Retry-After cooldowns, retry budgets and the stale cache, kept
    * across snapshots; `sync` it on every apply. Default: a private one with unregistered metrics.
    */
   healing?: RequestHealing;

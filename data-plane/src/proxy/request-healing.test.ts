@@ -9,19 +9,26 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
-import { create, type Route, SnapshotSchema } from "@clawgate/proto";
+import { create, type Route, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../clock/clock.js";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import { HealthRegistry, healthTargets, type Prober } from "../health/index.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
 import { RequestHealing, type RequestHealingOptions } from "./request-healing.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+// The plain-object init create() takes for a Route (nested messages as plain objects too).
+// @clawgate/proto does not re-export MessageInitShape and @bufbuild/protobuf is no data-plane
+// dependency, so derive it from create(); the built-Route branch is dropped so that spreading
+// it over defaults stays a plain init.
+type RouteInit = Exclude<NonNullable<Parameters<typeof create<typeof RouteSchema>>[1]>, Route>;
 
 interface Upstream {
   server: Server;
@@ -51,6 +58,9 @@ async function startUpstream(handler: Handler): Promise<Upstream> {
   const port = (server.address() as AddressInfo).port;
   return { server, port, address: `127.0.0.1:${port}`, seen };
 }
+
+/** Probes nothing: a quarantined node stays out until the test says otherwise. */
+const idleProber: Prober = { setTargets() {}, probeNow() {}, close: async () => {} };
 
 async function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
@@ -152,13 +162,18 @@ describe("request-layer self-healing", () => {
     return u;
   }
 
-  /** A proxy over one upstream "svc" with `nodes` and one route "r" at "/" shaped by `route`. */
+  /**
+   * A proxy over one upstream "svc" with `nodes` and one route "r" at "/" shaped by `route`.
+   * With `health`, node health comes from a HealthRegistry whose probes never run, so a node a
+   * refusal quarantined stays out of rotation.
+   */
   async function proxy(
     nodes: { address: string; weight?: number }[],
-    route: Partial<Route> = {},
+    route: RouteInit = {},
     options: {
       healing?: Omit<RequestHealingOptions, "registry" | "logger">;
       breaker?: Record<string, number>;
+      health?: boolean;
     } = {},
   ): Promise<{ port: number; healing: RequestHealing; snapshot: CompiledSnapshot }> {
     const result = compileSnapshot(
@@ -178,7 +193,17 @@ describe("request-layer self-healing", () => {
     if (!result.ok) throw new Error(result.reason);
     const snapshot = result.value;
     registry = new Registry();
-    const healing = new RequestHealing({ registry, logger, ...options.healing });
+    let hooks: Pick<RequestHealingOptions, "nodeUsable" | "reportRefused"> = {};
+    if (options.health) {
+      const health = new HealthRegistry({ prober: () => idleProber });
+      health.sync(healthTargets(snapshot.upstreams.values()));
+      cleanup.push(() => health.close());
+      hooks = {
+        nodeUsable: (upstream, address) => health.isUsable(upstream, address),
+        reportRefused: (upstream, address) => health.reportRefused(upstream, address),
+      };
+    }
+    const healing = new RequestHealing({ registry, logger, ...hooks, ...options.healing });
     healing.sync(snapshot);
     const handler = createProxyHandler({
       current: () => snapshot,
@@ -206,7 +231,13 @@ describe("request-layer self-healing", () => {
     it("retries a POST with a small body on another node after a refused connect", async () => {
       const dead = await deadAddress();
       const live = await upstream(ok);
-      const { port } = await proxy([{ address: dead }, { address: live.address }]);
+      const { port } = await proxy(
+        [{ address: dead }, { address: live.address }],
+        {},
+        {
+          health: true,
+        },
+      );
       const body = Buffer.from(JSON.stringify({ order: 42 }));
       const reply = await send(port, "/orders", {
         method: "POST",
@@ -356,7 +387,8 @@ describe("request-layer self-healing", () => {
         [{ address: dead }, { address: live.address }],
         {},
         {
-          healing: { quarantineMs: 0, retryBudget: { ratio: 0, minConcurrent: 0 } },
+          // No health registry: the refusing node stays in rotation, so every request meets it.
+          healing: { retryBudget: { ratio: 0, minConcurrent: 0 } },
         },
       );
       for (let i = 0; i < 3; i++) expect((await send(port, "/")).status).toBe(200);
@@ -584,12 +616,16 @@ describe("request-layer self-healing", () => {
 
     it("answers 503 CLAWGATE_NO_HEALTHY_NODE with Retry-After while every node is quarantined", async () => {
       const dead = await deadAddress();
-      const { port } = await proxy([{ address: dead }]);
+      const { port } = await proxy([{ address: dead }], {}, { health: true });
       expect((await send(port, "/")).status).toBe(502);
       const reply = await send(port, "/");
       expect(reply.status).toBe(503);
       expect(reply.json.error?.code).toBe("CLAWGATE_NO_HEALTHY_NODE");
       expect(reply.headers["retry-after"]).toBe("1");
+      // Failing fast: the quarantined node was not dialled again.
+      expect(
+        await metric("clawgate_upstream_errors_total", { upstream: "svc", kind: "refused" }),
+      ).toBe(1);
     });
   });
 });

@@ -8,7 +8,6 @@ import { type Clock, systemClock } from "../clock/clock.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { StaleCache, type StaleCacheOptions } from "../fallback/stale-cache.js";
 import { RetryBudget, type RetryBudgetOptions } from "../retry/retry-budget.js";
-import { NodeQuarantine } from "./node-quarantine.js";
 import { RetryMetrics } from "./retry-metrics.js";
 
 /** Whether the balancer may send to a node now; the handler's only view of node health. */
@@ -21,10 +20,8 @@ export interface RequestHealingOptions {
   registry: Registry;
   /** Breaker transitions are logged here, one line each. */
   logger: Logger;
-  /** Time source of breakers, Retry-After cooldowns, quarantine and cache ages; default systemClock. */
+  /** Time source of breakers, Retry-After cooldowns and cache ages; default systemClock. */
   clock?: Clock;
-  /** How long a node that refused a connection is skipped; default 2000 ms. */
-  quarantineMs?: number;
   /** Per-upstream retry budget; default 20 % of active requests, at least 3 retries at once. */
   retryBudget?: RetryBudgetOptions;
   /** Bounds of the stale-if-error cache; defaults in StaleCacheOptions. */
@@ -32,18 +29,22 @@ export interface RequestHealingOptions {
   /** Whether a stream broken after headers counts against the breaker; default false (seed 004). */
   countStreamBroken?: boolean;
   /**
-   * Node health as the balancer sees it; default the built-in quarantine. Probe-gated health
-   * (HealthRegistry.isUsable) plugs in here.
+   * Node health as the balancer sees it (`HealthRegistry.isUsable`: probe-gated eviction and the
+   * quarantine of refusing nodes); default every node usable.
    */
   nodeUsable?: NodeUsable;
-  /** Told about refused connections; default the built-in quarantine. */
+  /** Told about refused connections (`HealthRegistry.reportRefused`); default ignored. */
   reportRefused?: RefusedReport;
 }
 
+const everyNodeUsable: NodeUsable = () => true;
+const ignoreRefused: RefusedReport = () => {};
+
 /**
  * The request layer's state that outlives snapshots (DESIGN.md "Applying a snapshot"):
- * breakers, Retry-After cooldowns, retry budgets, quarantined nodes and the stale cache, all
- * keyed by upstream or node address. `sync` after each applied snapshot.
+ * breakers, Retry-After cooldowns, retry budgets and the stale cache, keyed by upstream. Node
+ * health (eviction, quarantine) is layer 2's and lives in the HealthRegistry; this only holds
+ * the two hooks that read and feed it. `sync` after each applied snapshot.
  */
 export class RequestHealing {
   readonly clock: Clock;
@@ -51,7 +52,6 @@ export class RequestHealing {
   readonly breakerMetrics: BreakerMetrics;
   readonly gate: RetryAfterGate;
   readonly retryMetrics: RetryMetrics;
-  readonly quarantine: NodeQuarantine;
   readonly staleCache: StaleCache;
   readonly nodeUsable: NodeUsable;
   readonly reportRefused: RefusedReport;
@@ -70,14 +70,10 @@ export class RequestHealing {
     });
     this.gate = new RetryAfterGate(this.clock);
     this.retryMetrics = new RetryMetrics(options.registry);
-    this.quarantine = new NodeQuarantine(options.quarantineMs, this.clock);
     this.staleCache = new StaleCache({ ...options.staleCache, clock: this.clock });
     this.#budgetOptions = options.retryBudget;
-    const quarantine = this.quarantine;
-    this.nodeUsable =
-      options.nodeUsable ?? ((upstream, address) => quarantine.isUsable(upstream, address));
-    this.reportRefused =
-      options.reportRefused ?? ((upstream, address) => quarantine.reportRefused(upstream, address));
+    this.nodeUsable = options.nodeUsable ?? everyNodeUsable;
+    this.reportRefused = options.reportRefused ?? ignoreRefused;
   }
 
   /** The upstream's retry budget, created on first use. */
@@ -92,7 +88,7 @@ export class RequestHealing {
 
   /**
    * Brings the registries in line with an applied snapshot: every upstream gets its breaker
-   * with the policy it names now (state kept), state of upstreams and nodes that left is dropped.
+   * with the policy it names now (state kept), state of upstreams that left is dropped.
    */
   sync(snapshot: CompiledSnapshot): void {
     const names = [...snapshot.upstreams.keys()];
@@ -103,7 +99,6 @@ export class RequestHealing {
     this.gate.retain(names);
     const keep = new Set(names);
     for (const name of this.#budgets.keys()) if (!keep.has(name)) this.#budgets.delete(name);
-    this.quarantine.retain(snapshot.nodeAddresses());
   }
 }
 

@@ -6,6 +6,8 @@ import {
   type EncodedOrResponse,
   type Hello,
   type Nack,
+  type NodeHealth,
+  NodeHealthSchema,
   PROTOCOL_VERSION,
   type Snapshot,
   SnapshotSchema,
@@ -45,6 +47,8 @@ class FakeControlPlane {
   readonly hellos: Hello[] = [];
   readonly acks: Ack[] = [];
   readonly nacks: Nack[] = [];
+  /** Every message kind in arrival order, with the index of the stream it came on. */
+  readonly messages: { stream: number; kind: string; health?: NodeHealth[] }[] = [];
   readonly calls: ServerCall[] = [];
   readonly events = new EventEmitter();
   address = "";
@@ -68,11 +72,17 @@ class FakeControlPlane {
   }
 
   #serve(call: ServerCall): void {
+    const stream = this.calls.length;
     this.calls.push(call);
     call.on("error", () => {});
     call.on("cancelled", () => this.events.emit("change"));
     call.on("data", (request: StreamSnapshotsRequest) => {
       const { message } = request;
+      this.messages.push({
+        stream,
+        kind: message.case ?? "empty",
+        ...(message.case === "health" ? { health: message.value.nodes } : {}),
+      });
       if (message.case === "hello") {
         this.hellos.push(message.value);
         this.onHello(call, message.value);
@@ -98,6 +108,23 @@ type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
 
 function snapshot(version: number, init: SnapshotInit = {}): Snapshot {
   return create(SnapshotSchema, { version: BigInt(version), nonce: `nonce-${version}`, ...init });
+}
+
+function nodeHealth(address: string, state: string): NodeHealth {
+  return create(NodeHealthSchema, {
+    upstream: "agents",
+    address,
+    state,
+    evidence: state === "healthy" ? "tcp 0.4ms, http 200" : "error ECONNREFUSED",
+    changedAtMs: 1_700_000_000_000n,
+  });
+}
+
+/** The (address, state) pairs of each health report a control plane received on `stream`. */
+function reportsOn(cp: FakeControlPlane, stream: number): string[][] {
+  return cp.messages
+    .filter((m) => m.stream === stream && m.kind === "health")
+    .map((m) => m.health!.map((node) => `${node.address} ${node.state}`));
 }
 
 function send(call: ServerCall, value: Snapshot): void {
@@ -309,6 +336,54 @@ describe("SnapshotClient", () => {
     });
     expect(line?.msg).toContain(`data plane speaks protocol ${PROTOCOL_VERSION}`);
     expect(line?.msg).toContain("speaks 2");
+  });
+
+  it("sends each node-health report, the whole view, on the open stream", async () => {
+    const cp = await controlPlane();
+    const dp = startClient({ addresses: [cp.address] });
+    await cp.until(() => cp.hellos[0]);
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "healthy")]);
+    dp.client.sendHealth([
+      nodeHealth("10.0.0.1:80", "evicted"),
+      nodeHealth("10.0.0.2:80", "healthy"),
+    ]);
+    await cp.until(() => reportsOn(cp, 0).length === 2);
+    expect(reportsOn(cp, 0)).toEqual([
+      ["10.0.0.1:80 healthy"],
+      ["10.0.0.1:80 evicted", "10.0.0.2:80 healthy"],
+    ]);
+    const [, second] = cp.messages.filter((m) => m.kind === "health");
+    expect(second?.health?.[0]).toMatchObject({
+      upstream: "agents",
+      evidence: "error ECONNREFUSED",
+      changedAtMs: 1_700_000_000_000n,
+    });
+  });
+
+  it("resends the latest report right after every Hello, so a new control plane learns it", async () => {
+    const first = await controlPlane();
+    const second = await controlPlane();
+    const dp = startClient({ addresses: [first.address, second.address] });
+    await first.until(() => first.hellos[0]);
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "healthy")]);
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "quarantined")]);
+    await first.until(() => reportsOn(first, 0).length === 2);
+    first.shutdown();
+
+    await second.until(() => reportsOn(second, 0).length === 1);
+    // Hello first (the control plane refuses anything else first), then the current view only.
+    expect(second.messages.slice(0, 2).map((m) => m.kind)).toEqual(["hello", "health"]);
+    expect(reportsOn(second, 0)).toEqual([["10.0.0.1:80 quarantined"]]);
+  });
+
+  it("keeps a report given while no stream is open and sends it after the Hello", async () => {
+    const dead = await deadAddress();
+    const cp = await controlPlane();
+    const dp = startClient({ addresses: [dead, cp.address] });
+    dp.client.sendHealth([nodeHealth("10.0.0.3:80", "evicted")]);
+    await cp.until(() => reportsOn(cp, 0).length === 1);
+    expect(cp.messages.map((m) => m.kind)).toEqual(["hello", "health"]);
+    expect(reportsOn(cp, 0)).toEqual([["10.0.0.3:80 evicted"]]);
   });
 
   it("stop() closes the stream and stops reconnecting", async () => {

@@ -1,5 +1,6 @@
 import {
   create,
+  type NodeHealth,
   PROTOCOL_VERSION,
   type Snapshot,
   type StreamSnapshotsRequest,
@@ -66,7 +67,8 @@ interface Attempt {
 /**
  * Keeps one snapshot stream open to a control plane: says Hello, applies each snapshot and
  * answers Ack or Nack, and on any end reconnects with jittered backoff to the next address,
- * so a second control plane takes over when the first goes away.
+ * so a second control plane takes over when the first goes away. The data plane's node-health
+ * report rides the same stream (`sendHealth`).
  */
 export class SnapshotClient {
   readonly #options: SnapshotClientOptions;
@@ -77,6 +79,8 @@ export class SnapshotClient {
   #attempt: Attempt | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The last node-health report, sent again after every Hello; undefined until one is given. */
+  #health: StreamSnapshotsRequest | undefined;
 
   constructor(options: SnapshotClientOptions) {
     if (options.addresses.length === 0) throw new RangeError("SnapshotClient needs an address");
@@ -107,6 +111,21 @@ export class SnapshotClient {
     attempt?.call.cancel();
     this.#setState({ status: "stopped" });
     await attempt?.closed;
+  }
+
+  /**
+   * Sends the data plane's whole node-health view (state of the world) on the open stream, and
+   * keeps it to send again right after every Hello: a control plane reached after a reconnect,
+   * or restarted, knows nothing of this data plane's view until then. Without an open stream it
+   * is only kept.
+   */
+  sendHealth(nodes: readonly NodeHealth[]): void {
+    if (this.#stopped) return;
+    this.#health = create(StreamSnapshotsRequestSchema, {
+      message: { case: "health", value: { nodes: [...nodes] } },
+    });
+    const attempt = this.#attempt;
+    if (attempt !== undefined && !attempt.ended) attempt.call.write(this.#health);
   }
 
   #connect(): void {
@@ -167,6 +186,7 @@ export class SnapshotClient {
         },
       }),
     );
+    if (this.#health !== undefined) call.write(this.#health);
   }
 
   #onResponse(attempt: Attempt, response: StreamSnapshotsResponse): void {

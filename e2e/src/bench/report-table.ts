@@ -3,6 +3,8 @@ import type { WrkResult } from "./wrk-output.js";
 export interface Measured {
   target: string;
   result: WrkResult;
+  /** The proxy's own cost; absent for the direct run. */
+  usage?: { cpuMicrosPerRequest: number; residentMiB: number };
 }
 
 /**
@@ -23,9 +25,11 @@ export function formatReport(rows: Measured[]): string {
     "req/s vs nginx",
     "p99 vs direct",
     "p99 vs nginx",
+    "CPU us/req",
+    "RSS MiB",
     "errors",
   ];
-  const body = rows.map(({ target, result }) => [
+  const body = rows.map(({ target, result, usage }) => [
     target,
     result.requestsPerSecond.toFixed(0),
     result.p50Ms.toFixed(2),
@@ -34,6 +38,8 @@ export function formatReport(rows: Measured[]): string {
     ratio(result.requestsPerSecond, nginx?.requestsPerSecond),
     ratio(result.p99Ms, direct?.p99Ms),
     ratio(result.p99Ms, nginx?.p99Ms),
+    usage === undefined ? "-" : usage.cpuMicrosPerRequest.toFixed(0),
+    usage === undefined ? "-" : usage.residentMiB.toFixed(0),
     String(result.errors),
   ]);
   const widths = header.map((title, i) =>

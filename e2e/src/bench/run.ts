@@ -7,6 +7,7 @@ import { send } from "../support/proxy-client.js";
 import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
+import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
 import { runWrk } from "./wrk-process.js";
 
@@ -83,10 +84,12 @@ async function main(): Promise<void> {
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp]);
 
+    // The processes whose CPU and memory each run is charged to: the proxy under test, or
+    // none for the direct run (the upstream serves every run alike).
     const targets = [
-      { target: "direct", url: `http://127.0.0.1:${upstreamPort}/` },
-      { target: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
-      { target: "clawgate", url: `${dp.proxyUrl}/` },
+      { target: "direct", url: `http://127.0.0.1:${upstreamPort}/`, pid: undefined },
+      { target: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: proxy.pid },
+      { target: "clawgate", url: `${dp.proxyUrl}/`, pid: dp.process.pid },
     ];
     // Same bytes from all three, or the comparison means nothing.
     for (const { target, url } of targets) {
@@ -100,10 +103,24 @@ async function main(): Promise<void> {
       `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, ${cpus().length} cores, node ${process.version}`,
     );
     const rows: Measured[] = [];
-    for (const { target, url } of targets) {
+    for (const { target, url, pid } of targets) {
       if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s` });
       log(`measuring ${target}`);
-      rows.push({ target, result: await runWrk(url, { connections, duration: `${duration}s` }) });
+      const pids = pid === undefined ? [] : processTree(pid);
+      const cpuBefore = cpuSeconds(pids);
+      const result = await runWrk(url, { connections, duration: `${duration}s` });
+      const cpuUsed = cpuSeconds(pids) - cpuBefore;
+      rows.push({
+        target,
+        result,
+        usage:
+          pid === undefined
+            ? undefined
+            : {
+                cpuMicrosPerRequest: (cpuUsed * 1e6) / Math.max(1, result.requests),
+                residentMiB: residentMiB(pids),
+              },
+      });
     }
     process.stdout.write(`\n${formatReport(rows)}\n\n`);
   } finally {

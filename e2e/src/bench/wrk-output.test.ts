@@ -22,6 +22,7 @@ describe("parseWrkOutput", () => {
   it("reads requests/s, p50, p99 and counts every kind of error", () => {
     expect(parseWrkOutput(SAMPLE)).toEqual({
       requestsPerSecond: 26483.91,
+      requests: 264856,
       p50Ms: 1.14,
       p99Ms: 2.5,
       errors: 11,

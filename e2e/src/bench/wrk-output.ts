@@ -1,6 +1,8 @@
 /** What one wrk run measured. */
 export interface WrkResult {
   requestsPerSecond: number;
+  /** Requests completed over the whole run. */
+  requests: number;
   /** Latency percentiles in milliseconds, from --latency. */
   p50Ms: number;
   p99Ms: number;
@@ -14,11 +16,14 @@ const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 }
 export function parseWrkOutput(text: string): WrkResult {
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(text);
   if (rps === null) throw new Error(`no Requests/sec in wrk output:\n${text}`);
+  const total = /(\d+) requests in /.exec(text);
+  if (total === null) throw new Error(`no request count in wrk output:\n${text}`);
   const nonSuccess = /Non-2xx or 3xx responses:\s+(\d+)/.exec(text);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0);
   return {
     requestsPerSecond: Number(rps[1]),
+    requests: Number(total[1]),
     p50Ms: percentile(text, 50),
     p99Ms: percentile(text, 99),
     errors: Number(nonSuccess?.[1] ?? 0) + socketErrors,
