@@ -1,7 +1,7 @@
 import { EventEmitter, once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, request, type Server } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -83,6 +83,35 @@ async function freeAddress(): Promise<string> {
   return `127.0.0.1:${port}`;
 }
 
+/** GET on a connection of its own, so it needs the listener to accept one now. */
+function getOnNewConnection(address: string, path: string) {
+  const [host, port] = address.split(":");
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request({ host, port: Number(port), path, agent: false }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => {
+        body += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function refused(address: string): Promise<boolean> {
+  const [host, port] = address.split(":");
+  return new Promise((resolve) => {
+    const socket = connect({ host, port: Number(port) });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", () => resolve(true));
+  });
+}
+
 function config(argv: string[]) {
   // A fresh cache directory per data plane, so no test reads another's cached snapshot.
   const cacheDir = mkdtempSync(join(tmpdir(), "clawgate-dp-main-"));
@@ -107,7 +136,7 @@ describe("startDataPlane", () => {
 
     await acked;
     const ready = await fetch(`http://${dp.adminAddress}/readyz`);
-    expect(await ready.json()).toEqual({ status: "ready", version: 5 });
+    expect(await ready.json()).toEqual({ status: "ready", version: 5, source: "control-plane" });
     const proxied = await fetch(`http://${dp.proxyAddress}/api/x`);
     expect(await proxied.text()).toBe("upstream saw /api/x");
     const metrics = await (await fetch(`http://${dp.adminAddress}/metrics`)).text();
@@ -190,6 +219,47 @@ describe("startDataPlane", () => {
     probe.listen(Number(port), host);
     await once(probe, "listening");
     probe.close();
+  });
+
+  it("during the drain delay: not ready, yet new connections are served; then refused", async () => {
+    const cp = await controlPlane(await upstream());
+    const acked = once(cp.acks, "ack");
+    const dp = await startDataPlane(config([`--cp-addresses=${cp.address}`]));
+    cleanup.push(() => dp.stop());
+    await acked;
+
+    const delayMs = 1_500;
+    const startedAt = performance.now();
+    const stopped = dp.stop(1_000, delayMs);
+    // Inside the delay (each check takes a few ms of its 1.5 s).
+    const readyz = await fetch(`http://${dp.adminAddress}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.json()).toMatchObject({ reason: "draining: the process is stopping" });
+    expect(await getOnNewConnection(dp.proxyAddress, "/api/during")).toEqual({
+      status: 200,
+      body: "upstream saw /api/during",
+    });
+    expect(performance.now() - startedAt).toBeLessThan(delayMs);
+
+    await stopped;
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(delayMs - 1);
+    expect(await refused(dp.proxyAddress)).toBe(true);
+  });
+
+  it("skipDrainDelay() starts the drain at once", async () => {
+    const cp = await controlPlane(await upstream());
+    const acked = once(cp.acks, "ack");
+    const dp = await startDataPlane(config([`--cp-addresses=${cp.address}`]));
+    cleanup.push(() => dp.stop());
+    await acked;
+
+    expect(dp.skipDrainDelay()).toBe(false);
+    const stopped = dp.stop(1_000, 600_000);
+    expect((await fetch(`http://${dp.adminAddress}/readyz`)).status).toBe(503);
+    expect((await getOnNewConnection(dp.proxyAddress, "/api/x")).status).toBe(200);
+    expect(dp.skipDrainDelay()).toBe(true);
+    await stopped;
+    expect(await refused(dp.proxyAddress)).toBe(true);
   });
 
   it("stop() closes both listeners", async () => {

@@ -13,6 +13,7 @@ import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import {
   CLOSE_GRACE_MS,
   createNotifier,
+  DrainDelay,
   HttpDrain,
   type Notifier,
   onShutdownSignals,
@@ -22,7 +23,7 @@ import {
 } from "./process/index.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
-import { AppliedSnapshot } from "./runtime/applied-snapshot.js";
+import { AppliedSnapshot, type SnapshotSource } from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
@@ -42,10 +43,13 @@ export interface RunningDataPlane {
   /** READY/STATUS/STOPPING to systemd (silent without NOTIFY_SOCKET). */
   notifier: Notifier;
   /**
-   * Readiness goes false, the proxy stops accepting and lets requests in flight finish within
-   * `drainTimeoutMs` (default 0: cut at once), then the snapshot stream and pools are closed.
+   * Readiness goes false at once; the proxy keeps accepting and serving for `drainDelayMs`
+   * (default 0), then stops accepting and lets requests in flight finish within
+   * `drainTimeoutMs` (default 0: cut at once); then the snapshot stream and pools are closed.
    */
-  stop(drainTimeoutMs?: number): Promise<void>;
+  stop(drainTimeoutMs?: number, drainDelayMs?: number): Promise<void>;
+  /** Ends the drain delay of a stop in progress at once; false when none is running. */
+  skipDrainDelay(): boolean;
 }
 
 /**
@@ -82,7 +86,7 @@ export async function startDataPlane(
     lastAppliedVersion: () => applied.version(),
     logger,
     apply: (snapshot) => {
-      const result = applySnapshot(snapshot);
+      const result = applySnapshot(snapshot, "control-plane");
       if (result.ok) {
         lastGood.delivered(snapshot);
         status.applied(applied.version(), "control-plane");
@@ -104,11 +108,11 @@ export async function startDataPlane(
     logger,
     fallbackAfterMs: config.cacheFallbackAfterMs,
     hasSnapshot: () => applied.current() !== undefined,
-    apply: applySnapshot,
+    apply: (snapshot) => applySnapshot(snapshot, "cache"),
     onServedFromCache: (version) => status.applied(version, "cache"),
   });
-  function applySnapshot(snapshot: Snapshot): ApplyResult {
-    const result = applied.apply(snapshot);
+  function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
+    const result = applied.apply(snapshot, source);
     if (!result.ok) {
       snapshotMetrics.nacked();
       return result;
@@ -129,18 +133,27 @@ export async function startDataPlane(
       metrics: proxyMetrics,
       logger,
       healing,
+      replayBodyLimitBytes: config.replayBodyLimitBytes,
     }),
   );
   const drain = new HttpDrain(proxy);
+  const drainDelay = new DrainDelay();
+  // Set on stop, before the drain delay: /readyz answers 503 while the proxy still serves.
+  let stopping = false;
   // Above the 60 s idle timeout of common load balancers, so they close idle sockets first.
   proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
   proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
   const admin = createServer(
-    withDrainingReadiness(createAdminHandler({ registry, applied }), () => drain.draining),
+    withDrainingReadiness(createAdminHandler({ registry, applied }), () => stopping),
   );
 
-  const stop = async (drainTimeoutMs = 0) => {
+  const stop = async (drainTimeoutMs = 0, drainDelayMs = 0) => {
+    stopping = true;
     status.stopping();
+    if (drainDelayMs > 0) {
+      logger.info({ drainDelayMs }, "not ready; serving on until load balancers stop sending");
+      await drainDelay.wait(drainDelayMs);
+    }
     const drained = await drain.drain(drainTimeoutMs);
     if (!drained.drained) {
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
@@ -160,7 +173,8 @@ export async function startDataPlane(
     status.listening();
     client.start();
     lastGood.start();
-    return { proxyAddress, adminAddress, logger, notifier, stop };
+    const skipDrainDelay = () => drainDelay.skip();
+    return { proxyAddress, adminAddress, logger, notifier, stop, skipDrainDelay };
   } catch (err) {
     if (err instanceof ListenError)
       logger.fatal({ address: err.address, code: err.code }, err.message);
@@ -191,11 +205,13 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     maxEventLoopDelayMs: config.watchdogMaxEventLoopDelayMs,
     maxHeapRatio: config.watchdogMaxHeapRatio,
   });
-  // SIGTERM drains (drainTimeoutMs), then exits 0; a second signal or the deadline exits at once.
+  // SIGTERM: not ready, serve on for drainDelayMs, drain (drainTimeoutMs), exit 0. A second
+  // signal skips the delay, or exits at once once draining; so does the deadline.
   onShutdownSignals({
     logger,
     notifier,
-    deadlineMs: config.drainTimeoutMs + CLOSE_GRACE_MS,
-    stop: () => dataPlane.stop(config.drainTimeoutMs),
+    deadlineMs: config.drainDelayMs + config.drainTimeoutMs + CLOSE_GRACE_MS,
+    stop: () => dataPlane.stop(config.drainTimeoutMs, config.drainDelayMs),
+    hurry: () => dataPlane.skipDrainDelay(),
   });
 }

@@ -93,13 +93,16 @@ topologySpreadConstraints:
 
 {{/* Checks the schema cannot express: relations between two values. */}}
 {{- define "clawgate.validate" -}}
-{{- range $plane := list "controlPlane" "dataPlane" }}
-{{- $v := index $.Values $plane }}
-{{- if le (int $v.terminationGracePeriodSeconds) (int $v.drainTimeoutSeconds) }}
-{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must exceed %s.drainTimeoutSeconds (%d): Kubernetes would SIGKILL the process mid-drain" $plane (int $v.terminationGracePeriodSeconds) $plane (int $v.drainTimeoutSeconds)) }}
-{{- end }}
+{{- $cp := .Values.controlPlane }}
+{{- if le (int $cp.terminationGracePeriodSeconds) (int $cp.drainTimeoutSeconds) }}
+{{- fail (printf "controlPlane.terminationGracePeriodSeconds (%d) must exceed controlPlane.drainTimeoutSeconds (%d): Kubernetes would SIGKILL the process mid-drain" (int $cp.terminationGracePeriodSeconds) (int $cp.drainTimeoutSeconds)) }}
 {{- end }}
 {{- $dp := .Values.dataPlane }}
+{{- /* The data plane serves on through its drain delay before it drains. */}}
+{{- $dpStop := add (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) }}
+{{- if le (int $dp.terminationGracePeriodSeconds) (int $dpStop) }}
+{{- fail (printf "dataPlane.terminationGracePeriodSeconds (%d) must exceed dataPlane.drainDelaySeconds + dataPlane.drainTimeoutSeconds (%d + %d = %d): Kubernetes would SIGKILL the process mid-drain" (int $dp.terminationGracePeriodSeconds) (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) (int $dpStop)) }}
+{{- end }}
 {{- if and $dp.autoscaling.enabled (gt (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}
 {{- fail (printf "dataPlane.autoscaling.minReplicas (%d) must not exceed dataPlane.autoscaling.maxReplicas (%d)" (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}
 {{- end }}

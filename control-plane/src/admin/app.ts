@@ -28,7 +28,7 @@ export interface AdminAppOptions {
   config: ConfigService;
   snapshot: SnapshotStatusSource;
   fleet: FleetSource;
-  /** Bearer token every path but /healthz requires; default none (open, for loopback tests). */
+  /** Bearer token every path but /healthz and /readyz requires; default none (open, for tests). */
   token?: string;
   /** Registry served at /metrics; default none (no /metrics route). */
   metrics?: Registry;
@@ -42,6 +42,8 @@ export interface AdminAppOptions {
   health?: Pick<FleetHealth, "upstream">;
   /** Adds each node's remediation episode to the health view; default none. */
   remediation?: Pick<RemediationRunner, "status">;
+  /** True while the process stops, so /readyz answers 503; default never. */
+  draining?: () => boolean;
 }
 
 /** Largest request body accepted; a full config apply of thousands of resources fits. */
@@ -110,6 +112,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     snapshot: options.snapshot,
     fleet: options.fleet,
     metrics: options.metrics,
+    draining: options.draining,
   });
   return app as unknown as FastifyInstance;
 }

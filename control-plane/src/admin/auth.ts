@@ -3,15 +3,15 @@ import type { onRequestHookHandler } from "fastify";
 import { clawgateError } from "../resources/errors.js";
 import { sendError } from "./errors.js";
 
-/** Paths anyone may call: a liveness probe carries no token. */
-const PUBLIC_PATHS = new Set(["/healthz"]);
+/** Paths anyone may call: liveness and readiness probes carry no token. */
+const PUBLIC_PATHS = new Set(["/healthz", "/readyz"]);
 
 function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
 }
 
 /**
- * Requires `Authorization: Bearer <token>` on every path but /healthz. Both sides are hashed
+ * Requires `Authorization: Bearer <token>` on every path but /healthz and /readyz. Both sides are hashed
  * first so the comparison takes the same time whatever the length or content of the guess.
  */
 export function bearerAuth(token: string): onRequestHookHandler {

@@ -8,9 +8,27 @@ export interface StatusRoutesOptions {
   fleet: FleetSource;
   /** Served at /metrics in Prometheus text format; no /metrics route when absent. */
   metrics?: Registry;
+  /**
+   * True while the process stops: /readyz answers 503. Default never (once close() begins,
+   * fastify answers 503 to every request anyway).
+   */
+  draining?: () => boolean;
 }
 
-/** Read-only views of the control plane: snapshot, data planes, metrics, liveness. */
+/** Why the control plane should not be sent traffic yet, or the version it serves. */
+function readiness(
+  options: StatusRoutesOptions,
+): { ready: true; version: number } | { ready: false; reason: string } {
+  if (options.draining?.() === true) {
+    return { ready: false, reason: "draining: the process is stopping" };
+  }
+  const { version } = options.snapshot.status();
+  const read = options.snapshot.hasReadStore?.() ?? version > 0;
+  if (!read) return { ready: false, reason: "the store has not been read yet" };
+  return { ready: true, version };
+}
+
+/** Read-only views of the control plane: snapshot, data planes, metrics, liveness, readiness. */
 export const statusRoutes: FastifyPluginAsync<StatusRoutesOptions> = async (app, options) => {
   app.get(
     "/v1/snapshot",
@@ -33,4 +51,13 @@ export const statusRoutes: FastifyPluginAsync<StatusRoutesOptions> = async (app,
   }
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+
+  // Ready once the snapshot builder has read the store, so a data plane that connects is sent
+  // the config; a store that cannot be read keeps the replica out of the Service.
+  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+    const state = readiness(options);
+    reply.header("cache-control", "no-store");
+    if (!state.ready) return reply.code(503).send({ status: "not ready", reason: state.reason });
+    return { status: "ready", version: state.version };
+  });
 };

@@ -85,6 +85,8 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private builtAt: string | undefined;
   /** Revision of the newest range read; everything up to it is reflected in lastStatus. */
   private readRevision = 0;
+  /** A read of an empty store at revision 0 leaves readRevision at 0, so this says it happened. */
+  private storeRead = false;
   /** Highest revision of a relevant change seen on the watch. */
   private wantedRevision = 0;
   private firstPendingAt: number | undefined;
@@ -138,6 +140,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   status(): SnapshotStatus {
     return structuredClone(this.lastStatus);
+  }
+
+  hasReadStore(): boolean {
+    return this.storeRead;
   }
 
   current(): PublishedSnapshot | undefined {
@@ -221,6 +227,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private async rebuild(): Promise<void> {
     if (this.stopped) return;
     const range = await this.store.range(this.prefix);
+    this.storeRead = true;
     // Equal means nothing changed; lower would be a lagging replica's answer.
     if (range.revision <= this.readRevision) return;
     this.readRevision = range.revision;

@@ -16,4 +16,9 @@ export interface SnapshotStatus {
 
 export interface SnapshotStatusSource {
   status(): SnapshotStatus;
+  /**
+   * True once a first read of the store completed, an empty store at revision 0 included.
+   * When absent, `status().version > 0` stands in for it.
+   */
+  hasReadStore?(): boolean;
 }

@@ -22,7 +22,7 @@ beforeEach(async () => {
 });
 afterEach(() => close());
 
-function applyGood(version: bigint) {
+function applyGood(version: bigint, source: "control-plane" | "cache" = "control-plane") {
   const result = applied.apply(
     create(SnapshotSchema, {
       version,
@@ -34,6 +34,7 @@ function applyGood(version: bigint) {
       ],
       routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],
     }),
+    source,
   );
   if (!result.ok) throw new Error(result.reason);
 }
@@ -53,7 +54,20 @@ describe("admin server", () => {
     applyGood(12n);
     const after = await fetch(`${base}/readyz`);
     expect(after.status).toBe(200);
-    expect(await after.json()).toEqual({ status: "ready", version: 12 });
+    expect(await after.json()).toEqual({ status: "ready", version: 12, source: "control-plane" });
+  });
+
+  it("says where the applied snapshot came from in /readyz and /config_dump", async () => {
+    applyGood(7n, "cache");
+    const readyz = async () => (await fetch(`${base}/readyz`)).json();
+    const dump = async () => (await fetch(`${base}/config_dump`)).json();
+    expect(await readyz()).toEqual({ status: "ready", version: 7, source: "cache" });
+    expect(await dump()).toMatchObject({ version: 7, source: "cache" });
+
+    // A control plane answers later: its snapshot replaces the cached one, and the source too.
+    applyGood(8n);
+    expect(await readyz()).toEqual({ status: "ready", version: 8, source: "control-plane" });
+    expect(await dump()).toMatchObject({ version: 8, source: "control-plane" });
   });
 
   it("dumps the applied snapshot with its version and applied time", async () => {
@@ -68,6 +82,7 @@ describe("admin server", () => {
     expect(body).toMatchObject({
       version: 12,
       appliedAt: "2025-01-02T03:04:05.000Z",
+      source: "control-plane",
       snapshot: {
         version: "12",
         routes: [{ name: "api", match: { pathPrefix: "/api" }, upstream: "agents" }],

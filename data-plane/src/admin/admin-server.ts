@@ -17,7 +17,8 @@ const NOT_READY: ErrorCode = "CLAWGATE_NOT_READY";
 
 /**
  * The admin endpoints: /metrics, /healthz (the process answers), /readyz (a snapshot is
- * applied, so the proxy can route), /config_dump (the applied snapshot). Kept apart from
+ * applied, so the proxy can route), /config_dump (the applied snapshot). Both of the last two
+ * say whether the snapshot came from a control plane or the disk cache. Kept apart from
  * listen() so tests can drive it on any server.
  */
 export function createAdminHandler(options: AdminOptions): AdminHandler {
@@ -33,7 +34,11 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
         sendJson(res, 503, { status: "not ready", reason: "no snapshot applied yet" });
         return;
       }
-      sendJson(res, 200, { status: "ready", version: state.compiled.version });
+      sendJson(res, 200, {
+        status: "ready",
+        version: state.compiled.version,
+        source: state.source,
+      });
     },
     "/config_dump": (res) => {
       const state = options.applied.state();
@@ -45,6 +50,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
         version: state.compiled.version,
         appliedAt: new Date(state.appliedAtMs).toISOString(),
         appliedAtMs: state.appliedAtMs,
+        source: state.source,
         snapshot: toJson(SnapshotSchema, state.compiled.source),
       });
     },

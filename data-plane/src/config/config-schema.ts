@@ -48,6 +48,19 @@ export const configSchema = z.strictObject({
   watchdogMaxHeapRatio: z.number().gt(0).max(1).default(0.9),
   /** How long SIGTERM waits for requests in flight; default 10 s, under TimeoutStopSec=15. */
   drainTimeoutMs: z.int().min(0).max(600_000).default(10_000),
+  /**
+   * How long after SIGTERM the proxy goes on accepting and serving, with /readyz already 503,
+   * before the drain begins; default 0. Under Kubernetes the endpoint is removed while SIGTERM
+   * is delivered, and load balancers take a few seconds to notice; without the delay clients
+   * connecting in that window are refused. Keep drainDelayMs + drainTimeoutMs under systemd's
+   * TimeoutStopSec or the pod's terminationGracePeriodSeconds.
+   */
+  drainDelayMs: z.int().min(0).max(600_000).default(0),
+  /**
+   * Largest request body kept in memory so a retry can send it again; default 64 KiB. A larger
+   * body streams through once and its request is never retried.
+   */
+  replayBodyLimitBytes: z.int().min(0).max(67_108_864).default(65_536),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -38,6 +38,12 @@ export const FIELD_SOURCES: Record<ConfigField, FieldSource> = {
     kind: "number",
   },
   drainTimeoutMs: { env: "CLAWGATE_DRAIN_TIMEOUT_MS", flag: "drain-timeout-ms", kind: "int" },
+  drainDelayMs: { env: "CLAWGATE_DRAIN_DELAY_MS", flag: "drain-delay-ms", kind: "int" },
+  replayBodyLimitBytes: {
+    env: "CLAWGATE_REPLAY_BODY_LIMIT_BYTES",
+    flag: "replay-body-limit-bytes",
+    kind: "int",
+  },
 };
 
 /**

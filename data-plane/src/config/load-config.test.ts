@@ -53,7 +53,18 @@ describe("loadConfig", () => {
       watchdogMaxEventLoopDelayMs: 5_000,
       watchdogMaxHeapRatio: 0.9,
       drainTimeoutMs: 10_000,
+      drainDelayMs: 0,
+      replayBodyLimitBytes: 65_536,
     });
+  });
+
+  it("reads the drain delay and the replay body limit from env and flags", () => {
+    const env = { CLAWGATE_DRAIN_DELAY_MS: "5000", CLAWGATE_REPLAY_BODY_LIMIT_BYTES: "1024" };
+    expect(load({ env })).toMatchObject({ drainDelayMs: 5_000, replayBodyLimitBytes: 1_024 });
+    const argv = ["--drain-delay-ms=250", "--replay-body-limit-bytes", "0"];
+    expect(load({ env, argv })).toMatchObject({ drainDelayMs: 250, replayBodyLimitBytes: 0 });
+    expect(() => load({ env: { CLAWGATE_DRAIN_DELAY_MS: "-1" } })).toThrow(/drainDelayMs/);
+    expect(() => load({ argv: ["--replay-body-limit-bytes=64k"] })).toThrow(/replayBodyLimitBytes/);
   });
 
   it("reads the process settings, a fractional heap ratio included", () => {

@@ -1,3 +1,4 @@
+export { DrainDelay } from "./drain-delay.js";
 export { type DrainResult, HttpDrain } from "./http-drain.js";
 export { withDrainingReadiness } from "./readiness.js";
 export {

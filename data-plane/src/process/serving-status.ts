@@ -1,7 +1,8 @@
+import type { SnapshotSource } from "../runtime/applied-snapshot.js";
 import type { ConnectionState } from "../snapshot-client/connection-state.js";
 import type { Notifier } from "./sd-notify.js";
 
-export type SnapshotSource = "control-plane" | "cache";
+export type { SnapshotSource };
 
 /**
  * What the data plane tells systemd: READY=1 once its listeners are bound and a snapshot (from

@@ -79,6 +79,37 @@ describe("onShutdownSignals", () => {
     }
   });
 
+  it("lets a second signal skip the drain delay, and exits at once on a third", async () => {
+    const r = recorder();
+    let delays = 1;
+    const exits: number[] = [];
+    const uninstall = onShutdownSignals({
+      logger: r.logger,
+      notifier: r.notifier,
+      deadlineMs: 5_000,
+      exit: (code) => {
+        exits.push(code);
+        r.onExit(code);
+      },
+      signals: [SIGNAL],
+      stop: () => new Promise<void>(() => {}),
+      // One delay to skip: the first hurry ends it, the next finds nothing left to cut short.
+      hurry: () => delays-- > 0,
+    });
+    try {
+      process.emit(SIGNAL, SIGNAL);
+      process.emit(SIGNAL, SIGNAL);
+      expect(exits).toEqual([]);
+      expect(r.events).toContain("warn: second signal while stopping; draining now");
+      process.emit(SIGNAL, SIGNAL);
+      expect(await r.exit).toBe(0);
+      expect(exits).toEqual([0]);
+      expect(r.events).toContain("warn: second signal while stopping; exiting now");
+    } finally {
+      uninstall();
+    }
+  });
+
   it("exits 0 at the deadline when the stop hangs", async () => {
     const r = recorder();
     const uninstall = onShutdownSignals({

@@ -19,6 +19,11 @@ export interface ShutdownOptions {
    * TimeoutStopSec (15 s) so the process exits on its own rather than being SIGKILLed.
    */
   deadlineMs: number;
+  /**
+   * Asked on a second signal: true when it cut a wait short (the drain delay) and the graceful
+   * stop goes on; false to exit at once. Default: always exit at once.
+   */
+  hurry?: () => boolean;
   /** Default process.exit. */
   exit?: (code: number) => void;
   /** Default SIGTERM and SIGINT. */
@@ -26,8 +31,9 @@ export interface ShutdownOptions {
 }
 
 /**
- * First signal: STOPPING=1 and a graceful stop, then exit 0. A second signal, or the deadline,
- * ends the process at once, also with 0: the stop was asked for, so systemd should record a
+ * First signal: STOPPING=1 and a graceful stop, then exit 0. A second signal first skips the
+ * drain delay if `hurry` has one to skip; otherwise it, or the deadline, ends the process at
+ * once, also with 0: the stop was asked for, so systemd should record a
  * clean stop rather than a failure (the log says what was cut). Returns an uninstaller.
  */
 export function onShutdownSignals(options: ShutdownOptions): () => void {
@@ -38,6 +44,10 @@ export function onShutdownSignals(options: ShutdownOptions): () => void {
   let deadline: NodeJS.Timeout | undefined;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {
+      if (options.hurry?.() === true) {
+        logger.warn({ signal }, "second signal while stopping; draining now");
+        return;
+      }
       logger.warn({ signal }, "second signal while stopping; exiting now");
       exit(0);
       return;

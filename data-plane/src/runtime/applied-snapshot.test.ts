@@ -41,6 +41,9 @@ describe("AppliedSnapshot", () => {
     expect(applied.apply(good(6)).ok).toBe(true);
     expect(applied.version()).toBe(6);
     expect(applied.state()?.appliedAtMs).toBe(2_000);
+    expect(applied.state()?.source).toBe("control-plane");
+    expect(applied.apply(good(7), "cache").ok).toBe(true);
+    expect(applied.state()?.source).toBe("cache");
     // A reader that took the old reference keeps a whole, unchanged snapshot.
     expect(first?.version).toBe(5);
   });

@@ -7,11 +7,15 @@ import {
 
 export type { CompiledSnapshot, CompileResult };
 
-/** The snapshot being served and when it was applied, swapped as one value. */
+/** Where a served snapshot came from: streamed by a control plane, or read from the disk cache. */
+export type SnapshotSource = "control-plane" | "cache";
+
+/** The snapshot being served, when it was applied and where from, swapped as one value. */
 export interface AppliedState {
   readonly compiled: CompiledSnapshot;
   /** Unix milliseconds when this data plane swapped it in. */
   readonly appliedAtMs: number;
+  readonly source: SnapshotSource;
 }
 
 export interface AppliedSnapshotOptions {
@@ -51,11 +55,11 @@ export class AppliedSnapshot {
     return this.#state?.compiled.version ?? 0;
   }
 
-  /** Compiles the snapshot and, only if that succeeds, swaps it in. */
-  apply(snapshot: Snapshot): CompileResult {
+  /** Compiles the snapshot and, only if that succeeds, swaps it in; source default control-plane. */
+  apply(snapshot: Snapshot, source: SnapshotSource = "control-plane"): CompileResult {
     const result = this.#compile(snapshot);
     if (result.ok)
-      this.#state = Object.freeze({ compiled: result.value, appliedAtMs: this.#now() });
+      this.#state = Object.freeze({ compiled: result.value, appliedAtMs: this.#now(), source });
     return result;
   }
 }

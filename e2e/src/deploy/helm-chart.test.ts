@@ -16,6 +16,8 @@ const UPDATE_GOLDEN = process.env.UPDATE_GOLDEN === "1";
 
 /** The binaries' default drain after SIGTERM; the chart must not shorten it by accident. */
 const DRAIN_TIMEOUT_SECONDS = 10;
+/** The data plane serves on this long after SIGTERM, while Kubernetes removes its endpoint. */
+const DRAIN_DELAY_SECONDS = 5;
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are free-form YAML
 type Manifest = Record<string, any>;
@@ -172,19 +174,33 @@ describe("values.schema.json", () => {
     expect(result.stderr).toContain(field);
   });
 
-  it.each(["controlPlane", "dataPlane"])(
-    "rejects a %s grace period that does not exceed its drain time",
-    async (plane) => {
+  it.each([
+    ["controlPlane", 10, "controlPlane.drainTimeoutSeconds (10)"],
+    ["dataPlane", 10, "dataPlane.drainDelaySeconds + dataPlane.drainTimeoutSeconds (5 + 10 = 15)"],
+    // Above the drain alone, but not above the drain delay plus the drain.
+    ["dataPlane", 15, "dataPlane.drainDelaySeconds + dataPlane.drainTimeoutSeconds (5 + 10 = 15)"],
+  ])(
+    "rejects a %s grace period of %i s that does not exceed its stop time",
+    async (plane, grace, stop) => {
       const result = await runHelm([
         ...["template", "clawgate", CHART],
-        ...["--set", `${plane}.terminationGracePeriodSeconds=10`],
+        ...["--set", `${plane}.terminationGracePeriodSeconds=${grace}`],
       ]);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain(
-        `${plane}.terminationGracePeriodSeconds (10) must exceed ${plane}.drainTimeoutSeconds (10)`,
+        `${plane}.terminationGracePeriodSeconds (${grace}) must exceed ${stop}`,
       );
     },
   );
+
+  it("accepts a data-plane grace period just above the drain delay plus the drain", async () => {
+    const result = await runHelm([
+      ...["template", "clawgate", CHART],
+      ...["--set", "dataPlane.terminationGracePeriodSeconds=16"],
+    ]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
 });
 
 describe.each(["default", "production"] as const)("rendered data plane (%s values)", (which) => {
@@ -205,10 +221,12 @@ describe.each(["default", "production"] as const)("rendered data plane (%s value
     expect(env("CLAWGATE_DP_ADMIN_LISTEN")).toBe(`0.0.0.0:${adminPort()}`);
   });
 
-  it("drains on SIGTERM alone, within a grace period above the drain time", () => {
+  it("drains on SIGTERM alone, after a delay, within a grace period above both", () => {
     const drainMs = Number(env("CLAWGATE_DRAIN_TIMEOUT_MS"));
+    const delayMs = Number(env("CLAWGATE_DRAIN_DELAY_MS"));
     expect(drainMs).toBeGreaterThanOrEqual(DRAIN_TIMEOUT_SECONDS * 1000);
-    expect(pod().terminationGracePeriodSeconds * 1000).toBeGreaterThan(drainMs);
+    expect(delayMs).toBe(DRAIN_DELAY_SECONDS * 1000);
+    expect(pod().terminationGracePeriodSeconds * 1000).toBeGreaterThan(delayMs + drainMs);
     expect(container().lifecycle?.preStop).toBeUndefined();
   });
 
@@ -236,6 +254,13 @@ describe.each(["default", "production"] as const)("rendered data plane (%s value
 });
 
 describe("rendered control plane", () => {
+  it("probes readiness on /readyz and liveness on /healthz, neither needing the token", () => {
+    const deployment = find(renders.default.docs, "Deployment", "clawgate-control-plane");
+    const container = deployment.spec.template.spec.containers[0];
+    expect(container.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "admin" });
+    expect(container.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "admin" });
+  });
+
   it("runs 2 replicas against the external etcd with listeners off loopback", () => {
     const deployment = find(renders.production.docs, "Deployment", "clawgate-control-plane");
     expect(deployment.spec.replicas).toBe(2);

@@ -85,6 +85,36 @@ describe("graceful drain and listeners that cannot bind (etcd, control plane, da
     expect(dp.process.output.grep("drain timed out")).toEqual([]);
   });
 
+  it("with a drain delay, SIGTERM turns /readyz 503 but new connections are served; a second SIGTERM drains", async () => {
+    // Far longer than the test: only the second SIGTERM can end it.
+    const dp = await startDataPlane({
+      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+      CLAWGATE_DRAIN_DELAY_MS: "120000",
+    });
+    teardown.add("delayed data plane", () => dp.stop());
+    const proxy = splitHostPort(dp.env.CLAWGATE_PROXY_LISTEN!);
+    process.kill(dp.process.pid, "SIGTERM");
+
+    await waitFor(async () => (await httpStatus(`${dp.adminUrl}/readyz`, 200)) === 503, {
+      what: "/readyz to answer 503 during the drain delay",
+      timeoutMs: 5_000,
+      intervalMs: 5,
+    });
+    // This fetch opens the first connection to the proxy: the listener still accepts.
+    expect(await httpStatus(`${dp.proxyUrl}/slow/during-delay`, 5_000)).toBe(200);
+    expect(await tcpReachable(proxy.host, proxy.port)).toBe(true);
+    expect(dp.process.output.grep("not ready; serving on").length).toBeGreaterThan(0);
+
+    const signalledAt = performance.now();
+    process.kill(dp.process.pid, "SIGTERM");
+    const exit = await dp.process.exited;
+    expect(describeExit(exit)).toBe("code 0");
+    // The delay was skipped, not waited out.
+    expect(performance.now() - signalledAt).toBeLessThan(10_000);
+    expect(dp.process.output.grep("second signal while stopping; draining now").length).toBe(1);
+    expect(await tcpReachable(proxy.host, proxy.port)).toBe(false);
+  });
+
   it("a second data plane on a taken proxy port exits non-zero, naming the address", async () => {
     const dp = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress });
     teardown.add("first data plane", () => dp.stop());

@@ -87,8 +87,12 @@ describe("last good snapshot on disk (etcd, control plane, data plane)", () => {
     expect(await metric(dp, "clawgate_snapshot_version")).toBe(cachedVersion);
     expect(await metric(dp, "clawgate_snapshot_from_cache")).toBe(1);
     const readyz = await fetch(`${dp.adminUrl}/readyz`);
-    expect(await readyz.json()).toEqual({ status: "ready", version: cachedVersion });
-    expect(await dp.configDump()).toMatchObject({ version: cachedVersion });
+    expect(await readyz.json()).toEqual({
+      status: "ready",
+      version: cachedVersion,
+      source: "cache",
+    });
+    expect(await dp.configDump()).toMatchObject({ version: cachedVersion, source: "cache" });
     expect(dp.process.output.grep("serving the cached snapshot")).toHaveLength(1);
   });
 
@@ -116,6 +120,7 @@ describe("last good snapshot on disk (etcd, control plane, data plane)", () => {
     });
     expect(version).toBeGreaterThan(cachedVersion);
     expect(await metric(dp, "clawgate_snapshot_from_cache")).toBe(0);
+    expect(await dp.configDump()).toMatchObject({ version, source: "control-plane" });
     await waitFor(async () => (await metric(dp, "clawgate_snapshot_cache_version")) === version, {
       what: `the cache to hold version ${version}`,
     });
