@@ -9,12 +9,14 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { buildAdminApp } from "./admin/app.js";
 import { resolveAdminToken } from "./config/admin-token.js";
+import { readGrpcServerTls } from "./config/grpc-tls.js";
 import { loadControlPlaneSettings } from "./config/load-settings.js";
 import { createEtcdElection } from "./election/etcd-election.js";
 import { alwaysLeader } from "./election/leader-election.js";
 import { Fleet } from "./fleet/fleet.js";
 import { startSnapshotServer } from "./grpc/snapshot-server.js";
 import { FleetHealth } from "./health/fleet-health.js";
+import { SharedHealthReports } from "./health/shared-health-reports.js";
 import { Journal } from "./journal/journal.js";
 import { exitOnListenFailure, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
@@ -33,6 +35,8 @@ import { openStore } from "./store/open-store.js";
  */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const settings = loadControlPlaneSettings(argv, env);
+  // Read before anything starts: a bad certificate file exits 2 like any other bad setting.
+  const grpcTls = readGrpcServerTls(settings);
   const logger = pino({ name: "clawgate-control-plane", level: settings.logLevel });
   // systemd Type=notify: READY=1 once both listeners are bound, WATCHDOG=1 while healthy.
   const notifier = createNotifier({ logger });
@@ -72,7 +76,26 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   // Layer 2 across the fleet: the data planes' node-health reports (via the snapshot streams
   // into the fleet), majority verdicts, and remediation of nodes most of them evicted, run by
   // one replica at a time (the embedded store means a single process, always the leader).
-  const fleetHealth = new FleetHealth({ fleet, journal, logger });
+  // With etcd, replicas share the reports under meta/health/ so each of them, the remediation
+  // leader included, counts the whole fleet; the embedded store means one replica, and writing
+  // every report to its file would only cost fsyncs.
+  const fleetHealth = new FleetHealth({
+    fleet,
+    journal,
+    logger,
+    shared:
+      store.kind === "etcd"
+        ? new SharedHealthReports({
+            store,
+            prefix: settings.etcdPrefix,
+            replicaId: settings.instanceId,
+            // A dead replica's reports outlive it as long as its claim to leadership does.
+            leaseTtlSeconds: settings.leaderTtlSeconds,
+            logger,
+          })
+        : undefined,
+  });
+  await fleetHealth.start();
   const election =
     store.kind === "etcd"
       ? createEtcdElection({
@@ -101,9 +124,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     fleet,
     logger,
     metrics: controlPlaneMetrics,
+    tls: grpcTls,
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
+  let draining = false;
   const admin = await buildAdminApp({
+    draining: () => draining,
     config,
     snapshot: builder,
     fleet,
@@ -140,6 +166,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     notifier,
     deadlineMs: settings.drainTimeoutMs + CLOSE_GRACE_MS,
     stop: async () => {
+      draining = true;
       notifier.status("stopping: draining admin requests");
       if (!(await settlesWithin(admin.close(), settings.drainTimeoutMs))) {
         logger.warn({ drainTimeoutMs: settings.drainTimeoutMs }, "admin drain timed out");
@@ -148,7 +175,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await grpc.close(CLOSE_GRACE_MS);
       await remediation.stop(1_000);
       await election.stop();
-      fleetHealth.close();
+      await fleetHealth.close();
       await expiries.stop();
       await builder.stop();
       await store.close();

@@ -6,6 +6,7 @@ import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
+import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
@@ -60,6 +61,8 @@ export async function startDataPlane(
   config: DataPlaneConfig,
   options: { notifier?: Notifier } = {},
 ): Promise<RunningDataPlane> {
+  // Read before anything listens: a bad certificate file is a ConfigError (exit 2).
+  const cpTls = readCpTls(config);
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
@@ -85,6 +88,7 @@ export async function startDataPlane(
     softwareVersion: SOFTWARE_VERSION,
     lastAppliedVersion: () => applied.version(),
     logger,
+    tls: cpTls,
     apply: (snapshot) => {
       const result = applySnapshot(snapshot, "control-plane");
       if (result.ok) {

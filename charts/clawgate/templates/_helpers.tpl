@@ -80,6 +80,20 @@ monitoring.coreos.com/v1, or the operator said so (helm template has no cluster 
 {{- if or .Values.monitoring.assumeCRDsInstalled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end }}
 {{- end }}
 
+{{/* Where both planes mount tls.existingSecret. */}}
+{{- define "clawgate.tlsDir" -}}
+/etc/clawgate/snapshot-tls
+{{- end }}
+
+{{/* The tls.existingSecret volume, the same in both planes. */}}
+{{- define "clawgate.tlsVolume" -}}
+- name: snapshot-tls
+  secret:
+    secretName: {{ .Values.tls.existingSecret }}
+    # Owner root, group fsGroup: the non-root process reads the key through its group.
+    defaultMode: 0440
+{{- end }}
+
 {{/* A soft spread of one plane's pods over nodes; call like clawgate.selectorLabels. */}}
 {{- define "clawgate.spread" -}}
 topologySpreadConstraints:
@@ -102,6 +116,9 @@ topologySpreadConstraints:
 {{- $dpStop := add (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) }}
 {{- if le (int $dp.terminationGracePeriodSeconds) (int $dpStop) }}
 {{- fail (printf "dataPlane.terminationGracePeriodSeconds (%d) must exceed dataPlane.drainDelaySeconds + dataPlane.drainTimeoutSeconds (%d + %d = %d): Kubernetes would SIGKILL the process mid-drain" (int $dp.terminationGracePeriodSeconds) (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) (int $dpStop)) }}
+{{- end }}
+{{- if and .Values.tls.enabled (not .Values.tls.existingSecret) }}
+{{- fail "tls.existingSecret must name a Secret with tls.crt, tls.key and ca.crt when tls.enabled is true" }}
 {{- end }}
 {{- if and $dp.autoscaling.enabled (gt (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}
 {{- fail (printf "dataPlane.autoscaling.minReplicas (%d) must not exceed dataPlane.autoscaling.maxReplicas (%d)" (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}

@@ -42,6 +42,12 @@ export const controlPlaneSettingsSchema = z.strictObject({
   drainTimeoutMs: z.int().min(0).max(600_000).default(10_000),
   /** etcd session TTL of the remediation leader: how long a dead leader blocks another; default 10 s. */
   leaderTtlSeconds: z.int().min(1).max(600).default(10),
+  /** PEM certificate chain the snapshot service presents, with grpcTlsKeyFile; default unset (plaintext). */
+  grpcTlsCertFile: z.string().min(1).optional(),
+  /** PEM private key of grpcTlsCertFile; set both or neither. Default unset. */
+  grpcTlsKeyFile: z.string().min(1).optional(),
+  /** PEM CA that must have signed the data planes' certificates (mutual TLS); default unset. */
+  grpcTlsClientCaFile: z.string().min(1).optional(),
 });
 
 export type ControlPlaneSettings = Readonly<z.infer<typeof controlPlaneSettingsSchema>>;
@@ -62,4 +68,7 @@ export const controlPlaneEnvironment: Record<string, keyof ControlPlaneSettings>
   CLAWGATE_WATCHDOG_MAX_HEAP_RATIO: "watchdogMaxHeapRatio",
   CLAWGATE_DRAIN_TIMEOUT_MS: "drainTimeoutMs",
   CLAWGATE_LEADER_TTL_SECONDS: "leaderTtlSeconds",
+  CLAWGATE_GRPC_TLS_CERT_FILE: "grpcTlsCertFile",
+  CLAWGATE_GRPC_TLS_KEY_FILE: "grpcTlsKeyFile",
+  CLAWGATE_GRPC_TLS_CLIENT_CA_FILE: "grpcTlsClientCaFile",
 };

@@ -3,16 +3,15 @@ import {
   type StreamSnapshotsRequest,
   snapshotServiceDefinition,
 } from "@clawgate/proto";
-import {
-  Server,
-  ServerCredentials,
-  type ServerDuplexStream,
-  type ServiceError,
-  status,
-} from "@grpc/grpc-js";
+import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
 import type { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import {
+  channelSecurity,
+  type GrpcServerTls,
+  snapshotServerCredentials,
+} from "./server-credentials.js";
 import { serviceError } from "./service-error.js";
 import { StreamSession } from "./stream-session.js";
 
@@ -32,6 +31,8 @@ export interface SnapshotServerOptions {
   keepaliveTimeMs?: number;
   /** A ping unanswered this long drops the connection; default 5 s. */
   keepaliveTimeoutMs?: number;
+  /** TLS, or mutual TLS when it carries a client CA; default none (plaintext). */
+  tls?: GrpcServerTls;
 }
 
 export interface SnapshotServer {
@@ -83,7 +84,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
   let port: number;
   try {
     port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(options.address, ServerCredentials.createInsecure(), (error, bound) =>
+      server.bindAsync(options.address, snapshotServerCredentials(options.tls), (error, bound) =>
         error ? reject(error) : resolve(bound),
       );
     });
@@ -92,7 +93,10 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     server.forceShutdown();
     throw error;
   }
-  logger.info({ address: options.address, port }, "snapshot server listening");
+  logger.info(
+    { address: options.address, port, security: channelSecurity(options.tls) },
+    "snapshot server listening",
+  );
 
   return {
     port,

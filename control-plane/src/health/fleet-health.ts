@@ -10,6 +10,7 @@ import {
   type NodeHealthState,
   type StateCounts,
 } from "./node-verdict.js";
+import type { SharedHealthReports } from "./shared-health-reports.js";
 
 /** One data plane's word on one node. */
 export interface DataPlaneNodeReport {
@@ -54,6 +55,13 @@ export interface FleetHealthOptions {
    * comes back (or a control-plane restart) does not flap verdicts; default 30 s.
    */
   reconnectGraceMs?: number;
+  /**
+   * Shares reports between control-plane replicas through the store: a report received here is
+   * written there, and the view counts what the store holds from every replica, so each replica
+   * gives the same answer; default none (the view is this process's data planes, which is the
+   * whole fleet when there is one replica). Call start() before relying on the view.
+   */
+  shared?: SharedHealthReports;
 }
 
 interface StoredNode {
@@ -83,16 +91,25 @@ function nodeKey(upstream: string, address: string): string {
 /**
  * The fleet's view of node health: each data plane's latest report (its whole view), and per
  * node how many data planes see it healthy, quarantined or evicted and what the majority says.
- * Every state change a data plane reports is journaled once, with that data plane as source.
+ * Every state change a data plane reports is journaled once, with that data plane as source, by
+ * the replica that received the report (with `shared`, the others only read it).
  */
 export class FleetHealth {
   readonly #journal: FleetHealthOptions["journal"];
   readonly #logger: FleetHealthOptions["logger"];
   readonly #fleet: FleetHealthOptions["fleet"];
   readonly #graceMs: number;
+  readonly #shared: SharedHealthReports | undefined;
+  /** The view: each data plane's latest report, from this replica or (shared) any replica. */
   readonly #reports = new Map<string, Map<string, StoredNode>>();
+  /**
+   * Shared only: the latest report of each data plane that reports to this replica. Changes are
+   * journaled against it, not against the view, which lags by a store round trip.
+   */
+  readonly #received = new Map<string, Map<string, StoredNode>>();
   readonly #verdicts = new Map<string, MajorityVerdict>();
   readonly #listeners = new Set<VerdictListener>();
+  readonly #updateListeners = new Set<(dataPlane: string) => void>();
   readonly #dropTimers = new Map<string, NodeJS.Timeout>();
   readonly #unsubscribe: Array<() => void> = [];
 
@@ -101,6 +118,7 @@ export class FleetHealth {
     this.#logger = options.logger;
     this.#fleet = options.fleet;
     this.#graceMs = options.reconnectGraceMs ?? 30_000;
+    this.#shared = options.shared;
     const fleet = options.fleet;
     if (fleet !== undefined) {
       this.#unsubscribe.push(
@@ -112,6 +130,32 @@ export class FleetHealth {
     }
   }
 
+  /**
+   * With `shared`, reads every replica's reports and follows the store; rejects if that first
+   * read fails. Without, there is nothing to start.
+   */
+  async start(): Promise<void> {
+    await this.#shared?.start({
+      onReset: (reports) => {
+        for (const dataPlane of [...this.#reports.keys()]) {
+          if (!reports.has(dataPlane)) this.#remove(dataPlane);
+        }
+        for (const report of reports.values()) {
+          this.#apply(report.dataPlane, this.#parse(report.dataPlane, report.nodes));
+        }
+      },
+      onReport: (report) => {
+        this.#apply(report.dataPlane, this.#parse(report.dataPlane, report.nodes));
+      },
+      onGone: (dataPlane) => this.#remove(dataPlane),
+      onMoved: (dataPlane) => {
+        // It reports to another replica now, which journals its changes and owns its key.
+        this.#received.delete(dataPlane);
+        this.#cancelDrop(dataPlane);
+      },
+    });
+  }
+
   /** Calls `listener` after every change of a node's majority verdict; returns the unsubscribe. */
   onVerdict(listener: VerdictListener): () => void {
     this.#listeners.add(listener);
@@ -120,9 +164,54 @@ export class FleetHealth {
     };
   }
 
-  /** Replaces `dataPlane`'s view of node health with `nodes` (state of the world). */
+  /** Calls `listener` after each change of a data plane's report in the view; returns the unsubscribe. */
+  onUpdate(listener: (dataPlane: string) => void): () => void {
+    this.#updateListeners.add(listener);
+    return () => {
+      this.#updateListeners.delete(listener);
+    };
+  }
+
+  /**
+   * `dataPlane` sent its whole view of node health (state of the world) to this replica:
+   * journals its changes and replaces its report (shared: in the store, and the view follows).
+   */
   report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
-    const previous = this.#reports.get(dataPlane);
+    const next = this.#parse(dataPlane, nodes);
+    const shared = this.#shared;
+    const previous =
+      shared === undefined
+        ? this.#reports.get(dataPlane)
+        : (this.#received.get(dataPlane) ?? this.#reports.get(dataPlane));
+    for (const node of next.values()) {
+      const before = previous?.get(nodeKey(node.upstream, node.address))?.state;
+      const action = actionFor(before, node.state);
+      if (action !== undefined) this.#journalChange(dataPlane, node, action);
+    }
+    if (shared === undefined) {
+      this.#apply(dataPlane, next);
+      return;
+    }
+    this.#received.set(dataPlane, next);
+    shared.publish(dataPlane, nodes);
+  }
+
+  /**
+   * Forgets `dataPlane`'s report now; its nodes' verdicts are recounted without it. Shared: this
+   * replica withdraws the report it wrote, and every replica's view follows the store.
+   */
+  drop(dataPlane: string): void {
+    this.#cancelDrop(dataPlane);
+    const shared = this.#shared;
+    if (shared === undefined) {
+      this.#remove(dataPlane);
+      return;
+    }
+    this.#received.delete(dataPlane);
+    shared.withdraw(dataPlane);
+  }
+
+  #parse(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
     const next = new Map<string, StoredNode>();
     for (const node of nodes) {
       if (!isNodeHealthState(node.state)) {
@@ -140,22 +229,32 @@ export class FleetHealth {
         changedAtMs: Number(node.changedAtMs),
       });
     }
-    this.#reports.set(dataPlane, next);
-    for (const node of next.values()) {
-      const before = previous?.get(nodeKey(node.upstream, node.address))?.state;
-      const action = actionFor(before, node.state);
-      if (action !== undefined) this.#journalChange(dataPlane, node, action);
-    }
-    this.#reconsider(new Set([...next.keys(), ...(previous?.keys() ?? [])]));
+    return next;
   }
 
-  /** Forgets `dataPlane`'s report now; its nodes' verdicts are recounted without it. */
-  drop(dataPlane: string): void {
-    this.#cancelDrop(dataPlane);
+  #apply(dataPlane: string, next: Map<string, StoredNode>): void {
+    const previous = this.#reports.get(dataPlane);
+    this.#reports.set(dataPlane, next);
+    this.#reconsider(new Set([...next.keys(), ...(previous?.keys() ?? [])]));
+    this.#updated(dataPlane);
+  }
+
+  #remove(dataPlane: string): void {
     const previous = this.#reports.get(dataPlane);
     if (previous === undefined) return;
     this.#reports.delete(dataPlane);
     this.#reconsider(new Set(previous.keys()));
+    this.#updated(dataPlane);
+  }
+
+  #updated(dataPlane: string): void {
+    for (const listener of this.#updateListeners) {
+      try {
+        listener(dataPlane);
+      } catch (error) {
+        this.#logger?.warn({ err: error }, "health update listener failed");
+      }
+    }
   }
 
   /** Every reported node of `upstream`, by address. */
@@ -210,15 +309,21 @@ export class FleetHealth {
     return out;
   }
 
-  /** Stops following the fleet and cancels pending drops. */
-  close(): void {
+  /**
+   * Stops following the fleet (and the store), cancels pending drops and waits for shared
+   * writes under way. Shared reports are not withdrawn: they expire with this replica's lease
+   * unless their data planes report again to another replica first.
+   */
+  async close(): Promise<void> {
     for (const off of this.#unsubscribe.splice(0)) off();
     for (const timer of this.#dropTimers.values()) clearTimeout(timer);
     this.#dropTimers.clear();
+    await this.#shared?.stop();
   }
 
   #followConnection(dataPlane: string): void {
-    if (!this.#reports.has(dataPlane)) return;
+    const mine = this.#shared === undefined ? this.#reports : this.#received;
+    if (!mine.has(dataPlane)) return;
     const view = this.#fleet?.get(dataPlane);
     if (view === undefined) {
       // The fleet forgot it: it is gone for good.

@@ -1,1 +1,2 @@
 export { type EtcdProcess, type StartEtcdOptions, startEtcd } from "./etcd-process.js";
+export { makeTestPki, type TestPki } from "./test-pki.js";

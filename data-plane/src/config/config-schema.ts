@@ -61,6 +61,23 @@ export const configSchema = z.strictObject({
    * body streams through once and its request is never retried.
    */
   replayBodyLimitBytes: z.int().min(0).max(67_108_864).default(65_536),
+  /**
+   * PEM CA bundle the control planes' certificates must chain to; setting it turns TLS on for
+   * the snapshot stream. Default unset: plaintext, meant for loopback.
+   */
+  cpTlsCaFile: z.string().min(1).optional(),
+  /** PEM client certificate for mutual TLS; needs cpTlsKeyFile and cpTlsCaFile. Default unset. */
+  cpTlsCertFile: z.string().min(1).optional(),
+  /** PEM private key of cpTlsCertFile. Default unset. */
+  cpTlsKeyFile: z.string().min(1).optional(),
+  /**
+   * Name checked in the control plane's certificate instead of the host of each address (and
+   * sent as SNI), e.g. when dialling by IP; default unset: the address's host.
+   */
+  cpTlsServerName: z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, "must be a host name")
+    .optional(),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

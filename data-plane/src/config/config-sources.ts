@@ -44,6 +44,14 @@ export const FIELD_SOURCES: Record<ConfigField, FieldSource> = {
     flag: "replay-body-limit-bytes",
     kind: "int",
   },
+  cpTlsCaFile: { env: "CLAWGATE_CP_TLS_CA_FILE", flag: "cp-tls-ca-file", kind: "string" },
+  cpTlsCertFile: { env: "CLAWGATE_CP_TLS_CERT_FILE", flag: "cp-tls-cert-file", kind: "string" },
+  cpTlsKeyFile: { env: "CLAWGATE_CP_TLS_KEY_FILE", flag: "cp-tls-key-file", kind: "string" },
+  cpTlsServerName: {
+    env: "CLAWGATE_CP_TLS_SERVER_NAME",
+    flag: "cp-tls-server-name",
+    kind: "string",
+  },
 };
 
 /**

@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { ConfigError, type ConfigProblem } from "./config-error.js";
 import { type ConfigField, configSchema, type DataPlaneConfig } from "./config-schema.js";
 import { FIELD_SOURCES, fromText } from "./config-sources.js";
+import { cpTlsPairingProblems } from "./cp-tls.js";
 import { parseHostPort } from "./host-port.js";
 
 export interface LoadConfigOptions {
@@ -50,6 +51,8 @@ export function loadConfig(options: LoadConfigOptions = {}): DataPlaneConfig {
     throw new ConfigError(parsed.error.issues.flatMap((issue) => toProblems(issue, merged)));
   }
   const settings = parsed.data;
+  const pairing = cpTlsPairingProblems(settings, (field) => merged.origins[field] ?? "default");
+  if (pairing.length > 0) throw new ConfigError(pairing);
   const proxy = parseHostPort(settings.proxyListen, { allowPortZero: true });
   const proxyPort = proxy.ok ? proxy.value.port : 0;
   const nodeId = settings.nodeId ?? `${options.hostname ?? osHostname()}-${proxyPort}`;

@@ -11,6 +11,12 @@ import {
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { Backoff } from "./backoff.js";
+import {
+  type ChannelSecurity,
+  describeChannelSecurity,
+  type SnapshotChannelTls,
+  snapshotChannelSecurity,
+} from "./channel-credentials.js";
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
 
 export type ApplyResult = { ok: true } | { ok: false; reason: string };
@@ -36,6 +42,8 @@ export interface SnapshotClientOptions {
   connectTimeoutMs?: number;
   /** grpc-js channel options laid over the keepalive defaults below. */
   channelOptions?: grpc.ChannelOptions;
+  /** TLS to the control planes, mutual when it carries a client certificate; default plaintext. */
+  tls?: SnapshotChannelTls;
 }
 
 /**
@@ -73,6 +81,8 @@ interface Attempt {
 export class SnapshotClient {
   readonly #options: SnapshotClientOptions;
   readonly #backoff: Backoff;
+  /** Built once: every reconnect reuses the same TLS context. */
+  readonly #security: ChannelSecurity;
   readonly #listeners = new Set<ConnectionStateListener>();
   #state: ConnectionState = { status: "idle" };
   #index = 0;
@@ -86,6 +96,7 @@ export class SnapshotClient {
     if (options.addresses.length === 0) throw new RangeError("SnapshotClient needs an address");
     this.#options = options;
     this.#backoff = new Backoff({ ...options.backoff, random: options.random });
+    this.#security = snapshotChannelSecurity(options.tls);
   }
 
   state(): ConnectionState {
@@ -100,6 +111,11 @@ export class SnapshotClient {
 
   start(): void {
     if (this.#stopped || this.#state.status !== "idle") return;
+    const { addresses, tls, logger } = this.#options;
+    logger.info(
+      { controlPlanes: addresses, security: describeChannelSecurity(tls) },
+      "streaming snapshots from the control planes",
+    );
     this.#connect();
   }
 
@@ -133,8 +149,9 @@ export class SnapshotClient {
     const address = addresses[this.#index % addresses.length]!;
     this.#setState({ status: "connecting", address });
     const method = snapshotServiceDefinition.streamSnapshots;
-    const client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+    const client = new grpc.Client(address, this.#security.credentials, {
       ...DEFAULT_CHANNEL_OPTIONS,
+      ...this.#security.channelOptions,
       ...channelOptions,
     });
     const call = client.makeBidiStreamRequest(

@@ -1,8 +1,10 @@
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type NodeHealthView, nodeHealth } from "../connection-healing/fleet-views.js";
 import {
   type ControlPlane,
   type DataPlane,
+  freePorts,
   type NamedUpstream,
   startControlPlane,
   startDataPlane,
@@ -19,6 +21,8 @@ describe("two control planes on one etcd: losing one changes nothing for traffic
   let first: ControlPlane;
   let second: ControlPlane;
   let upstream: NamedUpstream;
+  /** A node nobody listens on, so both data planes evict it and report that. */
+  let deadNode: string;
   const dataPlanes: DataPlane[] = [];
 
   beforeAll(async () => {
@@ -32,6 +36,11 @@ describe("two control planes on one etcd: losing one changes nothing for traffic
     teardown.add("cp-2", () => second.stop());
     await first.admin.putUpstream("agents", { nodes: [{ address: upstream.address, weight: 1 }] });
     await first.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "agents" });
+    deadNode = `127.0.0.1:${(await freePorts(1))[0]}`;
+    await first.admin.putUpstream("probed", {
+      nodes: [{ address: deadNode, weight: 1 }],
+      healthCheck: { intervalMs: 200, timeoutMs: 150, unhealthyThreshold: 2, healthyThreshold: 2 },
+    });
     // Both list cp-1 first, so both are on cp-1 when it dies.
     for (const nodeId of ["dp-1", "dp-2"]) {
       const dp = await startDataPlane({
@@ -50,6 +59,23 @@ describe("two control planes on one etcd: losing one changes nothing for traffic
     expect((await second.admin.snapshot()).version).toBe(version);
     // Only cp-1 has streams so far.
     expect(await second.admin.dataplanes()).toEqual([]);
+  });
+
+  it("both replicas show the same node health, though only cp-1 has the streams", async () => {
+    // cp-1 receives the reports and shares them through etcd; cp-2 reads them from there.
+    const evictedByAll = (view: NodeHealthView | undefined) =>
+      view?.evicted === dataPlanes.length && view.total === dataPlanes.length ? view : false;
+    const onSecond = await waitFor(
+      async () => evictedByAll(await nodeHealth(second.admin, "probed", deadNode)),
+      { what: "cp-2 to show the dead node evicted by both data planes" },
+    );
+    const onFirst = await waitFor(
+      async () => evictedByAll(await nodeHealth(first.admin, "probed", deadNode)),
+      { what: "cp-1 to show the dead node evicted by both data planes" },
+    );
+    expect(onSecond.majority).toBe("evicted");
+    expect(onSecond.reports.map((r) => r.dataPlane)).toEqual(["dp-1", "dp-2"]);
+    expect(onSecond.reports).toEqual(onFirst.reports);
   });
 
   it("kill -9 of cp-1: every data plane is SYNCED on cp-2, with no failed request", async () => {

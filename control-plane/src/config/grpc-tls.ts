@@ -1,0 +1,90 @@
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { GrpcServerTls } from "../grpc/server-credentials.js";
+import { ConfigError } from "./load-settings.js";
+import type { ControlPlaneSettings } from "./settings.js";
+
+export type GrpcTlsSettings = Pick<
+  ControlPlaneSettings,
+  "grpcTlsCertFile" | "grpcTlsKeyFile" | "grpcTlsClientCaFile"
+>;
+
+type ReadFile = (path: string) => Buffer;
+
+/**
+ * Reads the snapshot service's PEM files at boot: undefined when none is set (plaintext).
+ * A file that is missing, unreadable or not the PEM it should be, a key that does not match
+ * its certificate, or a client CA without a server certificate throws a ConfigError naming
+ * the setting, so the binary exits with status 2 instead of serving something else.
+ */
+export function readGrpcServerTls(
+  settings: GrpcTlsSettings,
+  readFile: ReadFile = readFileSync,
+): GrpcServerTls | undefined {
+  const { grpcTlsCertFile, grpcTlsKeyFile, grpcTlsClientCaFile } = settings;
+  if (grpcTlsCertFile === undefined) {
+    if (grpcTlsKeyFile !== undefined) {
+      fail("grpcTlsKeyFile", grpcTlsKeyFile, "set grpcTlsCertFile with it (both or neither)");
+    }
+    if (grpcTlsClientCaFile !== undefined) {
+      fail(
+        "grpcTlsClientCaFile",
+        grpcTlsClientCaFile,
+        "mutual TLS needs the control plane's own certificate: " +
+          "set grpcTlsCertFile and grpcTlsKeyFile too",
+      );
+    }
+    return undefined;
+  }
+  if (grpcTlsKeyFile === undefined) {
+    return fail("grpcTlsCertFile", grpcTlsCertFile, "set grpcTlsKeyFile with it (both or neither)");
+  }
+
+  const certChain = read("grpcTlsCertFile", grpcTlsCertFile, readFile);
+  const certificate = parse("grpcTlsCertFile", grpcTlsCertFile, "certificate", () =>
+    pemCertificate(certChain),
+  );
+  const privateKey = read("grpcTlsKeyFile", grpcTlsKeyFile, readFile);
+  const key = parse("grpcTlsKeyFile", grpcTlsKeyFile, "private key", (): KeyObject => {
+    return createPrivateKey(privateKey);
+  });
+  if (!certificate.checkPrivateKey(key)) {
+    fail(
+      "grpcTlsKeyFile",
+      grpcTlsKeyFile,
+      `is not the key of the certificate in ${grpcTlsCertFile}`,
+    );
+  }
+  if (grpcTlsClientCaFile === undefined) return { certChain, privateKey };
+  const clientCa = read("grpcTlsClientCaFile", grpcTlsClientCaFile, readFile);
+  parse("grpcTlsClientCaFile", grpcTlsClientCaFile, "certificate", () => pemCertificate(clientCa));
+  return { certChain, privateKey, clientCa };
+}
+
+/** The first certificate of a PEM bundle; X509Certificate alone would also take DER. */
+function pemCertificate(pem: Buffer): X509Certificate {
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no BEGIN CERTIFICATE line");
+  return new X509Certificate(pem);
+}
+
+function read(setting: keyof GrpcTlsSettings, path: string, readFile: ReadFile): Buffer {
+  try {
+    return readFile(path);
+  } catch (error) {
+    return fail(setting, path, `cannot read it: ${(error as Error).message}`);
+  }
+}
+
+function parse<T>(setting: keyof GrpcTlsSettings, path: string, what: string, parser: () => T): T {
+  try {
+    return parser();
+  } catch (error) {
+    return fail(setting, path, `does not hold a PEM ${what}: ${(error as Error).message}`);
+  }
+}
+
+function fail(setting: keyof GrpcTlsSettings, path: string, reason: string): never {
+  throw new ConfigError(
+    `invalid control-plane settings:\n  ${setting}: ${reason} (got ${JSON.stringify(path)})`,
+  );
+}

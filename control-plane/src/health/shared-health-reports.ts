@@ -1,0 +1,473 @@
+import type { Logger } from "pino";
+import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
+import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
+import {
+  encodeHealthReport,
+  parseHealthReport,
+  type SharedHealthReport,
+} from "./stored-health-report.js";
+
+export interface SharedHealthReportsOptions {
+  store: Store;
+  /** Key prefix with its trailing slash (e.g. "/clawgate/"); reports go under `{prefix}meta/health/`. */
+  prefix: string;
+  /** This replica's id, written into every report it receives (the instance id). */
+  replicaId: string;
+  /**
+   * TTL of the lease this replica binds its data planes' reports to: how long they outlive a
+   * replica that died (its data planes report again wherever they reconnect); default 10 s.
+   */
+  leaseTtlSeconds?: number;
+  /** At most one write per data plane per this many ms; the newest report wins; default 100. */
+  coalesceMs?: number;
+  /** Delay before retrying a failed write or re-reading after a failed watch; default 1000 ms. */
+  retryMs?: number;
+  logger?: Pick<Logger, "debug" | "info" | "warn">;
+  /** Wall clock for the time a report was received; default Date.now. */
+  clock?: () => number;
+}
+
+/** Where the shared view goes: every replica's reports, as the store has them. */
+export interface SharedHealthHandlers {
+  /** Every report in the store, after the first read and after each re-read (a watch failed). */
+  onReset(reports: ReadonlyMap<string, SharedHealthReport>): void;
+  /** A data plane's report was written, by any replica. */
+  onReport(report: SharedHealthReport): void;
+  /** A data plane's report is gone: withdrawn, unreadable, or its replica's lease expired. */
+  onGone(dataPlane: string): void;
+  /** Another replica has a newer report of a data plane this one reported: it reports there now. */
+  onMoved(dataPlane: string): void;
+}
+
+/** A report received here and not withdrawn: what this replica writes for the data plane. */
+interface Outgoing {
+  nodes: readonly ReportedNodeHealth[];
+  reportedAtMs: number;
+}
+
+/** One data plane's writes: one at a time, at most one per coalesceMs. */
+interface Outbox {
+  /** The store lags what this replica wants there (a newer report, or a withdrawal). */
+  dirty: boolean;
+  busy: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** performance.now() before which the next write waits. */
+  notBefore: number;
+}
+
+/** What this replica last learned of a data plane's key; a first guess for guarded writes. */
+interface KnownKey {
+  /** Store revision of the observation, so an older one never overwrites a newer one. */
+  revision: number;
+  /** The key's mod revision; 0 when it does not exist. */
+  modRevision: number;
+  replica?: string;
+  reportedAtMs?: number;
+}
+
+/** Tries of a guarded write before giving up until the next report or retry. */
+const MAX_WRITE_ATTEMPTS = 5;
+
+/**
+ * Node-health reports shared between control-plane replicas through the store. Each replica
+ * writes every report its data planes send to `{prefix}meta/health/{nodeId}`, bound to a lease
+ * it keeps alive, and reads every replica's reports back (a range, then a watch; a re-read when
+ * the watch fails), so each replica, and the remediation leader, counts the whole fleet.
+ *
+ * A report replaces the stored one only if it was received no earlier (the store's compare
+ * guards the check), so a late write from a replica a data plane just left never hides the
+ * newer report from the replica it moved to.
+ */
+export class SharedHealthReports {
+  readonly replicaId: string;
+  readonly #store: Store;
+  readonly #prefix: string;
+  readonly #ttlSeconds: number;
+  readonly #coalesceMs: number;
+  readonly #retryMs: number;
+  readonly #logger: SharedHealthReportsOptions["logger"];
+  readonly #clock: () => number;
+  readonly #latest = new Map<string, Outgoing>();
+  readonly #outboxes = new Map<string, Outbox>();
+  readonly #known = new Map<string, KnownKey>();
+  /** Mod revision of this replica's last write of each data plane's key, for withdrawals. */
+  readonly #own = new Map<string, number>();
+  readonly #inFlight = new Set<Promise<void>>();
+  #handlers: SharedHealthHandlers | undefined;
+  #lease: string | undefined;
+  #granting: Promise<string> | undefined;
+  #watch: Watch | undefined;
+  #generation = 0;
+  #keepAliveTimer: NodeJS.Timeout | undefined;
+  #resyncTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: SharedHealthReportsOptions) {
+    this.replicaId = options.replicaId;
+    this.#store = options.store;
+    this.#prefix = options.prefix;
+    this.#ttlSeconds = options.leaseTtlSeconds ?? 10;
+    this.#coalesceMs = options.coalesceMs ?? 100;
+    this.#retryMs = options.retryMs ?? 1_000;
+    this.#logger = options.logger;
+    this.#clock = options.clock ?? Date.now;
+    if (!(Number.isInteger(this.#ttlSeconds) && this.#ttlSeconds >= 1)) {
+      throw new RangeError(`leaseTtlSeconds must be an integer >= 1, got ${this.#ttlSeconds}`);
+    }
+    if (!(this.#coalesceMs >= 0 && this.#retryMs >= 0)) {
+      throw new RangeError(
+        `coalesceMs (${this.#coalesceMs}) and retryMs (${this.#retryMs}) must not be negative`,
+      );
+    }
+  }
+
+  /** Reads every report into `handlers.onReset`, then follows the store; rejects if that read fails. */
+  async start(handlers: SharedHealthHandlers): Promise<void> {
+    this.#handlers = handlers;
+    this.#keepAlive();
+    await this.#sync();
+  }
+
+  /**
+   * Stops watching and keeping the lease alive, and waits for writes under way. The lease is
+   * left to expire rather than revoked: the data planes move to another replica and report
+   * there, and until they do their last reports still count.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#generation++;
+    clearTimeout(this.#keepAliveTimer);
+    clearTimeout(this.#resyncTimer);
+    for (const outbox of this.#outboxes.values()) clearTimeout(outbox.timer);
+    const watch = this.#watch;
+    this.#watch = undefined;
+    await watch?.close().catch(() => undefined);
+    await Promise.all(this.#inFlight);
+  }
+
+  /** Shares `dataPlane`'s whole view, received here now; replaces any report not yet written. */
+  publish(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
+    if (this.#stopped) return;
+    this.#latest.set(dataPlane, { nodes, reportedAtMs: this.#clock() });
+    this.#markDirty(dataPlane);
+  }
+
+  /** Deletes `dataPlane`'s report if this replica wrote the stored one (it left for good). */
+  withdraw(dataPlane: string): void {
+    if (this.#stopped || !this.#latest.delete(dataPlane)) return;
+    this.#markDirty(dataPlane);
+  }
+
+  #markDirty(dataPlane: string): void {
+    let outbox = this.#outboxes.get(dataPlane);
+    if (outbox === undefined) {
+      outbox = { dirty: false, busy: false, timer: undefined, notBefore: 0 };
+      this.#outboxes.set(dataPlane, outbox);
+    }
+    outbox.dirty = true;
+    this.#kick(dataPlane, outbox);
+  }
+
+  #kick(dataPlane: string, outbox: Outbox): void {
+    if (this.#stopped || outbox.busy || outbox.timer !== undefined) return;
+    if (!outbox.dirty) {
+      if (!this.#latest.has(dataPlane)) this.#outboxes.delete(dataPlane);
+      return;
+    }
+    const now = performance.now();
+    if (now < outbox.notBefore) {
+      outbox.timer = setTimeout(() => {
+        outbox.timer = undefined;
+        this.#kick(dataPlane, outbox);
+      }, outbox.notBefore - now);
+      outbox.timer.unref();
+      return;
+    }
+    outbox.dirty = false;
+    outbox.busy = true;
+    outbox.notBefore = now + this.#coalesceMs;
+    const latest = this.#latest.get(dataPlane);
+    const run = (latest === undefined ? this.#delete(dataPlane) : this.#write(dataPlane, latest))
+      .catch((error: unknown) => {
+        this.#logger?.warn(
+          { err: error, dataPlane, retryMs: this.#retryMs },
+          "could not share a data plane's health report; trying again",
+        );
+        outbox.dirty = true;
+        outbox.notBefore = performance.now() + this.#retryMs;
+      })
+      .finally(() => {
+        this.#inFlight.delete(run);
+        outbox.busy = false;
+        this.#kick(dataPlane, outbox);
+      });
+    this.#inFlight.add(run);
+  }
+
+  async #write(dataPlane: string, outgoing: Outgoing): Promise<void> {
+    const key = healthReportKey(this.#prefix, dataPlane);
+    const value = encodeHealthReport({
+      replica: this.replicaId,
+      reportedAtMs: outgoing.reportedAtMs,
+      nodes: outgoing.nodes,
+    });
+    let known = this.#known.get(dataPlane);
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (this.#stopped) return;
+      if (this.#newerElsewhere(known, outgoing.reportedAtMs)) {
+        this.#superseded(dataPlane, outgoing);
+        return;
+      }
+      const lease = await this.#currentLease();
+      if (this.#stopped) return;
+      let committed: { succeeded: boolean; revision: number };
+      try {
+        committed = await this.#store.commit(
+          [{ key, modRevision: known?.modRevision ?? 0 }],
+          [{ type: "put", key, value, lease }],
+        );
+      } catch (error) {
+        if (!isLeaseGone(error)) throw error;
+        this.#leaseLost(lease);
+        continue;
+      }
+      if (committed.succeeded) {
+        this.#own.set(dataPlane, committed.revision);
+        this.#observe(dataPlane, {
+          revision: committed.revision,
+          modRevision: committed.revision,
+          replica: this.replicaId,
+          reportedAtMs: outgoing.reportedAtMs,
+        });
+        return;
+      }
+      // Someone changed the key since this replica last saw it: look again, then decide.
+      const current = await this.#store.get(key);
+      known = knownFrom(dataPlane, current, current?.modRevision ?? 0);
+      this.#observe(dataPlane, known);
+    }
+    throw new Error(`the health report key of ${dataPlane} kept changing`);
+  }
+
+  async #delete(dataPlane: string): Promise<void> {
+    const own = this.#own.get(dataPlane);
+    if (own === undefined) return;
+    const key = healthReportKey(this.#prefix, dataPlane);
+    // Only the report this replica wrote: a newer one from another replica stays.
+    await this.#store.commit([{ key, modRevision: own }], [{ type: "delete", key }]);
+    if (this.#own.get(dataPlane) === own) this.#own.delete(dataPlane);
+  }
+
+  /** True when the stored report came from another replica that received it after `atMs`. */
+  #newerElsewhere(known: KnownKey | undefined, atMs: number): boolean {
+    return (
+      known !== undefined &&
+      known.modRevision !== 0 &&
+      known.replica !== this.replicaId &&
+      (known.reportedAtMs ?? 0) > atMs
+    );
+  }
+
+  /** Another replica holds a newer report of `dataPlane`: stop speaking for it. */
+  #superseded(dataPlane: string, outgoing?: Outgoing): void {
+    const latest = this.#latest.get(dataPlane);
+    if (latest === undefined || (outgoing !== undefined && latest !== outgoing)) return;
+    this.#latest.delete(dataPlane);
+    this.#own.delete(dataPlane);
+    const outbox = this.#outboxes.get(dataPlane);
+    if (outbox !== undefined) {
+      outbox.dirty = false;
+      clearTimeout(outbox.timer);
+      outbox.timer = undefined;
+      if (!outbox.busy) this.#outboxes.delete(dataPlane);
+    }
+    this.#handlers?.onMoved(dataPlane);
+  }
+
+  #currentLease(): Promise<string> {
+    if (this.#lease !== undefined) return Promise.resolve(this.#lease);
+    this.#granting ??= this.#store.grantLease(this.#ttlSeconds).then(
+      (lease) => {
+        this.#granting = undefined;
+        this.#lease = lease;
+        return lease;
+      },
+      (error: unknown) => {
+        this.#granting = undefined;
+        throw error;
+      },
+    );
+    return this.#granting;
+  }
+
+  /** The lease expired (etcd was out of reach longer than its TTL): its keys are gone with it. */
+  #leaseLost(lease: string): void {
+    if (this.#lease !== lease) return;
+    this.#lease = undefined;
+    this.#own.clear();
+    this.#logger?.warn(
+      { lease, dataPlanes: this.#latest.size },
+      "health report lease expired; writing this replica's reports again on a new lease",
+    );
+    for (const dataPlane of this.#latest.keys()) this.#markDirty(dataPlane);
+  }
+
+  /** Refreshes the lease every third of its TTL, so two refreshes may fail before it expires. */
+  #keepAlive(): void {
+    if (this.#stopped) return;
+    this.#keepAliveTimer = setTimeout(
+      () => {
+        const lease = this.#lease;
+        if (lease === undefined) {
+          this.#keepAlive();
+          return;
+        }
+        this.#store
+          .refreshLease(lease)
+          .then(
+            (alive) => {
+              if (!alive) this.#leaseLost(lease);
+            },
+            (error: unknown) => {
+              this.#logger?.warn(
+                { err: error, lease },
+                "could not refresh the health report lease",
+              );
+            },
+          )
+          .finally(() => this.#keepAlive());
+      },
+      (this.#ttlSeconds * 1_000) / 3,
+    );
+    this.#keepAliveTimer.unref();
+  }
+
+  async #sync(): Promise<void> {
+    const generation = ++this.#generation;
+    const prefix = healthReportPrefix(this.#prefix);
+    const range = await this.#store.range(prefix);
+    if (generation !== this.#generation) return;
+    const reports = new Map<string, SharedHealthReport>();
+    const present = new Set<string>();
+    for (const item of range.items) {
+      const dataPlane = parseHealthReportKey(this.#prefix, item.key);
+      if (dataPlane === undefined) continue;
+      present.add(dataPlane);
+      this.#observe(dataPlane, knownFrom(dataPlane, item, range.revision));
+      const parsed = parseHealthReport(dataPlane, item.value);
+      if (parsed.ok) reports.set(dataPlane, parsed.report);
+      else
+        this.#logger?.debug({ key: item.key, reason: parsed.reason }, "skipping a health report");
+    }
+    for (const dataPlane of this.#known.keys()) {
+      if (!present.has(dataPlane)) {
+        this.#observe(dataPlane, { revision: range.revision, modRevision: 0 });
+      }
+    }
+    this.#handlers?.onReset(reports);
+    for (const report of reports.values()) this.#followWriter(report);
+
+    const watch = await this.#store.watch(prefix, range.revision + 1, {
+      onEvents: (events) => {
+        if (generation === this.#generation) this.#onEvents(events);
+      },
+      onError: (error) => {
+        if (generation === this.#generation) this.#resyncLater(error);
+      },
+    });
+    if (generation !== this.#generation) {
+      await watch.close();
+      return;
+    }
+    this.#watch = watch;
+  }
+
+  #onEvents(events: readonly WatchEvent[]): void {
+    for (const event of events) {
+      const dataPlane = parseHealthReportKey(this.#prefix, event.key);
+      if (dataPlane === undefined) continue;
+      if (event.type === "delete") {
+        this.#observe(dataPlane, { revision: event.modRevision, modRevision: 0 });
+        this.#handlers?.onGone(dataPlane);
+        continue;
+      }
+      const parsed = parseHealthReport(dataPlane, event.value ?? "");
+      if (!parsed.ok) {
+        this.#observe(dataPlane, { revision: event.modRevision, modRevision: event.modRevision });
+        this.#logger?.debug({ key: event.key, reason: parsed.reason }, "skipping a health report");
+        this.#handlers?.onGone(dataPlane);
+        continue;
+      }
+      const { replica, reportedAtMs } = parsed.report;
+      this.#observe(dataPlane, {
+        revision: event.modRevision,
+        modRevision: event.modRevision,
+        replica,
+        reportedAtMs,
+      });
+      this.#handlers?.onReport(parsed.report);
+      this.#followWriter(parsed.report);
+    }
+  }
+
+  /** Another replica's report, newer than what this one received: the data plane moved. */
+  #followWriter(report: SharedHealthReport): void {
+    if (report.replica === this.replicaId) return;
+    const latest = this.#latest.get(report.dataPlane);
+    if (latest !== undefined && report.reportedAtMs >= latest.reportedAtMs) {
+      this.#superseded(report.dataPlane);
+    }
+  }
+
+  #observe(dataPlane: string, known: KnownKey): void {
+    const previous = this.#known.get(dataPlane);
+    if (previous !== undefined && previous.revision > known.revision) return;
+    if (known.modRevision === 0) this.#known.delete(dataPlane);
+    else this.#known.set(dataPlane, known);
+  }
+
+  /**
+   * A failed watch starts over from a fresh read: the reset replaces the whole view, so
+   * whatever happened in the gap (a compacted revision included) is accounted for.
+   */
+  #resyncLater(error: Error): void {
+    if (this.#stopped) return;
+    this.#generation++;
+    const old = this.#watch;
+    this.#watch = undefined;
+    void old?.close().catch(() => undefined);
+    this.#logger?.warn({ err: error }, "health report watch failed; reading the reports again");
+    clearTimeout(this.#resyncTimer);
+    this.#resyncTimer = setTimeout(() => {
+      if (this.#stopped) return;
+      this.#sync().catch((retryError: unknown) => this.#resyncLater(asError(retryError)));
+    }, this.#retryMs);
+    this.#resyncTimer.unref();
+  }
+}
+
+function knownFrom(dataPlane: string, kv: KeyValue | undefined, revision: number): KnownKey {
+  if (kv === undefined) return { revision, modRevision: 0 };
+  const parsed = parseHealthReport(dataPlane, kv.value);
+  const known: KnownKey = { revision, modRevision: kv.modRevision };
+  if (parsed.ok) {
+    known.replica = parsed.report.replica;
+    known.reportedAtMs = parsed.report.reportedAtMs;
+  }
+  return known;
+}
+
+/** The store refused a put because the lease is gone (embedded and etcd say it differently). */
+function isLeaseGone(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    code === "CLAWGATE_STORE_LEASE_NOT_FOUND" ||
+    // etcd3 wraps "requested lease not found" as "Lease ... is expired or revoked".
+    (typeof message === "string" && /lease not found|expired or revoked/i.test(message))
+  );
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
