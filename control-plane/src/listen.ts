@@ -20,3 +20,9 @@ export function exitOnListenFailure(logger: Logger, what: string, address: strin
     process.exit(1);
   };
 }
+
+/** True for addresses only this host can reach: 127.0.0.0/8, ::1 and localhost. */
+export function isLoopback(address: string): boolean {
+  const [host] = splitHostPort(address);
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

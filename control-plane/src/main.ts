@@ -18,7 +18,7 @@ import { startSnapshotServer } from "./grpc/snapshot-server.js";
 import { FleetHealth } from "./health/fleet-health.js";
 import { SharedHealthReports } from "./health/shared-health-reports.js";
 import { Journal } from "./journal/journal.js";
-import { exitOnListenFailure, splitHostPort } from "./listen.js";
+import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
 import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
@@ -38,6 +38,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   // Read before anything starts: a bad certificate file exits 2 like any other bad setting.
   const grpcTls = readGrpcServerTls(settings);
   const logger = pino({ name: "clawgate-control-plane", level: settings.logLevel });
+  if (!isLoopback(settings.grpcListen) && grpcTls?.clientCa === undefined) {
+    // Whoever reaches the stream gets the whole config and can report node health, which
+    // feeds remediation: beyond loopback, only data planes with a certificate should.
+    logger.warn(
+      { address: settings.grpcListen },
+      "the snapshot service listens beyond loopback without mutual TLS; set grpcTlsClientCaFile",
+    );
+  }
   // systemd Type=notify: READY=1 once both listeners are bound, WATCHDOG=1 while healthy.
   const notifier = createNotifier({ logger });
   notifier.status("opening the store");
