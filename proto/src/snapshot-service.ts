@@ -10,6 +10,9 @@ import {
 /** The protocol both sides speak; a stream whose Hello names another is refused. */
 export const PROTOCOL_VERSION = 1;
 
+/** Trailer in which a control plane that refuses a stream names the protocol it speaks. */
+export const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
+
 /**
  * What the control plane writes on a stream: a message, or the bytes of one already encoded.
  * A snapshot is encoded once per version and the same bytes go to every data plane.

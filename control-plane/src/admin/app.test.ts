@@ -117,6 +117,41 @@ describe("admin API resources", () => {
     expect((await app.inject({ method: "GET", url: "/v1/upstreams" })).json().items).toEqual([]);
   });
 
+  it("answers 400 for what every data plane's compiler would refuse", async () => {
+    const address = await put("/v1/upstreams/agents", { nodes: [{ address: "-x..y:80" }] });
+    expect(address.statusCode).toBe(400);
+    expect(address.json().error.details).toContainEqual(
+      expect.objectContaining({ path: "nodes.0.address" }),
+    );
+    expect((await put("/v1/upstreams/agents", agents)).statusCode).toBe(201);
+
+    const cases: [unknown, string][] = [
+      [{ match: { pathPrefix: "/a b" }, upstream: "agents" }, "match.pathPrefix"],
+      [{ match: { hosts: ["*"], pathPrefix: "/" }, upstream: "agents" }, "match.hosts.0"],
+      [{ match: { path: "/x?y" }, upstream: "agents" }, "match.path"],
+      [
+        { match: { pathPrefix: "/" }, upstream: "agents", rewrite: { host: "a b" } },
+        "rewrite.host",
+      ],
+      [
+        {
+          match: { pathPrefix: "/" },
+          split: [
+            { upstream: "agents", weight: 1 },
+            { upstream: "agents", weight: 2 },
+          ],
+        },
+        "split.1.upstream",
+      ],
+    ];
+    for (const [spec, path] of cases) {
+      const response = await put("/v1/routes/api", spec);
+      expect(response.statusCode, path).toBe(400);
+      expect(response.json().error.details).toContainEqual(expect.objectContaining({ path }));
+    }
+    expect((await app.inject({ method: "GET", url: "/v1/routes" })).json().items).toEqual([]);
+  });
+
   it("answers 400 for a bad name and for a body that is not JSON", async () => {
     const name = await put("/v1/upstreams/Not_Valid", agents);
     expect(name.statusCode).toBe(400);

@@ -89,11 +89,18 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(reply, clawgateError("CLAWGATE_INTERNAL"));
   });
 
+  // First segments under /v1 that are endpoints, not kinds (apply, snapshot, events, ...),
+  // collected as routes register so a wrong method or sub-path there is not an "unknown kind".
+  const endpoints = new Set<string>();
+  app.addHook("onRoute", (route) => {
+    const [, version, segment] = route.url.split("/");
+    if (version === "v1" && segment && !segment.startsWith(":")) endpoints.add(segment);
+  });
+
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split("?")[0] ?? "";
     const [, version, kind] = path.split("/");
-    const known = ["apply", "snapshot", "dataplanes"];
-    if (version === "v1" && kind && !known.includes(kind) && parseKind(kind) === undefined) {
+    if (version === "v1" && kind && !endpoints.has(kind) && parseKind(kind) === undefined) {
       return sendError(
         reply,
         clawgateError(

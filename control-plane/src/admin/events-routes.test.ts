@@ -56,6 +56,18 @@ function get(url: string) {
 }
 
 describe("GET /v1/events", () => {
+  it("answers a wrong method or sub-path as a missing endpoint, not an unknown kind", async () => {
+    for (const [method, url] of [
+      ["POST", "/v1/events"],
+      ["GET", "/v1/events/x"],
+      ["PUT", "/v1/snapshot"],
+    ] as const) {
+      const response = await app.inject({ method, url });
+      expect(response.statusCode, url).toBe(404);
+      expect(response.json().error.code, `${method} ${url}`).toBe("CLAWGATE_ENDPOINT_NOT_FOUND");
+    }
+  });
+
   it("lists events newest first", async () => {
     const response = await get("/v1/events");
     expect(response.statusCode).toBe(200);

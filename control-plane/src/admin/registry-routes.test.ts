@@ -119,6 +119,12 @@ describe("registry routes", () => {
         .error.details.map((d: { path: string }) => d.path)
         .sort(),
     ).toEqual(["extra", "ttlSeconds"]);
+    // The data plane's compiler refuses this address, so registering it would stall the fleet.
+    const badAddress = await put("/v1/upstreams/agents/nodes/n1", { address: "-x..y:80" });
+    expect(badAddress.statusCode).toBe(400);
+    expect(badAddress.json().error.details).toContainEqual(
+      expect.objectContaining({ path: "address" }),
+    );
     const badId = await put("/v1/upstreams/agents/nodes/Bad_Id", { address: "127.0.0.1:9005" });
     expect(badId.statusCode).toBe(400);
     expect(badId.json().error.code).toBe("CLAWGATE_INVALID_NAME");

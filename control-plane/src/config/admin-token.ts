@@ -2,11 +2,17 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
+import { ConfigError } from "./load-settings.js";
 import type { ControlPlaneSettings } from "./settings.js";
+
+/** Shortest token the file may hold; shorter is too easy to guess. */
+const MIN_TOKEN_LENGTH = 16;
 
 /**
  * The admin API always has a token: the one configured, else the one in the token file,
- * else a new random one written to that file (mode 0600) for clawctl to read. The token
+ * else (only when there is no such file) a new random one written to it (mode 0600) for
+ * clawctl to read. A file that exists but cannot serve is a ConfigError, never overwritten:
+ * replacing it would silently lock out every client holding the operator's token. The token
  * itself is never logged; only the file it lives in.
  */
 export async function resolveAdminToken(
@@ -15,18 +21,33 @@ export async function resolveAdminToken(
 ): Promise<string> {
   if (settings.adminToken !== undefined) return settings.adminToken;
   const path = settings.adminTokenFile;
+  let stored: string | undefined;
   try {
-    const stored = (await readFile(path, "utf8")).trim();
-    if (stored.length >= 16) {
-      logger.info({ file: path }, "admin token read from file");
-      return stored;
-    }
+    stored = (await readFile(path, "utf8")).trim();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      throw invalid(path, `cannot be read: ${(error as Error).message}`);
+    }
+  }
+  if (stored !== undefined) {
+    if (stored.length < MIN_TOKEN_LENGTH) {
+      throw invalid(
+        path,
+        `holds ${stored.length} characters, fewer than ${MIN_TOKEN_LENGTH}; put a longer token in it or delete it to have one generated`,
+      );
+    }
+    logger.info({ file: path }, "admin token read from file");
+    return stored;
   }
   const token = randomBytes(24).toString("base64url");
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, `${token}\n`, { mode: 0o600 });
+  await writeFile(path, `${token}\n`, { mode: 0o600, flag: "wx" });
   logger.info({ file: path }, "admin token generated and written to file");
   return token;
+}
+
+function invalid(path: string, reason: string): ConfigError {
+  return new ConfigError(
+    `invalid control-plane settings:\n  adminTokenFile: ${reason} (got ${JSON.stringify(path)})`,
+  );
 }

@@ -5,7 +5,6 @@ import { Fleet, type StreamToken } from "./fleet.js";
 type Step =
   | { do: "publish"; version: number }
   | { do: "connect"; applied: number; stream?: string; software?: string }
-  | { do: "sent"; version: number }
   | { do: "ack"; version: number }
   | { do: "nack"; version: number; error?: string }
   | { do: "disconnect"; stream?: string }
@@ -24,7 +23,6 @@ const cases: Case[] = [
     steps: [
       { do: "publish", version: 5 },
       { do: "connect", applied: 0, expect: "SYNCING" },
-      { do: "sent", version: 5, expect: "SYNCING" },
       { do: "ack", version: 5, expect: "SYNCED" },
     ],
   },
@@ -141,9 +139,6 @@ describe("Fleet states", () => {
                 lastAppliedVersion: BigInt(step.applied),
               }),
             );
-            break;
-          case "sent":
-            fleet.sent("dp-1", step.version);
             break;
           case "ack":
             fleet.acked("dp-1", step.version);

@@ -41,8 +41,6 @@ interface DataPlaneRecord {
   /** The open stream; undefined while disconnected. */
   stream: StreamToken | undefined;
   appliedVersion: number;
-  /** Version last written to it; kept for debugging lag, not part of the state rule. */
-  sentVersion: number | undefined;
   lastNack: { version: number; error: string; at: number; softwareVersion: string } | undefined;
   lastSeen: number;
   connectedAt: number | undefined;
@@ -121,7 +119,6 @@ export class Fleet implements FleetSource {
       softwareVersion: hello.softwareVersion,
       stream: token,
       appliedVersion: applied,
-      sentVersion: undefined,
       lastNack: previous?.lastNack,
       lastSeen: now,
       connectedAt: now,
@@ -132,13 +129,6 @@ export class Fleet implements FleetSource {
     });
     this.changed(nodeId);
     return token;
-  }
-
-  sent(nodeId: string, version: number): void {
-    const record = this.records.get(nodeId);
-    if (record === undefined) return;
-    record.sentVersion = version;
-    this.changed(nodeId);
   }
 
   acked(nodeId: string, version: number): void {

@@ -1,8 +1,5 @@
-import { PROTOCOL_VERSION } from "@clawgate/proto";
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_TRAILER } from "@clawgate/proto";
 import { Metadata, type ServiceError, type status } from "@grpc/grpc-js";
-
-/** Trailer naming the protocol this control plane speaks, so a refused data plane can log it. */
-export const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
 
 /** The error a server handler emits on a call to end it with `code` and `details`. */
 export function serviceError(code: status, details: string): ServiceError {

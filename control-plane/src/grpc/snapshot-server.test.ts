@@ -4,6 +4,7 @@ import {
   HelloSchema,
   NackSchema,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSION_TRAILER,
   type Snapshot,
   type StreamSnapshotsRequest,
   StreamSnapshotsRequestSchema,
@@ -261,6 +262,8 @@ describe("snapshot server", () => {
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(status.details).toContain(`protocol version ${PROTOCOL_VERSION + 1}`);
     expect(status.details).toContain(`speaks protocol version ${PROTOCOL_VERSION}`);
+    // The trailer the data plane's client reads to log which protocol the CP speaks.
+    expect(status.metadata.get(PROTOCOL_VERSION_TRAILER)).toEqual([String(PROTOCOL_VERSION)]);
     expect(h.fleet.get("dp-old")).toBeUndefined();
   });
 

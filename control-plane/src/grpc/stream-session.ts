@@ -45,7 +45,6 @@ export class StreamSession {
   private lastSent: number | undefined;
   /** Versions sent and not yet answered, by nonce. */
   private readonly outstanding = new Map<string, number>();
-  private readonly refused = new Set<number>();
   /** The transport buffer is full; the newest snapshot goes out on 'drain'. */
   private blocked = false;
   private unsubscribe: (() => void) | undefined;
@@ -160,7 +159,6 @@ export class StreamSession {
   private onNack(identity: Identity, nack: Nack): void {
     const version = this.answered(identity, nack, "Nack");
     if (version === undefined) return;
-    this.refused.add(version);
     this.fleet.nacked(identity.nodeId, version, nack.errorDetail);
     this.metrics?.recordNack();
     this.logger.warn(
@@ -192,10 +190,9 @@ export class StreamSession {
     const { version } = published;
     if (version === this.applied || version === this.lastSent) return;
     // A refused version is never sent again: the data plane would only refuse it again.
-    if (this.refused.has(version) || this.fleet.refused(identity.nodeId, version)) return;
+    if (this.fleet.refused(identity.nodeId, version)) return;
     this.lastSent = version;
     this.outstanding.set(published.nonce, version);
-    this.fleet.sent(identity.nodeId, version);
     this.logger.debug({ nodeId: identity.nodeId, version }, "sending snapshot");
     // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
     if (!this.call.write(published.encoded)) this.blocked = true;

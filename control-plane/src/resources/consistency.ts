@@ -51,21 +51,3 @@ export function consistencyProblems(state: ConfigState): ConsistencyProblem[] {
   }
   return problems;
 }
-
-/** Names of the routes that send traffic to `upstream`. */
-export function routesUsingUpstream(state: ConfigState, upstream: string): string[] {
-  const users: string[] = [];
-  for (const { name, document: route } of state.routes.values()) {
-    if (route.upstream === upstream || route.split?.some((part) => part.upstream === upstream)) {
-      users.push(name);
-    }
-  }
-  return users;
-}
-
-/** Names of the upstreams guarded by breaker policy `breaker`. */
-export function upstreamsUsingBreaker(state: ConfigState, breaker: string): string[] {
-  return [...state.upstreams.values()]
-    .filter(({ document }) => document.breaker === breaker)
-    .map(({ name }) => name);
-}

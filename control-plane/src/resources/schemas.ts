@@ -1,3 +1,10 @@
+import {
+  isHostHeader,
+  isRouteHost,
+  isRoutePath,
+  parseNodeAddress,
+  RESOURCE_NAME,
+} from "@clawgate/data-plane/compiler";
 import { z } from "zod";
 
 /**
@@ -6,7 +13,9 @@ import { z } from "zod";
  * reads that form. Objects are strict so a misspelt field is an error, not a silent no-op.
  */
 
-export const RESOURCE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+// The predicates are the data plane compiler's own, so nothing the API accepts can be refused
+// by every data plane later.
+export { RESOURCE_NAME };
 export const resourceName = z
   .string()
   .regex(
@@ -17,13 +26,13 @@ export const resourceName = z
 const ms = (min: number, max: number, fallback: number) =>
   z.int().min(min).max(max).default(fallback);
 
-const nodeAddress = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
-  .refine((value) => {
-    const port = Number(value.slice(value.lastIndexOf(":") + 1));
-    return port >= 1 && port <= 65535;
-  }, "port must be 1-65535");
+const nodeAddress = z.string().superRefine((value, ctx) => {
+  const parsed = parseNodeAddress(value);
+  if (!parsed.ok) ctx.addIssue({ code: "custom", message: `must be host:port; ${parsed.reason}` });
+});
+
+const PATH_MESSAGE = 'must start with "/" and hold no space, "?" or "#"';
+const routePath = z.string().refine(isRoutePath, PATH_MESSAGE);
 
 export const nodeSchema = z.strictObject({
   /** host:port of the backend instance. */
@@ -104,11 +113,13 @@ export const RETRY_CONDITIONS = ["connect-failure", "reset", "timeout", "5xx"] a
 const routeMatchSchema = z
   .strictObject({
     /** Host names the route answers (no port); empty matches any host. */
-    hosts: z.array(z.string().regex(/^[a-z0-9*.-]+$/i, "must be a host name")).default([]),
+    hosts: z
+      .array(z.string().refine(isRouteHost, "must be a host name or *.suffix, without port"))
+      .default([]),
     /** Exact path; give this or pathPrefix. */
-    path: z.string().startsWith("/").optional(),
+    path: routePath.optional(),
     /** Path prefix; the longest matching prefix wins. */
-    pathPrefix: z.string().startsWith("/").optional(),
+    pathPrefix: routePath.optional(),
     /** Methods the route answers; empty matches any method. */
     methods: z.array(z.enum(HTTP_METHODS)).default([]),
     /** Headers that must be present with exactly these values (names case-insensitive). */
@@ -145,9 +156,9 @@ export const routeSchema = z
     rewrite: z
       .strictObject({
         /** Replaces the matched path or prefix before forwarding. */
-        pathPrefix: z.string().startsWith("/").optional(),
+        pathPrefix: routePath.optional(),
         /** Host header sent upstream instead of the client's. */
-        host: z.string().min(1).optional(),
+        host: z.string().refine(isHostHeader, "must be host[:port]").optional(),
       })
       .optional(),
     retry: z
@@ -181,6 +192,17 @@ export const routeSchema = z
         message: "give upstream or split, exactly one",
       });
     }
+    const seen = new Set<string>();
+    route.split?.forEach((part, index) => {
+      if (seen.has(part.upstream)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["split", index, "upstream"],
+          message: `upstream ${part.upstream} is already in the split`,
+        });
+      }
+      seen.add(part.upstream);
+    });
   });
 
 export const breakerSchema = z

@@ -192,6 +192,68 @@ describe("SnapshotBuilder", () => {
     expect(builder.status().problems).toBeUndefined();
   });
 
+  it("does not publish what the data plane's compiler refuses; the previous snapshot stays", async () => {
+    const { store, builder } = await setup();
+    await put(store, "upstreams/agents", { nodes: [{ address: "127.0.0.1:9001" }] });
+    let good = await put(store, "routes/api", { match: { pathPrefix: "/" }, upstream: "agents" });
+    await builder.start();
+    expect(builder.current()?.version).toBe(good);
+
+    // Written around the API: each is a document data planes would NACK.
+    for (const [path, doc] of [
+      ["routes/api", { match: { pathPrefix: "/a b" }, upstream: "agents" }],
+      ["routes/api", { match: { hosts: ["*"], pathPrefix: "/" }, upstream: "agents" }],
+      ["upstreams/agents", { nodes: [{ address: "-x..y:80" }] }],
+    ] as const) {
+      const key = path.startsWith("routes") ? "routes/api" : "upstreams/agents";
+      const refused = nextStatus(builder, (status) => status.version > good);
+      const bad = await put(store, path, doc);
+      const status = await refused;
+      expect(status).toMatchObject({ version: bad, published: false, publishedVersion: good });
+      expect(status.problems).toContainEqual({
+        key: `${PREFIX}${key}`,
+        message: expect.any(String),
+      });
+      expect(builder.current()?.version).toBe(good);
+      // Put the good document back before the next case.
+      const restored = await put(
+        store,
+        path,
+        key === "routes/api"
+          ? { match: { pathPrefix: "/" }, upstream: "agents" }
+          : { nodes: [{ address: "127.0.0.1:9001" }] },
+      );
+      good = (await nextPublish(builder, (p) => p.version >= restored)).version;
+    }
+  });
+
+  it("runs the data plane's compiler on the whole snapshot before publishing it", async () => {
+    // A clock past 2^53 ms makes createdAtMs something no data plane accepts; no document
+    // check can see it, only compiling the snapshot as a data plane would.
+    const store = await openEmbeddedStore({});
+    const { logger } = captureLogger();
+    const builder = new SnapshotBuilder({
+      store,
+      prefix: PREFIX,
+      logger,
+      clock: () => 2 ** 60,
+    });
+    cleanups.push(async () => {
+      await builder.stop();
+      await store.close();
+    });
+    const revision = await put(store, "upstreams/agents", { nodes: [] });
+    await builder.start();
+    expect(builder.current()).toBeUndefined();
+    expect(builder.status()).toMatchObject({
+      version: revision,
+      published: false,
+      publishedVersion: null,
+      reason: expect.stringContaining("nothing published yet"),
+      problems: [{ key: PREFIX, message: expect.stringContaining("createdAtMs is beyond 2^53") }],
+    });
+  });
+
   it("publishes nothing when the first state is inconsistent", async () => {
     const { store, builder } = await setup();
     const revision = await put(store, "upstreams/agents", { breaker: "nope" });

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { compileSnapshot } from "@clawgate/data-plane/compiler";
 import {
   create,
   encodeResponse,
+  fromBinary,
   type Snapshot,
   StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
@@ -10,7 +12,7 @@ import type { Logger } from "pino";
 import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
-import { RESOURCE_KINDS } from "../resources/schemas.js";
+import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
 import type { Store, Watch, WatchEvent } from "../store/store.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "./snapshot-status.js";
 import { toSnapshot } from "./to-snapshot.js";
@@ -28,6 +30,8 @@ export interface PublishedSnapshot {
 
 export type PublishListener = (published: PublishedSnapshot) => void;
 export type StatusListener = (status: SnapshotStatus) => void;
+
+type Problem = { key: string; message: string };
 
 export type BuilderLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
@@ -245,8 +249,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
       tenants: read.state.tenants.size,
     };
     const problems = this.problemsOf(read);
-    if (problems.length > 0) this.refuse(read.revision, problems, counts);
-    else this.publish(read, registry.nodes, counts);
+    const candidate = problems.length === 0 ? this.prepare(read, registry.nodes) : undefined;
+    if (candidate === undefined) this.refuse(read.revision, problems, counts);
+    else if ("problem" in candidate) this.refuse(read.revision, [candidate.problem], counts);
+    else this.publish(candidate, counts);
     for (const listener of this.statusListeners) {
       try {
         listener(this.status());
@@ -297,11 +303,15 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.lastReason = signature;
   }
 
-  private publish(
+  /**
+   * Builds and encodes the snapshot, then compiles the encoded bytes with the data plane's own
+   * compiler: config the API validation missed (a document or registration written around the
+   * API, an older control plane's looser rules) would otherwise be refused by every data plane.
+   */
+  private prepare(
     read: ConfigRead,
     registry: RegistryNodes,
-    counts: SnapshotStatus["counts"],
-  ): void {
+  ): { published: PublishedSnapshot; builtAtMs: number } | { problem: Problem } {
     const version = read.revision;
     const nonce = `${this.instanceId}-${version}`;
     const now = this.clock();
@@ -309,7 +319,37 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     const encoded = encodeResponse(
       create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: snapshot } }),
     );
-    const published: PublishedSnapshot = { version, nonce, snapshot, encoded };
+    // Decoded afresh because the compiler freezes what it is given, and because these bytes
+    // are exactly what a data plane receives.
+    const decoded = fromBinary(StreamSnapshotsResponseSchema, encoded).message;
+    const compiled =
+      decoded.case === "snapshot"
+        ? compileSnapshot(decoded.value)
+        : { ok: false as const, reason: "encoded response carries no snapshot" };
+    if (!compiled.ok) {
+      return {
+        problem: {
+          key: this.keyNamedBy(compiled.reason),
+          message: `data planes would refuse the snapshot: ${compiled.reason}`,
+        },
+      };
+    }
+    return { published: { version, nonce, snapshot, encoded }, builtAtMs: now };
+  }
+
+  /** The document a compiler reason names (`route "x": ...`), else the config prefix. */
+  private keyNamedBy(reason: string): string {
+    const named = /^(route|upstream|breaker|tenant) "([^"]*)"/.exec(reason);
+    if (named?.[1] === undefined || named[2] === undefined) return this.prefix;
+    return resourceKey(this.prefix, `${named[1]}s` as ResourceKind, named[2]);
+  }
+
+  private publish(
+    candidate: { published: PublishedSnapshot; builtAtMs: number },
+    counts: SnapshotStatus["counts"],
+  ): void {
+    const { published, builtAtMs: now } = candidate;
+    const { version, encoded } = published;
     this.published = published;
     this.builtAt = new Date(now).toISOString();
     this.lastStatus = {

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { SnapshotSchema, toJson } from "@clawgate/proto";
+import { SnapshotSchema, toBinary, toJson } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { readRegistryNodes } from "../registry/registered-node.js";
 import { readConfigState } from "../resources/config-state.js";
@@ -15,7 +15,10 @@ const documents: Record<string, unknown> = {
   "upstreams/agents": {
     nodes: [{ address: "10.0.0.5:8080", weight: 3 }, { address: "10.0.0.6:8080" }],
     healthCheck: { path: "/healthz", expectStatus: "ok" },
-    remediation: { command: ["systemctl", "restart", "agent@{port}.service"] },
+    remediation: {
+      command: ["systemctl", "restart", "agent@{port}.service"],
+      webhookUrl: "https://ops:secret@hooks.example.com/restart",
+    },
   },
   "upstreams/tools": {
     nodes: [{ address: "tools.internal:9000" }],
@@ -93,6 +96,14 @@ describe("toSnapshot", () => {
     const golden = fileURLToPath(new URL("./testdata/snapshot.golden.json", import.meta.url));
     if (process.env.UPDATE_GOLDEN) writeFileSync(golden, json);
     expect(json).toBe(readFileSync(golden, "utf8"));
+  });
+
+  it("leaves remediation out: only the control plane runs it, and its webhook may hold secrets", () => {
+    const bytes = toBinary(SnapshotSchema, snapshotOf(documents));
+    const text = Buffer.from(bytes).toString("latin1");
+    expect(text).not.toContain("systemctl");
+    expect(text).not.toContain("secret");
+    expect(text).toContain("10.0.0.5:8080");
   });
 
   it("adds the built-in default breaker only when none named default is stored", () => {

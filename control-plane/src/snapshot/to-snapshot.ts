@@ -90,14 +90,8 @@ function toUpstream(
       expectStatus: check.expectStatus ?? "",
     },
     breaker: upstream.breaker,
+    // remediation stays here: the control plane runs it, and its webhook URL may hold secrets.
     maxConnectionsPerNode: upstream.maxConnectionsPerNode,
-    remediation:
-      upstream.remediation === undefined
-        ? undefined
-        : {
-            command: upstream.remediation.command ?? [],
-            webhookUrl: upstream.remediation.webhookUrl ?? "",
-          },
   });
 }
 

@@ -57,6 +57,23 @@ describe("BreakerMetrics", () => {
     ]);
   });
 
+  it("counts an upstream that left and came back from zero, under its label", async () => {
+    const registry = new Registry();
+    const metrics = new BreakerMetrics(registry);
+    metrics.rejected("a");
+    metrics.retryAfterSkip("a");
+    metrics.forget("a");
+    expect(await values(registry, "clawgate_breaker_rejections_total")).toEqual([]);
+    metrics.rejected("a");
+    metrics.retryAfterSkip("a");
+    expect(await values(registry, "clawgate_breaker_rejections_total")).toEqual([
+      { labels: { upstream: "a" }, value: 1 },
+    ]);
+    expect(await values(registry, "clawgate_breaker_retry_after_skips_total")).toEqual([
+      { labels: { upstream: "a" }, value: 1 },
+    ]);
+  });
+
   it("counts rejections, skips and probe latency", async () => {
     const registry = new Registry();
     const metrics = new BreakerMetrics(registry);

@@ -11,6 +11,8 @@ export const BREAKER_STATE_VALUE: Readonly<Record<BreakerStateName, number>> = O
 
 const STATES: readonly BreakerStateName[] = ["closed", "half-open", "open"];
 
+type UpstreamCounter = ReturnType<Counter<"upstream">["labels"]>;
+
 /**
  * The breaker metrics named in DESIGN.md. Hand it to `BreakerRegistry` for state and transitions;
  * the proxy calls `rejected`, `probeLatency` and `retryAfterSkip` itself.
@@ -21,6 +23,10 @@ export class BreakerMetrics implements BreakerStateSink {
   private readonly rejections: Counter<"upstream">;
   private readonly probeLatencyMs: Histogram<string>;
   private readonly retryAfterSkips: Counter<"upstream">;
+  // Label children cached per upstream: the two fast-fail counters run once per request during
+  // an outage, and `inc({ upstream })` would hash the labels every time.
+  private readonly rejectionChildren = new Map<string, UpstreamCounter>();
+  private readonly retryAfterSkipChildren = new Map<string, UpstreamCounter>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -68,8 +74,11 @@ export class BreakerMetrics implements BreakerStateSink {
   /** Removes every series of an upstream gone from the snapshot, so label sets do not pile up. */
   forget(upstream: string): void {
     this.state.remove({ upstream });
+    // A cached child outlives `remove`; drop it too, or a returning upstream counts into nothing.
     this.rejections.remove({ upstream });
+    this.rejectionChildren.delete(upstream);
     this.retryAfterSkips.remove({ upstream });
+    this.retryAfterSkipChildren.delete(upstream);
     for (const from of STATES) {
       for (const to of STATES) this.transitions.remove({ upstream, from, to });
     }
@@ -77,7 +86,12 @@ export class BreakerMetrics implements BreakerStateSink {
 
   /** A request failed fast on the breaker (`acquire` returned ok: false). */
   rejected(upstream: string): void {
-    this.rejections.inc({ upstream });
+    let child = this.rejectionChildren.get(upstream);
+    if (child === undefined) {
+      child = this.rejections.labels({ upstream });
+      this.rejectionChildren.set(upstream, child);
+    }
+    child.inc();
   }
 
   /** A probe (`permit.probe`) finished after `ms` milliseconds. */
@@ -87,6 +101,11 @@ export class BreakerMetrics implements BreakerStateSink {
 
   /** A request was not sent because `RetryAfterGate.check` said wait. */
   retryAfterSkip(upstream: string): void {
-    this.retryAfterSkips.inc({ upstream });
+    let child = this.retryAfterSkipChildren.get(upstream);
+    if (child === undefined) {
+      child = this.retryAfterSkips.labels({ upstream });
+      this.retryAfterSkipChildren.set(upstream, child);
+    }
+    child.inc();
   }
 }

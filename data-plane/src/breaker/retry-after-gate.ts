@@ -7,42 +7,71 @@ export type GateCheck =
 const PASS: GateCheck = Object.freeze({ ok: true });
 
 /**
+ * One upstream's binding cooldown. The proxy holds it in the upstream's healing record, so a
+ * request checks it without a lookup by name.
+ */
+export class Cooldown {
+  #until = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Blocks until `untilMs` (clock time); an earlier deadline never shortens a later one. */
+  block(untilMs: number): void {
+    if (untilMs > this.#until) this.#until = untilMs;
+  }
+
+  /** Blocks for `durationMs` from now, e.g. the result of `parseRetryAfter`. */
+  blockFor(durationMs: number): void {
+    this.block(this.clock.now() + durationMs);
+  }
+
+  check(): GateCheck {
+    const left = this.#until - this.clock.now();
+    return left <= 0 ? PASS : { ok: false, retryAfterMs: Math.ceil(left) };
+  }
+}
+
+/**
  * Binding cooldowns an upstream asked for with 429 or 503 plus `Retry-After` (seed 004: honour it
  * even when the breaker would probe earlier). Check the gate before `CircuitBreaker.acquire`, so a
  * blocked request does not take the half-open probe slot.
  */
 export class RetryAfterGate {
-  private readonly until = new Map<string, number>();
+  private readonly cooldowns = new Map<string, Cooldown>();
 
   /** @param clock time source; default `systemClock`. Deadlines are in this clock's ms. */
   constructor(private readonly clock: Clock = systemClock) {}
 
+  /** The upstream's cooldown, created on first use; kept until `retain` drops the upstream. */
+  cooldown(upstream: string): Cooldown {
+    let cooldown = this.cooldowns.get(upstream);
+    if (cooldown === undefined) {
+      cooldown = new Cooldown(this.clock);
+      this.cooldowns.set(upstream, cooldown);
+    }
+    return cooldown;
+  }
+
   /** Blocks the upstream until `untilMs` (clock time); an earlier deadline never shortens a later one. */
   block(upstream: string, untilMs: number): void {
-    const current = this.until.get(upstream);
-    if (current === undefined || untilMs > current) this.until.set(upstream, untilMs);
+    this.cooldown(upstream).block(untilMs);
   }
 
   /** Blocks the upstream for `durationMs` from now, e.g. the result of `parseRetryAfter`. */
   blockFor(upstream: string, durationMs: number): void {
-    this.block(upstream, this.clock.now() + durationMs);
+    this.cooldown(upstream).blockFor(durationMs);
   }
 
   check(upstream: string): GateCheck {
-    const until = this.until.get(upstream);
-    if (until === undefined) return PASS;
-    const left = until - this.clock.now();
-    if (left <= 0) {
-      this.until.delete(upstream);
-      return PASS;
-    }
-    return { ok: false, retryAfterMs: Math.ceil(left) };
+    return this.cooldowns.get(upstream)?.check() ?? PASS;
   }
 
   /** Forgets upstreams not named; call after applying a snapshot. */
   retain(upstreamNames: Iterable<string>): void {
     const keep = new Set(upstreamNames);
-    for (const upstream of this.until.keys()) if (!keep.has(upstream)) this.until.delete(upstream);
+    for (const upstream of this.cooldowns.keys()) {
+      if (!keep.has(upstream)) this.cooldowns.delete(upstream);
+    }
   }
 }
 

@@ -15,6 +15,27 @@ const METHOD = /^[A-Z][A-Z0-9_-]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const PATH = /^\/[^\s?#]*$/;
 const MAX_SPLIT_WEIGHT = 1_000_000;
+
+/** True for a path or prefix the route table can match: starts with "/", no space, "?" or "#". */
+export function isRoutePath(value: string): boolean {
+  return PATH.test(value);
+}
+
+/** True for a match host: a host name (any case) or "*.suffix", without port. */
+export function isRouteHost(value: string): boolean {
+  const host = value.toLowerCase();
+  return HOST.test(host.startsWith("*.") ? host.slice(2) : host);
+}
+
+/** True for a header name (any case) a route may match on. */
+export function isHeaderName(value: string): boolean {
+  return HEADER_NAME.test(value.toLowerCase());
+}
+
+/** True for a Host header value a rewrite may send: host[:port] or [v6][:port]. */
+export function isHostHeader(value: string): boolean {
+  return HOST_HEADER.test(value);
+}
 /** Retries when the snapshot carries no retry policy; the control plane's default too. */
 const DEFAULT_RETRY_ATTEMPTS = 2;
 /** Connect failures never reached the upstream, so retrying them is safe for any method. */
@@ -45,15 +66,14 @@ export function compileRoute(
   const pathKind = match.path !== "" ? "exact" : "prefix";
   const pathValue = match.path !== "" ? match.path : match.pathPrefix;
   const pathField = pathKind === "exact" ? "match.path" : "match.pathPrefix";
-  if (!PATH.test(pathValue)) {
+  if (!isRoutePath(pathValue)) {
     return fail(`${where}: ${pathField} must start with "/" and hold no space, "?" or "#"`);
   }
 
   const hosts: string[] = [];
   for (const [i, raw] of match.hosts.entries()) {
     const host = raw.toLowerCase();
-    const bare = host.startsWith("*.") ? host.slice(2) : host;
-    if (!HOST.test(bare)) {
+    if (!isRouteHost(host)) {
       return fail(`${where}: match.hosts[${i}] must be a host name (or *.suffix) without port`);
     }
     if (!hosts.includes(host)) hosts.push(host);
@@ -69,7 +89,7 @@ export function compileRoute(
   const headers: { name: string; value: string }[] = [];
   for (const [i, header] of match.headers.entries()) {
     const headerName = header.name.toLowerCase();
-    if (!HEADER_NAME.test(headerName)) {
+    if (!isHeaderName(headerName)) {
       return fail(`${where}: match.headers[${i}].name is not a header name`);
     }
     headers.push(Object.freeze({ name: headerName, value: header.value }));
@@ -81,11 +101,11 @@ export function compileRoute(
   if (!targets.ok) return targets;
 
   const rewritePathPrefix = route.rewrite?.pathPrefix ?? "";
-  if (rewritePathPrefix !== "" && !PATH.test(rewritePathPrefix)) {
+  if (rewritePathPrefix !== "" && !isRoutePath(rewritePathPrefix)) {
     return fail(`${where}: rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"`);
   }
   const rewriteHost = route.rewrite?.host ?? "";
-  if (rewriteHost !== "" && !HOST_HEADER.test(rewriteHost)) {
+  if (rewriteHost !== "" && !isHostHeader(rewriteHost)) {
     return fail(`${where}: rewrite.host is not a host[:port]`);
   }
 

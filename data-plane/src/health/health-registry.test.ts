@@ -245,6 +245,46 @@ describe("HealthRegistry events and the passive signal", () => {
     expect(registry.state("agents", "10.0.0.1:80")).toBe("quarantined");
   });
 
+  it("counts nodes out of rotation across quarantine, eviction, readmission and removal", () => {
+    const { registry, prober, probe } = setup();
+    const a = "10.0.0.1:80";
+    const b = "10.0.0.2:80";
+    registry.sync([node(a), node(b), node(a, {}, "models")]);
+    expect(registry.unusableCount).toBe(0);
+
+    registry.reportRefused("agents", a);
+    expect(registry.unusableCount).toBe(1);
+    // Quarantined -> evicted stays one node out, not two.
+    const ticket = prober.probeNows[0]?.ticket ?? 0;
+    probe(a, false, { ticket });
+    probe(a, false, { ticket });
+    expect(registry.state("agents", a)).toBe("evicted");
+    expect(registry.unusableCount).toBe(1);
+    // A second refusal of a node already out changes nothing.
+    registry.reportRefused("agents", a);
+    expect(registry.unusableCount).toBe(1);
+
+    probe(b, false);
+    probe(b, false);
+    expect(registry.unusableCount).toBe(2);
+    probe(b, true);
+    probe(b, true);
+    expect(registry.state("agents", b)).toBe("healthy");
+    expect(registry.unusableCount).toBe(1);
+
+    registry.reportRefused("models", a);
+    expect(registry.unusableCount).toBe(2);
+    // Removing the evicted node and a quarantined one takes both out of the count; the healthy
+    // node that stays moves nothing, and a node re-added starts healthy.
+    registry.sync([node(b)]);
+    expect(registry.unusableCount).toBe(0);
+    registry.sync([node(a), node(b)]);
+    expect(registry.unusableCount).toBe(0);
+    probe(a, false);
+    probe(a, false);
+    expect(registry.unusableCount).toBe(1);
+  });
+
   it("keeps going when a listener throws, and unsubscribes", () => {
     const { registry, probe } = setup();
     registry.sync([node("10.0.0.1:80")]);

@@ -33,6 +33,8 @@ export class HealthRegistry {
   private readonly prober: Prober;
   private nextTicket = 1;
   private closed = false;
+  /** Watched nodes out of rotation; kept in step with every state change and removal. */
+  private unusable = 0;
 
   constructor(private readonly options: HealthRegistryOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -90,8 +92,9 @@ export class HealthRegistry {
     }
     for (const [upstream, byAddress] of this.nodes) {
       const keep = seen.get(upstream);
-      for (const address of byAddress.keys()) {
+      for (const [address, tracker] of byAddress) {
         if (keep?.has(address)) continue;
+        if (!tracker.usable) this.unusable -= 1;
         byAddress.delete(address);
         this.options.metrics?.forget(upstream, address);
       }
@@ -106,6 +109,14 @@ export class HealthRegistry {
    */
   isUsable(upstream: string, address: string): boolean {
     return this.nodes.get(upstream)?.get(address)?.usable ?? true;
+  }
+
+  /**
+   * How many watched nodes are out of rotation, in O(1). While it is 0 the proxy picks without
+   * a skip predicate, so a healthy fleet never pays `isUsable` per node per pick.
+   */
+  get unusableCount(): number {
+    return this.unusable;
   }
 
   /** The node's state, or undefined when it is not watched. */
@@ -173,6 +184,9 @@ export class HealthRegistry {
   }
 
   private emit(change: HealthChange): void {
+    // Only "healthy" is usable, so only changes into or out of it move the count.
+    if (change.from === "healthy") this.unusable += 1;
+    else if (change.to === "healthy") this.unusable -= 1;
     this.options.metrics?.change(change);
     if (this.options.logger) logHealthChange(this.options.logger, change);
     for (const listener of this.listeners) {

@@ -3,7 +3,7 @@ import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { breakerOutcomeOf } from "../breaker/breaker-outcome.js";
-import type { BreakerPermit, CircuitBreaker } from "../breaker/circuit-breaker.js";
+import type { BreakerPermit } from "../breaker/circuit-breaker.js";
 import { parseRetryAfter } from "../breaker/retry-after-gate.js";
 import type { CompiledNode, CompiledRoute, CompiledTarget } from "../compiler/compiled-types.js";
 import { sendError } from "../errors/error-catalog.js";
@@ -17,11 +17,10 @@ import {
 import type { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { backoffMs } from "../retry/backoff.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
-import type { RetryBudget } from "../retry/retry-budget.js";
 import { retryDecision } from "../retry/retry-decision.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { clientResponseHeaders } from "./forward-headers.js";
-import type { RequestHealing } from "./request-healing.js";
+import type { RequestHealing, UpstreamHealing } from "./request-healing.js";
 import { sendStale, storableResponse, storedHeaders } from "./stale-response.js";
 
 /** Status recorded when the client went away before its response was complete (nginx's). */
@@ -83,8 +82,8 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   #status = 0;
   #listeningForDrain = false;
 
-  #budget: RetryBudget | undefined;
-  #breaker: CircuitBreaker | undefined;
+  /** The upstream's breaker, budget and cooldown, looked up once in `start`. */
+  #healing!: UpstreamHealing;
   #permit: BreakerPermit | undefined;
   #probeStartedAt = 0;
   #attempt = 0;
@@ -125,8 +124,9 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
 
   /** Runs the first attempt; the exchange drives itself from here. */
   start(): void {
-    this.#budget = this.shared.healing.budget(this.target.upstream.name);
-    this.#budget.requestStarted();
+    // The handler synced healing with the snapshot this target comes from, so the record exists.
+    this.#healing = this.shared.healing.upstream(this.target.upstream.name)!;
+    this.#healing.budget.requestStarted();
     const totalMs = this.route.totalTimeoutMs;
     if (totalMs > 0) this.#totalTimer = setTimeout(onTotalTimeout, totalMs, this);
     this.#run(undefined);
@@ -147,13 +147,12 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   ): void {
     // 1xx informational answers (103 Early Hints) are not relayed; the final one follows.
     if (statusCode < 200 || this.#settled || this.#discarding) return;
-    const upstream = this.target.upstream.name;
     let coolingDown = false;
     if (statusCode === 429 || statusCode === 503) {
       // Binding (seed 004): nothing goes to this upstream before the time it named.
       const waitMs = parseRetryAfter(first(headers["retry-after"]), Date.now());
       if (waitMs !== undefined && waitMs > 0) {
-        this.shared.healing.gate.blockFor(upstream, waitMs);
+        this.#healing.cooldown.blockFor(waitMs);
         coolingDown = true;
       }
     }
@@ -330,7 +329,8 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   #run(preset: CompiledNode | undefined): void {
     const healing = this.shared.healing;
     const upstream = this.target.upstream;
-    const gate = healing.gate.check(upstream.name);
+    const breaker = this.#healing.breaker;
+    const gate = this.#healing.cooldown.check();
     if (!gate.ok) {
       healing.breakerMetrics.retryAfterSkip(upstream.name);
       this.#degrade("retry_after", gate.retryAfterMs);
@@ -340,11 +340,6 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
       // The first attempt takes the request's one permit. The breaker guards the upstream as
       // a whole, so it learns how the request ended, not how each attempt did: a node dying
       // under load must not open it while retries on the other nodes still succeed.
-      const breaker =
-        healing.breakers.find(upstream.name) ??
-        // Normally created by RequestHealing.sync; lazily here for a handler nobody syncs.
-        healing.breakers.get(upstream.name, upstream.breakerPolicy ?? {});
-      this.#breaker = breaker;
       const permit = breaker.acquire();
       if (!permit.ok) {
         healing.breakerMetrics.rejected(upstream.name);
@@ -355,14 +350,17 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
       this.#probeStartedAt = permit.probe ? performance.now() : 0;
     } else {
       // A retry: other requests may have opened the breaker meanwhile; open fails fast.
-      const view = this.#breaker!.inspect();
+      const view = breaker.inspect();
       if (view.state === "open") {
         healing.breakerMetrics.rejected(upstream.name);
         this.#degrade("breaker_open", view.retryAfterMs);
         return;
       }
     }
-    const node = preset ?? upstream.picker.pick(this.shared.skipUnusable);
+    // With every node in rotation the picker runs without a per-node health check.
+    const node =
+      preset ??
+      upstream.picker.pick(healing.anyNodeUnusable() ? this.shared.skipUnusable : undefined);
     if (node === undefined) {
       this.#degrade("no_healthy_node", 1_000);
       return;
@@ -429,7 +427,7 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
     // resending one it never got (refused, connect timeout) adds nothing to what it receives,
     // and holding those back is what turns one dead node into client errors while its peers
     // are fine.
-    const budget = this.#budget!;
+    const budget = this.#healing.budget;
     if (this.#holdsRetrySlot) {
       budget.retryFinished();
       this.#holdsRetrySlot = false;
@@ -470,7 +468,7 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
     const permit = this.#permit;
     if (permit === undefined) return;
     this.#permit = undefined;
-    const breaker = this.#breaker!;
+    const breaker = this.#healing.breaker;
     const outcome =
       kind === "success" ? "success" : kind === "stream_broken" ? kind : breakerOutcomeOf(kind);
     if (outcome === undefined) breaker.release(permit);
@@ -483,8 +481,18 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   // ---- answers -----------------------------------------------------------------------------
 
   /** The upstream was not contacted (cooldown, open breaker, no node). */
-  #degrade(kind: UpstreamFailureKind, retryAfterMs: number): void {
-    this.#reportFailure(kind, undefined);
+  #degrade(kind: "retry_after" | "breaker_open" | "no_healthy_node", retryAfterMs: number): void {
+    const upstream = this.target.upstream.name;
+    this.shared.metrics.upstreamError(upstream, kind);
+    // Debug, not warn: during an outage every request fails fast here, and the breaker
+    // transition, the cooldown and the metric above already record it once.
+    const logger = this.shared.logger;
+    if (logger.isLevelEnabled("debug")) {
+      logger.debug(
+        { requestId: this.requestId, route: this.route.name, upstream, kind },
+        `request failed fast: ${kind}`,
+      );
+    }
     this.#answerFailure(kind, retryAfterMs);
   }
 
@@ -508,7 +516,7 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
     this.#settled = true;
     if (this.#totalTimer !== undefined) clearTimeout(this.#totalTimer);
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
-    const budget = this.#budget!;
+    const budget = this.#healing.budget;
     budget.requestFinished();
     if (this.#holdsRetrySlot) budget.retryFinished();
     // Ended before its outcome was recorded: by the last attempt's failure (a retry could not
@@ -517,7 +525,7 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
       const failure = this.#clientGone ? undefined : this.#lastFailure;
       if (failure !== undefined) this.#endPermit(failure);
       else {
-        this.#breaker!.release(this.#permit);
+        this.#healing.breaker.release(this.#permit);
         this.#permit = undefined;
       }
     }
@@ -528,22 +536,20 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   #reportFailure(kind: UpstreamFailureKind, error: Error | undefined, total = false): void {
     const upstream = this.target.upstream.name;
     if (kind !== "bad_request") this.shared.metrics.upstreamError(upstream, kind);
-    this.shared.logger.warn(
-      {
-        requestId: this.requestId,
-        route: this.route.name,
-        upstream,
-        node: this.#node?.address,
-        attempt: this.#attempt,
-        kind,
-        responseStarted: this.#responseStarted,
-        ...(total ? { totalTimeoutMs: this.route.totalTimeoutMs } : {}),
-        ...(error === undefined
-          ? {}
-          : { err: { code: (error as { code?: unknown }).code, message: error.message } }),
-      },
-      `upstream request failed: ${kind}`,
-    );
+    const line: Record<string, unknown> = {
+      requestId: this.requestId,
+      route: this.route.name,
+      upstream,
+      node: this.#node?.address,
+      attempt: this.#attempt,
+      kind,
+      responseStarted: this.#responseStarted,
+    };
+    if (total) line.totalTimeoutMs = this.route.totalTimeoutMs;
+    if (error !== undefined) {
+      line.err = { code: (error as { code?: unknown }).code, message: error.message };
+    }
+    this.shared.logger.warn(line, `upstream request failed: ${kind}`);
   }
 }
 

@@ -24,8 +24,9 @@ export interface ProxyHandlerOptions {
    */
   trustForwardedFor?: boolean;
   /**
-   * Breakers, Retry-After cooldowns, retry budgets and the stale cache, kept
-   * across snapshots; `sync` it on every apply. Default: a private one with unregistered metrics.
+   * Breakers, Retry-After cooldowns, retry budgets and the stale cache, kept across snapshots.
+   * The handler syncs it with each new snapshot it reads (a no-op when the caller synced it on
+   * apply already). Default: a private one with unregistered metrics.
    */
   healing?: RequestHealing;
   /**
@@ -97,6 +98,9 @@ export function createProxyHandler(
       return;
     }
     const target = route.pickTarget();
+    // Unreachable today: compileTargets rejects a route without targets, and an unskipped pick
+    // over a non-empty list always returns one. Kept because pickTarget's type allows undefined,
+    // and answering 503 beats a crash if that guarantee ever changes.
     if (target === undefined) {
       logger.warn({ requestId, route: route.name }, "route has no upstream to send to");
       answer(res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
@@ -116,6 +120,9 @@ export function createProxyHandler(
           : req;
     }
 
+    // The exchange looks its upstream's breaker, budget and cooldown up by name: make sure they
+    // are those of this snapshot (one comparison unless the snapshot changed).
+    healing.syncWith(snapshot);
     const exchange = new ProxyExchange(
       req,
       res,
@@ -129,7 +136,10 @@ export function createProxyHandler(
         trustForwardedFor,
       }),
       body,
-      route.staleIfErrorMs > 0 && method === "GET"
+      route.staleIfErrorMs > 0 &&
+        method === "GET" &&
+        headers.authorization === undefined &&
+        headers.cookie === undefined
         ? `${route.name} ${headers.host ?? ""} ${url}`
         : undefined,
       requestId,

@@ -175,38 +175,57 @@ describe("request-layer self-healing", () => {
       breaker?: Record<string, number>;
       health?: boolean;
     } = {},
-  ): Promise<{ port: number; healing: RequestHealing; snapshot: CompiledSnapshot }> {
-    const result = compileSnapshot(
-      create(SnapshotSchema, {
-        version: 1n,
-        breakers: [{ name: "b", ...options.breaker }],
-        upstreams: [
-          {
-            name: "svc",
-            breaker: "b",
-            nodes: nodes.map((n) => ({ address: n.address, weight: n.weight ?? 1 })),
-          },
-        ],
-        routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "svc", ...route }],
-      }),
-    );
-    if (!result.ok) throw new Error(result.reason);
-    const snapshot = result.value;
+  ): Promise<{
+    port: number;
+    healing: RequestHealing;
+    snapshot: CompiledSnapshot;
+    /** Compiles version `version` of the same snapshot with other nodes. */
+    compile: (version: number, nodes: { address: string }[]) => CompiledSnapshot;
+    /** Makes `next` the snapshot the handler reads. */
+    swap: (next: CompiledSnapshot) => void;
+    /** The version the last request read. */
+    lastRead: () => number | undefined;
+  }> {
+    const compile = (version: number, list: { address: string; weight?: number }[]) => {
+      const result = compileSnapshot(
+        create(SnapshotSchema, {
+          version: BigInt(version),
+          breakers: [{ name: "b", ...options.breaker }],
+          upstreams: [
+            {
+              name: "svc",
+              breaker: "b",
+              nodes: list.map((n) => ({ address: n.address, weight: n.weight ?? 1 })),
+            },
+          ],
+          routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "svc", ...route }],
+        }),
+      );
+      if (!result.ok) throw new Error(result.reason);
+      return result.value;
+    };
+    const snapshot = compile(1, nodes);
+    let current = snapshot;
+    let lastRead: number | undefined;
     registry = new Registry();
-    let hooks: Pick<RequestHealingOptions, "nodeUsable" | "reportRefused"> = {};
+    let hooks: Pick<RequestHealingOptions, "nodeUsable" | "anyNodeUnusable" | "reportRefused"> = {};
     if (options.health) {
       const health = new HealthRegistry({ prober: () => idleProber });
       health.sync(healthTargets(snapshot.upstreams.values()));
       cleanup.push(() => health.close());
       hooks = {
         nodeUsable: (upstream, address) => health.isUsable(upstream, address),
+        anyNodeUnusable: () => health.unusableCount > 0,
         reportRefused: (upstream, address) => health.reportRefused(upstream, address),
       };
     }
     const healing = new RequestHealing({ registry, logger, ...hooks, ...options.healing });
     healing.sync(snapshot);
     const handler = createProxyHandler({
-      current: () => snapshot,
+      current: () => {
+        lastRead = current.version;
+        return current;
+      },
       pools,
       metrics: new ProxyMetrics(registry),
       logger,
@@ -216,7 +235,16 @@ describe("request-layer self-healing", () => {
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     cleanup.push(() => closeServer(server));
-    return { port: (server.address() as AddressInfo).port, healing, snapshot };
+    return {
+      port: (server.address() as AddressInfo).port,
+      healing,
+      snapshot,
+      compile,
+      swap: (next) => {
+        current = next;
+      },
+      lastRead: () => lastRead,
+    };
   }
 
   async function metric(name: string, labels: Record<string, string>): Promise<number> {
@@ -465,6 +493,10 @@ describe("request-layer self-healing", () => {
       expect(
         logLines.find((l) => l.upstream === "svc" && l.from === "closed" && l.to === "open"),
       ).toMatchObject({ reason: "failure_ratio" });
+      // A fast failure is a debug line; the transition above is the warn.
+      const fastFails = logLines.filter((l) => l.kind === "breaker_open");
+      expect(fastFails.length).toBeGreaterThan(0);
+      expect(fastFails.every((l) => l.level === 20)).toBe(true);
 
       clock.advance(5_000);
       const later = await send(port, "/");
@@ -491,16 +523,26 @@ describe("request-layer self-healing", () => {
     it("keeps a breaker's state across a snapshot swap", async () => {
       const svc = await upstream((_req, res) => res.writeHead(500).end());
       const clock = new FakeClock(0);
-      const { port, healing, snapshot } = await proxy(
+      const other = await upstream(ok);
+      const { port, healing, snapshot, compile, swap, lastRead } = await proxy(
         [{ address: svc.address }],
         { retry: { attempts: 0, on: [] } },
         { healing: { clock }, breaker: { minRequests: 1, failureRatio: 0.5, cooldownMs: 60_000 } },
       );
       await send(port, "/");
       expect(healing.breakers.find("svc")?.state).toBe("open");
-      healing.sync(snapshot);
+
+      // A new version with another node list: new compiled upstream, picker and route objects.
+      const next = compile(2, [{ address: svc.address }, { address: other.address }]);
+      expect(next.upstreams.get("svc")).not.toBe(snapshot.upstreams.get("svc"));
+      swap(next);
+      healing.sync(next);
       expect(healing.breakers.find("svc")?.state).toBe("open");
-      expect((await send(port, "/")).status).toBe(503);
+      const reply = await send(port, "/");
+      expect(lastRead()).toBe(2);
+      expect(reply.status).toBe(503);
+      expect(reply.json.error?.code).toBe("CLAWGATE_BREAKER_OPEN");
+      expect(other.seen).toHaveLength(0);
     });
 
     it("honours 429 Retry-After as binding: nothing is sent before it passes", async () => {
@@ -612,6 +654,56 @@ describe("request-layer self-healing", () => {
       expect(none.status).toBe(503);
       expect(none.json.error?.code).toBe("CLAWGATE_BREAKER_OPEN");
       expect(svc.seen).toHaveLength(hits);
+    });
+
+    it("never serves a response to a request with credentials to another client", async () => {
+      let up = true;
+      const svc = await upstream((req, res) => {
+        if (!up) {
+          res.writeHead(500).end("down");
+          return;
+        }
+        // No Cache-Control: nothing in the response says it is private.
+        res.writeHead(200).end(`for ${req.headers.authorization ?? req.headers.cookie}`);
+      });
+      const { port } = await proxy(
+        [{ address: svc.address }],
+        { fallback: { staleIfErrorSeconds: 60 }, retry: { attempts: 0, on: [] } },
+        { healing: { clock: new FakeClock(0) } },
+      );
+      const alice = await send(port, "/me", { headers: { authorization: "Bearer alice" } });
+      expect(String(alice.body)).toBe("for Bearer alice");
+      const carol = await send(port, "/session", { headers: { cookie: "sid=carol" } });
+      expect(String(carol.body)).toBe("for sid=carol");
+
+      up = false;
+      const bob = await send(port, "/me");
+      expect(bob.status).toBe(500);
+      expect(String(bob.body)).not.toContain("alice");
+      expect((await send(port, "/session")).status).toBe(500);
+      // Not even the same credentials get a copy: the cache never kept one.
+      expect((await send(port, "/me", { headers: { authorization: "Bearer alice" } })).status).toBe(
+        500,
+      );
+    });
+
+    it("does not store a response that varies by request headers", async () => {
+      let up = true;
+      const svc = await upstream((_req, res) => {
+        if (!up) res.writeHead(500).end("down");
+        else if (_req.url === "/star") res.writeHead(200, { vary: "*" }).end("any");
+        else res.writeHead(200, { vary: "Accept-Language" }).end("de");
+      });
+      const { port } = await proxy(
+        [{ address: svc.address }],
+        { fallback: { staleIfErrorSeconds: 60 }, retry: { attempts: 0, on: [] } },
+        { healing: { clock: new FakeClock(0) } },
+      );
+      expect((await send(port, "/star")).status).toBe(200);
+      expect((await send(port, "/lang")).status).toBe(200);
+      up = false;
+      expect((await send(port, "/star")).status).toBe(500);
+      expect((await send(port, "/lang")).status).toBe(500);
     });
 
     it("answers 503 CLAWGATE_NO_HEALTHY_NODE with Retry-After while every node is quarantined", async () => {

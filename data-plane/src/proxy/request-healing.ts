@@ -2,8 +2,8 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { BreakerMetrics } from "../breaker/breaker-metrics.js";
 import { BreakerRegistry } from "../breaker/breaker-registry.js";
-import type { BreakerTransition } from "../breaker/circuit-breaker.js";
-import { RetryAfterGate } from "../breaker/retry-after-gate.js";
+import type { BreakerTransition, CircuitBreaker } from "../breaker/circuit-breaker.js";
+import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { StaleCache, type StaleCacheOptions } from "../fallback/stale-cache.js";
@@ -14,6 +14,16 @@ import { RetryMetrics } from "./retry-metrics.js";
 export type NodeUsable = (upstream: string, address: string) => boolean;
 /** A live request found the node refusing connections. */
 export type RefusedReport = (upstream: string, address: string) => void;
+/** O(1): whether any node at all is out of rotation; false lets the balancer skip no one. */
+export type AnyNodeUnusable = () => boolean;
+
+/** One upstream's request-layer state, looked up once per request by upstream name. */
+export interface UpstreamHealing {
+  readonly breaker: CircuitBreaker;
+  readonly budget: RetryBudget;
+  /** The Retry-After cooldown the upstream asked for. */
+  readonly cooldown: Cooldown;
+}
 
 export interface RequestHealingOptions {
   /** Where the breaker and retry metrics are registered. */
@@ -33,18 +43,25 @@ export interface RequestHealingOptions {
    * quarantine of refusing nodes); default every node usable.
    */
   nodeUsable?: NodeUsable;
+  /**
+   * Whether `nodeUsable` may say no to any node now (`HealthRegistry.unusableCount > 0`); while
+   * false, picks run without the per-node check. Default: true when `nodeUsable` is given.
+   */
+  anyNodeUnusable?: AnyNodeUnusable;
   /** Told about refused connections (`HealthRegistry.reportRefused`); default ignored. */
   reportRefused?: RefusedReport;
 }
 
 const everyNodeUsable: NodeUsable = () => true;
 const ignoreRefused: RefusedReport = () => {};
+const always: AnyNodeUnusable = () => true;
+const never: AnyNodeUnusable = () => false;
 
 /**
  * The request layer's state that outlives snapshots (DESIGN.md "Applying a snapshot"):
  * breakers, Retry-After cooldowns, retry budgets and the stale cache, keyed by upstream. Node
  * health (eviction, quarantine) is layer 2's and lives in the HealthRegistry; this only holds
- * the two hooks that read and feed it. `sync` after each applied snapshot.
+ * the hooks that read and feed it. `sync` after each applied snapshot.
  */
 export class RequestHealing {
   readonly clock: Clock;
@@ -54,9 +71,12 @@ export class RequestHealing {
   readonly retryMetrics: RetryMetrics;
   readonly staleCache: StaleCache;
   readonly nodeUsable: NodeUsable;
+  readonly anyNodeUnusable: AnyNodeUnusable;
   readonly reportRefused: RefusedReport;
   readonly #budgets = new Map<string, RetryBudget>();
   readonly #budgetOptions: RetryBudgetOptions | undefined;
+  #upstreams = new Map<string, UpstreamHealing>();
+  #synced: CompiledSnapshot | undefined;
 
   constructor(options: RequestHealingOptions) {
     const { logger } = options;
@@ -73,17 +93,22 @@ export class RequestHealing {
     this.staleCache = new StaleCache({ ...options.staleCache, clock: this.clock });
     this.#budgetOptions = options.retryBudget;
     this.nodeUsable = options.nodeUsable ?? everyNodeUsable;
+    this.anyNodeUnusable =
+      options.anyNodeUnusable ?? (options.nodeUsable === undefined ? never : always);
     this.reportRefused = options.reportRefused ?? ignoreRefused;
   }
 
-  /** The upstream's retry budget, created on first use. */
-  budget(upstream: string): RetryBudget {
-    let budget = this.#budgets.get(upstream);
-    if (budget === undefined) {
-      budget = new RetryBudget(this.#budgetOptions);
-      this.#budgets.set(upstream, budget);
-    }
-    return budget;
+  /**
+   * The upstream's breaker, retry budget and cooldown. Defined for every upstream of the last
+   * synced snapshot.
+   */
+  upstream(name: string): UpstreamHealing | undefined {
+    return this.#upstreams.get(name);
+  }
+
+  /** `sync`s unless `snapshot` is the one synced last: one comparison per request. */
+  syncWith(snapshot: CompiledSnapshot): void {
+    if (snapshot !== this.#synced) this.sync(snapshot);
   }
 
   /**
@@ -92,13 +117,29 @@ export class RequestHealing {
    */
   sync(snapshot: CompiledSnapshot): void {
     const names = [...snapshot.upstreams.keys()];
-    for (const upstream of snapshot.upstreams.values()) {
-      this.breakers.get(upstream.name, upstream.breakerPolicy ?? {});
-    }
     this.breakers.retain(names);
     this.gate.retain(names);
     const keep = new Set(names);
     for (const name of this.#budgets.keys()) if (!keep.has(name)) this.#budgets.delete(name);
+    const upstreams = new Map<string, UpstreamHealing>();
+    for (const upstream of snapshot.upstreams.values()) {
+      const name = upstream.name;
+      let budget = this.#budgets.get(name);
+      if (budget === undefined) {
+        budget = new RetryBudget(this.#budgetOptions);
+        this.#budgets.set(name, budget);
+      }
+      upstreams.set(
+        name,
+        Object.freeze({
+          breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
+          budget,
+          cooldown: this.gate.cooldown(name),
+        }),
+      );
+    }
+    this.#upstreams = upstreams;
+    this.#synced = snapshot;
   }
 }
 

@@ -9,11 +9,13 @@ const NOT_STORED: ReadonlySet<string> = new Set(["content-length", "age", "x-req
 
 /**
  * Whether a 2xx GET response may be kept for stale-if-error: not when it must not be stored
- * (no-store, private) or carries a Set-Cookie another client must never receive, and not when
- * it announces a body larger than the cache keeps.
+ * (no-store, private) or carries a Set-Cookie another client must never receive, not when it
+ * varies by request headers (the key is route, host and URL only, so any Vary could hand one
+ * client's variant to another), and not when it announces a body larger than the cache keeps.
+ * Requests with credentials are never cached at all (the handler gives them no key).
  */
 export function storableResponse(headers: IncomingHttpHeaders, maxBytes: number): boolean {
-  if (headers["set-cookie"] !== undefined) return false;
+  if (headers["set-cookie"] !== undefined || headers.vary !== undefined) return false;
   const cacheControl = headers["cache-control"];
   if (cacheControl !== undefined && /no-store|private/i.test(cacheControl)) return false;
   const length = headers["content-length"];

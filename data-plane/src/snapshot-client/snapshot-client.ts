@@ -2,6 +2,7 @@ import {
   create,
   type NodeHealth,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSION_TRAILER,
   type Snapshot,
   type StreamSnapshotsRequest,
   StreamSnapshotsRequestSchema,
@@ -57,8 +58,6 @@ const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // A snapshot is the whole config; 4 MiB (the gRPC default) is too small for a large fleet.
   "grpc.max_receive_message_length": 64 * 1024 * 1024,
 };
-
-const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
 
 interface Attempt {
   readonly address: string;

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/config.proto.
  */
 export const file_clawgate_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIjMKC1JlbWVkaWF0aW9uEg8KB2NvbW1hbmQYASADKAkSEwoLd2ViaG9va191cmwYAiABKAkizAEKCFVwc3RyZWFtEgwKBG5hbWUYASABKAkSIAoFbm9kZXMYAiADKAsyES5jbGF3Z2F0ZS52MS5Ob2RlEi4KDGhlYWx0aF9jaGVjaxgDIAEoCzIYLmNsYXdnYXRlLnYxLkhlYWx0aENoZWNrEg8KB2JyZWFrZXIYBCABKAkSIAoYbWF4X2Nvbm5lY3Rpb25zX3Blcl9ub2RlGAUgASgNEi0KC3JlbWVkaWF0aW9uGAYgASgLMhguY2xhd2dhdGUudjEuUmVtZWRpYXRpb24iKgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSJ6CgpSb3V0ZU1hdGNoEg0KBWhvc3RzGAEgAygJEgwKBHBhdGgYAiABKAkSEwoLcGF0aF9wcmVmaXgYAyABKAkSDwoHbWV0aG9kcxgEIAMoCRIpCgdoZWFkZXJzGAUgAygLMhguY2xhd2dhdGUudjEuSGVhZGVyTWF0Y2giNAoQV2VpZ2h0ZWRVcHN0cmVhbRIQCgh1cHN0cmVhbRgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0iLAoHUmV3cml0ZRITCgtwYXRoX3ByZWZpeBgBIAEoCRIMCgRob3N0GAIgASgJIisKC1JldHJ5UG9saWN5EhAKCGF0dGVtcHRzGAEgASgNEgoKAm9uGAIgAygJIloKDVJvdXRlVGltZW91dHMSEgoKY29ubmVjdF9tcxgBIAEoDRISCgpoZWFkZXJzX21zGAIgASgNEg8KB2JvZHlfbXMYAyABKA0SEAoIdG90YWxfbXMYBCABKA0iKgoIRmFsbGJhY2sSHgoWc3RhbGVfaWZfZXJyb3Jfc2Vjb25kcxgBIAEoDSK2AgoFUm91dGUSDAoEbmFtZRgBIAEoCRImCgVtYXRjaBgCIAEoCzIXLmNsYXdnYXRlLnYxLlJvdXRlTWF0Y2gSEAoIcHJpb3JpdHkYAyABKAUSEAoIdXBzdHJlYW0YBCABKAkSLAoFc3BsaXQYBSADKAsyHS5jbGF3Z2F0ZS52MS5XZWlnaHRlZFVwc3RyZWFtEiUKB3Jld3JpdGUYBiABKAsyFC5jbGF3Z2F0ZS52MS5SZXdyaXRlEicKBXJldHJ5GAcgASgLMhguY2xhd2dhdGUudjEuUmV0cnlQb2xpY3kSLAoIdGltZW91dHMYCCABKAsyGi5jbGF3Z2F0ZS52MS5Sb3V0ZVRpbWVvdXRzEicKCGZhbGxiYWNrGAkgASgLMhUuY2xhd2dhdGUudjEuRmFsbGJhY2sihAIKDUJyZWFrZXJQb2xpY3kSDAoEbmFtZRgBIAEoCRIRCgl3aW5kb3dfbXMYAiABKA0SFAoMbWluX3JlcXVlc3RzGAMgASgNEhUKDWZhaWx1cmVfcmF0aW8YBCABKAESHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYBSABKA0SEwoLY29vbGRvd25fbXMYBiABKA0SGwoTY29vbGRvd25fbXVsdGlwbGllchgHIAEoARIXCg9tYXhfY29vbGRvd25fbXMYCCABKA0SHwoXaGFsZl9vcGVuX21heF9pbl9mbGlnaHQYCSABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgKIAEoDSJ7CgZUZW5hbnQSDAoEbmFtZRgBIAEoCRIWCg5hcGlfa2V5X3NoYTI1NhgCIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAMgASgNEhYKDnRva2Vuc19wZXJfZGF5GAQgASgEEhYKDmFsbG93ZWRfcm91dGVzGAUgAygJIuMBCghTbmFwc2hvdBIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEiIKBnJvdXRlcxgDIAMoCzISLmNsYXdnYXRlLnYxLlJvdXRlEigKCXVwc3RyZWFtcxgEIAMoCzIVLmNsYXdnYXRlLnYxLlVwc3RyZWFtEiwKCGJyZWFrZXJzGAUgAygLMhouY2xhd2dhdGUudjEuQnJlYWtlclBvbGljeRIkCgd0ZW5hbnRzGAYgAygLMhMuY2xhd2dhdGUudjEuVGVuYW50EhUKDWNyZWF0ZWRfYXRfbXMYByABKARiBnByb3RvMw");
+  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIrABCghVcHN0cmVhbRIMCgRuYW1lGAEgASgJEiAKBW5vZGVzGAIgAygLMhEuY2xhd2dhdGUudjEuTm9kZRIuCgxoZWFsdGhfY2hlY2sYAyABKAsyGC5jbGF3Z2F0ZS52MS5IZWFsdGhDaGVjaxIPCgdicmVha2VyGAQgASgJEiAKGG1heF9jb25uZWN0aW9uc19wZXJfbm9kZRgFIAEoDUoECAYQB1ILcmVtZWRpYXRpb24iKgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSJ6CgpSb3V0ZU1hdGNoEg0KBWhvc3RzGAEgAygJEgwKBHBhdGgYAiABKAkSEwoLcGF0aF9wcmVmaXgYAyABKAkSDwoHbWV0aG9kcxgEIAMoCRIpCgdoZWFkZXJzGAUgAygLMhguY2xhd2dhdGUudjEuSGVhZGVyTWF0Y2giNAoQV2VpZ2h0ZWRVcHN0cmVhbRIQCgh1cHN0cmVhbRgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0iLAoHUmV3cml0ZRITCgtwYXRoX3ByZWZpeBgBIAEoCRIMCgRob3N0GAIgASgJIisKC1JldHJ5UG9saWN5EhAKCGF0dGVtcHRzGAEgASgNEgoKAm9uGAIgAygJIloKDVJvdXRlVGltZW91dHMSEgoKY29ubmVjdF9tcxgBIAEoDRISCgpoZWFkZXJzX21zGAIgASgNEg8KB2JvZHlfbXMYAyABKA0SEAoIdG90YWxfbXMYBCABKA0iKgoIRmFsbGJhY2sSHgoWc3RhbGVfaWZfZXJyb3Jfc2Vjb25kcxgBIAEoDSK2AgoFUm91dGUSDAoEbmFtZRgBIAEoCRImCgVtYXRjaBgCIAEoCzIXLmNsYXdnYXRlLnYxLlJvdXRlTWF0Y2gSEAoIcHJpb3JpdHkYAyABKAUSEAoIdXBzdHJlYW0YBCABKAkSLAoFc3BsaXQYBSADKAsyHS5jbGF3Z2F0ZS52MS5XZWlnaHRlZFVwc3RyZWFtEiUKB3Jld3JpdGUYBiABKAsyFC5jbGF3Z2F0ZS52MS5SZXdyaXRlEicKBXJldHJ5GAcgASgLMhguY2xhd2dhdGUudjEuUmV0cnlQb2xpY3kSLAoIdGltZW91dHMYCCABKAsyGi5jbGF3Z2F0ZS52MS5Sb3V0ZVRpbWVvdXRzEicKCGZhbGxiYWNrGAkgASgLMhUuY2xhd2dhdGUudjEuRmFsbGJhY2sihAIKDUJyZWFrZXJQb2xpY3kSDAoEbmFtZRgBIAEoCRIRCgl3aW5kb3dfbXMYAiABKA0SFAoMbWluX3JlcXVlc3RzGAMgASgNEhUKDWZhaWx1cmVfcmF0aW8YBCABKAESHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYBSABKA0SEwoLY29vbGRvd25fbXMYBiABKA0SGwoTY29vbGRvd25fbXVsdGlwbGllchgHIAEoARIXCg9tYXhfY29vbGRvd25fbXMYCCABKA0SHwoXaGFsZl9vcGVuX21heF9pbl9mbGlnaHQYCSABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgKIAEoDSJ7CgZUZW5hbnQSDAoEbmFtZRgBIAEoCRIWCg5hcGlfa2V5X3NoYTI1NhgCIAMoCRIbChNyZXF1ZXN0c19wZXJfbWludXRlGAMgASgNEhYKDnRva2Vuc19wZXJfZGF5GAQgASgEEhYKDmFsbG93ZWRfcm91dGVzGAUgAygJIuMBCghTbmFwc2hvdBIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEiIKBnJvdXRlcxgDIAMoCzISLmNsYXdnYXRlLnYxLlJvdXRlEigKCXVwc3RyZWFtcxgEIAMoCzIVLmNsYXdnYXRlLnYxLlVwc3RyZWFtEiwKCGJyZWFrZXJzGAUgAygLMhouY2xhd2dhdGUudjEuQnJlYWtlclBvbGljeRIkCgd0ZW5hbnRzGAYgAygLMhMuY2xhd2dhdGUudjEuVGVuYW50EhUKDWNyZWF0ZWRfYXRfbXMYByABKARiBnByb3RvMw");
 
 /**
  * One backend instance of an upstream.
@@ -99,30 +99,6 @@ export const HealthCheckSchema: GenMessage<HealthCheck> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_config, 1);
 
 /**
- * @generated from message clawgate.v1.Remediation
- */
-export type Remediation = Message<"clawgate.v1.Remediation"> & {
-  /**
-   * argv template; {host}, {port} and {node} are substituted per argument, never by a shell.
-   *
-   * @generated from field: repeated string command = 1;
-   */
-  command: string[];
-
-  /**
-   * @generated from field: string webhook_url = 2;
-   */
-  webhookUrl: string;
-};
-
-/**
- * Describes the message clawgate.v1.Remediation.
- * Use `create(RemediationSchema)` to create a new message.
- */
-export const RemediationSchema: GenMessage<Remediation> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 2);
-
-/**
  * @generated from message clawgate.v1.Upstream
  */
 export type Upstream = Message<"clawgate.v1.Upstream"> & {
@@ -154,11 +130,6 @@ export type Upstream = Message<"clawgate.v1.Upstream"> & {
    * @generated from field: uint32 max_connections_per_node = 5;
    */
   maxConnectionsPerNode: number;
-
-  /**
-   * @generated from field: clawgate.v1.Remediation remediation = 6;
-   */
-  remediation?: Remediation | undefined;
 };
 
 /**
@@ -166,7 +137,7 @@ export type Upstream = Message<"clawgate.v1.Upstream"> & {
  * Use `create(UpstreamSchema)` to create a new message.
  */
 export const UpstreamSchema: GenMessage<Upstream> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 3);
+  messageDesc(file_clawgate_v1_config, 2);
 
 /**
  * @generated from message clawgate.v1.HeaderMatch
@@ -192,7 +163,7 @@ export type HeaderMatch = Message<"clawgate.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 4);
+  messageDesc(file_clawgate_v1_config, 3);
 
 /**
  * @generated from message clawgate.v1.RouteMatch
@@ -235,7 +206,7 @@ export type RouteMatch = Message<"clawgate.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 5);
+  messageDesc(file_clawgate_v1_config, 4);
 
 /**
  * @generated from message clawgate.v1.WeightedUpstream
@@ -257,7 +228,7 @@ export type WeightedUpstream = Message<"clawgate.v1.WeightedUpstream"> & {
  * Use `create(WeightedUpstreamSchema)` to create a new message.
  */
 export const WeightedUpstreamSchema: GenMessage<WeightedUpstream> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 6);
+  messageDesc(file_clawgate_v1_config, 5);
 
 /**
  * @generated from message clawgate.v1.Rewrite
@@ -283,7 +254,7 @@ export type Rewrite = Message<"clawgate.v1.Rewrite"> & {
  * Use `create(RewriteSchema)` to create a new message.
  */
 export const RewriteSchema: GenMessage<Rewrite> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 7);
+  messageDesc(file_clawgate_v1_config, 6);
 
 /**
  * @generated from message clawgate.v1.RetryPolicy
@@ -309,7 +280,7 @@ export type RetryPolicy = Message<"clawgate.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 8);
+  messageDesc(file_clawgate_v1_config, 7);
 
 /**
  * @generated from message clawgate.v1.RouteTimeouts
@@ -341,7 +312,7 @@ export type RouteTimeouts = Message<"clawgate.v1.RouteTimeouts"> & {
  * Use `create(RouteTimeoutsSchema)` to create a new message.
  */
 export const RouteTimeoutsSchema: GenMessage<RouteTimeouts> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 9);
+  messageDesc(file_clawgate_v1_config, 8);
 
 /**
  * @generated from message clawgate.v1.Fallback
@@ -360,7 +331,7 @@ export type Fallback = Message<"clawgate.v1.Fallback"> & {
  * Use `create(FallbackSchema)` to create a new message.
  */
 export const FallbackSchema: GenMessage<Fallback> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 10);
+  messageDesc(file_clawgate_v1_config, 9);
 
 /**
  * @generated from message clawgate.v1.Route
@@ -421,7 +392,7 @@ export type Route = Message<"clawgate.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 11);
+  messageDesc(file_clawgate_v1_config, 10);
 
 /**
  * @generated from message clawgate.v1.BreakerPolicy
@@ -483,7 +454,7 @@ export type BreakerPolicy = Message<"clawgate.v1.BreakerPolicy"> & {
  * Use `create(BreakerPolicySchema)` to create a new message.
  */
 export const BreakerPolicySchema: GenMessage<BreakerPolicy> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 12);
+  messageDesc(file_clawgate_v1_config, 11);
 
 /**
  * @generated from message clawgate.v1.Tenant
@@ -524,7 +495,7 @@ export type Tenant = Message<"clawgate.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 13);
+  messageDesc(file_clawgate_v1_config, 12);
 
 /**
  * The complete config at one store revision. Every route's upstreams exist and every
@@ -580,5 +551,5 @@ export type Snapshot = Message<"clawgate.v1.Snapshot"> & {
  * Use `create(SnapshotSchema)` to create a new message.
  */
 export const SnapshotSchema: GenMessage<Snapshot> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 14);
+  messageDesc(file_clawgate_v1_config, 13);
 

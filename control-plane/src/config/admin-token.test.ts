@@ -1,0 +1,56 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { resolveAdminToken } from "./admin-token.js";
+import { ConfigError } from "./load-settings.js";
+
+const logger = pino({ level: "silent" });
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function tokenFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "clawgate-token-"));
+  dirs.push(dir);
+  return join(dir, "nested", "admin-token");
+}
+
+describe("resolveAdminToken", () => {
+  it("prefers the configured token and never touches the file", async () => {
+    const path = await tokenFile();
+    const token = await resolveAdminToken(
+      { adminToken: "configured", adminTokenFile: path },
+      logger,
+    );
+    expect(token).toBe("configured");
+    await expect(stat(path)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("generates a token into a missing file (mode 0600) and reads it back next time", async () => {
+    const path = await tokenFile();
+    const token = await resolveAdminToken({ adminTokenFile: path }, logger);
+    expect(token.length).toBeGreaterThanOrEqual(16);
+    expect(await readFile(path, "utf8")).toBe(`${token}\n`);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect(await resolveAdminToken({ adminTokenFile: path }, logger)).toBe(token);
+  });
+
+  it.each([
+    ["short", "too-short\n"],
+    ["empty", ""],
+  ])(
+    "refuses a %s token file with a ConfigError naming adminTokenFile, leaving it as is",
+    async (_, content) => {
+      const path = await tokenFile();
+      await resolveAdminToken({ adminTokenFile: path }, logger);
+      await writeFile(path, content);
+      const failure = resolveAdminToken({ adminTokenFile: path }, logger);
+      await expect(failure).rejects.toBeInstanceOf(ConfigError);
+      await expect(failure).rejects.toThrow(/adminTokenFile: holds \d+ characters, fewer than 16/);
+      expect(await readFile(path, "utf8")).toBe(content);
+    },
+  );
+});
