@@ -52,6 +52,16 @@ describe("loadControlPlaneSettings", () => {
     expect(() => loadControlPlaneSettings(argv, env)).toThrow(message);
   });
 
+  it("reads decimal numbers from text, and takes only real numbers from YAML", () => {
+    expect(
+      loadControlPlaneSettings([], { CLAWGATE_WATCHDOG_MAX_HEAP_RATIO: "0.75" })
+        .watchdogMaxHeapRatio,
+    ).toBe(0.75);
+    expect(() =>
+      loadControlPlaneSettings(["--config", yamlFile("watchdogMaxHeapRatio: true\n")], {}),
+    ).toThrow(/watchdogMaxHeapRatio: .*got true/);
+  });
+
   it("reports a config file that cannot be read", () => {
     expect(() => loadControlPlaneSettings(["--config", "/nonexistent/cp.yaml"], {})).toThrow(
       /cannot read config file \/nonexistent\/cp.yaml/,

@@ -111,7 +111,7 @@ function fromText(key: keyof ControlPlaneSettings, raw: string): unknown {
       .map((part) => part.trim())
       .filter(Boolean);
   }
-  if (typeof fallback === "number") return /^-?\d+$/.test(raw) ? Number(raw) : raw;
+  if (typeof fallback === "number") return /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw;
   return raw;
 }
 

@@ -36,8 +36,7 @@ export const controlPlaneSettingsSchema = z.strictObject({
   /** Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld; default 5 s. */
   watchdogMaxEventLoopDelayMs: z.int().min(10).max(600_000).default(5_000),
   /** Used heap / V8 heap limit above which WATCHDOG=1 is withheld; default 0.9. */
-  // coerce: variables and flags arrive as text, and "0.75" is not a whole number.
-  watchdogMaxHeapRatio: z.coerce.number().gt(0).max(1).default(0.9),
+  watchdogMaxHeapRatio: z.number().gt(0).max(1).default(0.9),
   /** How long SIGTERM waits for admin requests in flight; default 10 s, under TimeoutStopSec=15. */
   drainTimeoutMs: z.int().min(0).max(600_000).default(10_000),
   /** etcd session TTL of the remediation leader: how long a dead leader blocks another; default 10 s. */

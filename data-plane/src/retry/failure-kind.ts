@@ -1,7 +1,9 @@
+import type { UpstreamFailureKind } from "../errors/upstream-failure.js";
+
 /**
- * How one attempt at an upstream failed, as the proxy observed it. It is a superset of the
- * proxy's error classification (errors/upstream-failure.ts `UpstreamFailureKind`) plus the two
- * outcomes only the proxy sees, so a classified error can be passed straight in.
+ * How one attempt at an upstream failed, as the proxy observed it: the proxy's own vocabulary
+ * (errors/upstream-failure.ts `UpstreamFailureKind`) less the three degradations that never
+ * make an attempt (breaker_open, retry_after, no_healthy_node), so there is one list to keep.
  *
  * - `refused`, `connect_timeout`, `dns`, `unreachable`: no connection; the upstream never saw it.
  * - `pool_closed`: our connection pool was closed under the request (a snapshot swap): ours, not
@@ -16,33 +18,26 @@
  * - `bad_request`: the request itself could not be sent; the upstream is not at fault.
  * - `other`: anything unclassified.
  */
-export type FailureKind =
-  | "refused"
-  | "connect_timeout"
-  | "dns"
-  | "unreachable"
-  | "pool_closed"
-  | "reset"
-  | "header_timeout"
-  | "protocol"
-  | "status_5xx"
-  | "body_timeout"
-  | "stream_broken"
-  | "bad_request"
-  | "other";
+export type FailureKind = Exclude<
+  UpstreamFailureKind,
+  "breaker_open" | "retry_after" | "no_healthy_node"
+>;
 
-export const FAILURE_KINDS: readonly FailureKind[] = [
-  "refused",
-  "connect_timeout",
-  "dns",
-  "unreachable",
-  "pool_closed",
-  "reset",
-  "header_timeout",
-  "protocol",
-  "status_5xx",
-  "body_timeout",
-  "stream_broken",
-  "bad_request",
-  "other",
-];
+/** Every kind once; the Record makes the compiler catch a kind added to the vocabulary. */
+const EVERY_KIND: Record<FailureKind, true> = {
+  refused: true,
+  connect_timeout: true,
+  dns: true,
+  unreachable: true,
+  pool_closed: true,
+  reset: true,
+  header_timeout: true,
+  protocol: true,
+  status_5xx: true,
+  body_timeout: true,
+  stream_broken: true,
+  bad_request: true,
+  other: true,
+};
+
+export const FAILURE_KINDS = Object.keys(EVERY_KIND) as readonly FailureKind[];

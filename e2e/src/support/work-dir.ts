@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** A fresh directory under the OS temp dir, e.g. /tmp/clawgate-cp-XXXXXX. */
+/** A fresh directory under the OS temp dir, e.g. /tmp/clawgate-cp-a1B2c3. */
 export function makeWorkDir(label: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `clawgate-${label}-`));
 }
