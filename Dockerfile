@@ -6,13 +6,15 @@ FROM node:20-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.base.json tsconfig.json ./
 COPY proto/package.json proto/
+COPY runtime/package.json runtime/
 COPY control-plane/package.json control-plane/
 COPY data-plane/package.json data-plane/
 COPY e2e/package.json e2e/
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npx tsc -b proto control-plane data-plane \
- && npm prune --omit=dev --workspace @clawgate/proto --workspace @clawgate/control-plane \
+RUN npx tsc -b proto runtime control-plane data-plane \
+ && npm prune --omit=dev --workspace @clawgate/proto --workspace @clawgate/runtime \
+      --workspace @clawgate/control-plane \
       --workspace @clawgate/data-plane --include-workspace-root=false
 
 FROM node:20-bookworm-slim
@@ -22,6 +24,8 @@ COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/package.json ./
 COPY --from=build /src/proto/package.json proto/
 COPY --from=build /src/proto/dist proto/dist
+COPY --from=build /src/runtime/package.json runtime/
+COPY --from=build /src/runtime/dist runtime/dist
 COPY --from=build /src/control-plane/package.json control-plane/
 COPY --from=build /src/control-plane/dist control-plane/dist
 COPY --from=build /src/data-plane/package.json data-plane/

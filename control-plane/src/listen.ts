@@ -1,10 +1,17 @@
+import { parseHostPort } from "@clawgate/runtime";
 import type { Logger } from "pino";
 
-/** "127.0.0.1:9180" -> ["127.0.0.1", 9180]; IPv6 hosts come bracketed. */
+// Loopback detection lives with host:port parsing in the runtime; main.ts imports it from here.
+export { isLoopback } from "@clawgate/runtime";
+
+/**
+ * "127.0.0.1:9180" -> ["127.0.0.1", 9180], IPv6 hosts unbracketed, for server.listen(). Only
+ * called on validated settings, so a parse failure is a bug, not bad input.
+ */
 export function splitHostPort(address: string): [string, number] {
-  const colon = address.lastIndexOf(":");
-  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, "$1");
-  return [host, Number(address.slice(colon + 1))];
+  const parsed = parseHostPort(address, { allowPortZero: true });
+  if (!parsed.ok) throw new Error(`${address}: ${parsed.reason}`);
+  return [parsed.value.host, parsed.value.port];
 }
 
 /**
@@ -19,10 +26,4 @@ export function exitOnListenFailure(logger: Logger, what: string, address: strin
     );
     process.exit(1);
   };
-}
-
-/** True for addresses only this host can reach: 127.0.0.0/8, ::1 and localhost. */
-export function isLoopback(address: string): boolean {
-  const [host] = splitHostPort(address);
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

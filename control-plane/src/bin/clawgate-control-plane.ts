@@ -1,12 +1,26 @@
 #!/usr/bin/env node
-import type { ConfigError } from "../config/load-settings.js";
+import { helpOrVersion, isConfigError, packageVersion } from "@clawgate/runtime";
+import { CONTROL_PLANE_SETTINGS } from "../config/settings.js";
 import { main } from "../main.js";
 
-main(process.argv.slice(2), process.env).catch((error: unknown) => {
-  if ((error as ConfigError).code === "CLAWGATE_INVALID_CONFIG") {
-    process.stderr.write(`clawgate-control-plane: ${(error as ConfigError).message}\n`);
-    process.exit(2);
-  }
-  process.stderr.write(`clawgate-control-plane: ${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
+const argv = process.argv.slice(2);
+// --help and --version print and exit 0 before anything is opened or bound.
+const info = helpOrVersion(argv, {
+  program: "clawgate-control-plane",
+  summary:
+    "Clawgate control plane: admin API, config store (etcd or embedded) and the gRPC snapshot stream to the data planes.",
+  version: packageVersion(new URL("../../package.json", import.meta.url)),
+  settings: CONTROL_PLANE_SETTINGS,
 });
+if (info !== undefined) {
+  process.stdout.write(info);
+} else {
+  main(argv, process.env).catch((error: unknown) => {
+    if (isConfigError(error)) {
+      process.stderr.write(`clawgate-control-plane: ${error.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`clawgate-control-plane: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { packageVersion } from "@clawgate/runtime";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
 import { parseKind } from "../admin/kind-name.js";
@@ -47,6 +48,8 @@ interface ApplyResponse {
 }
 
 const DEFAULT_SERVER = "http://127.0.0.1:9180";
+/** The control plane package's version: clawctl ships with the API it speaks to. */
+const CLAWCTL_VERSION = packageVersion(new URL("../../package.json", import.meta.url));
 /** Where a control plane started without a token writes the one it generates. */
 const DEFAULT_TOKEN_FILE = "./.clawgate/admin-token";
 
@@ -66,6 +69,8 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
     .exitOverride()
     .configureOutput({ writeOut: out, writeErr: err })
     .showHelpAfterError()
+    .version(CLAWCTL_VERSION, "-V, --version", "print the version and exit")
+    .helpOption("-h, --help", "print help for clawctl or a command and exit")
     .option("--server <url>", `admin API URL (env CLAWGATE_ADMIN_URL, default ${DEFAULT_SERVER})`)
     .option(
       "--token <token>",

@@ -1,10 +1,10 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ConfigError } from "@clawgate/runtime";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveAdminToken } from "./admin-token.js";
-import { ConfigError } from "./load-settings.js";
 
 const logger = pino({ level: "silent" });
 const dirs: string[] = [];
@@ -49,7 +49,9 @@ describe("resolveAdminToken", () => {
       await writeFile(path, content);
       const failure = resolveAdminToken({ adminTokenFile: path }, logger);
       await expect(failure).rejects.toBeInstanceOf(ConfigError);
-      await expect(failure).rejects.toThrow(/adminTokenFile: holds \d+ characters, fewer than 16/);
+      await expect(failure).rejects.toThrow(
+        /adminTokenFile = ".*" \(from settings\): holds \d+ characters, fewer than 16/,
+      );
       expect(await readFile(path, "utf8")).toBe(content);
     },
   );

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
+import { ConfigError } from "@clawgate/runtime";
 import type { Logger } from "pino";
-import { ConfigError } from "./load-settings.js";
 import type { ControlPlaneSettings } from "./settings.js";
 
 /** Shortest token the file may hold; shorter is too easy to guess. */
@@ -47,7 +47,5 @@ export async function resolveAdminToken(
 }
 
 function invalid(path: string, reason: string): ConfigError {
-  return new ConfigError(
-    `invalid control-plane settings:\n  adminTokenFile: ${reason} (got ${JSON.stringify(path)})`,
-  );
+  return new ConfigError([{ field: "adminTokenFile", value: path, layer: "settings", reason }]);
 }

@@ -114,7 +114,7 @@ describe("gRPC TLS settings", () => {
     const error = configError(settings());
     // The code the bin turns into exit status 2.
     expect(error.code).toBe("CLAWGATE_INVALID_CONFIG");
-    expect(error.message).toContain(`${setting}: `);
+    expect(error.message).toContain(`${setting} = `);
     expect(error.message).toMatch(reason);
   });
 });

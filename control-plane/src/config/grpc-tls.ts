@@ -1,7 +1,7 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { ConfigError } from "@clawgate/runtime";
 import type { GrpcServerTls } from "../grpc/server-credentials.js";
-import { ConfigError } from "./load-settings.js";
 import type { ControlPlaneSettings } from "./settings.js";
 
 export type GrpcTlsSettings = Pick<
@@ -84,7 +84,5 @@ function parse<T>(setting: keyof GrpcTlsSettings, path: string, what: string, pa
 }
 
 function fail(setting: keyof GrpcTlsSettings, path: string, reason: string): never {
-  throw new ConfigError(
-    `invalid control-plane settings:\n  ${setting}: ${reason} (got ${JSON.stringify(path)})`,
-  );
+  throw new ConfigError([{ field: setting, value: path, layer: "settings", reason }]);
 }

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
+import { type ConfigError, isConfigError } from "@clawgate/runtime";
 import { describe, expect, it } from "vitest";
-import { type ConfigError, isConfigError } from "./config-error.js";
 import { type CpTlsSettings, readCpTls } from "./cp-tls.js";
 import { loadConfig } from "./load-config.js";
 
@@ -102,7 +102,7 @@ describe("control-plane TLS settings", () => {
       return Buffer.from(text);
     };
     const error = thrown(() => readCpTls(settings, readFile));
-    expect(error.code).toBe("CLAWGATE_CONFIG_INVALID");
+    expect(error.code).toBe("CLAWGATE_INVALID_CONFIG");
     expect(error.problems[0]).toMatchObject({
       field,
       value: settings[field as keyof CpTlsSettings],

@@ -1,7 +1,7 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { ConfigError, type ConfigProblem } from "@clawgate/runtime";
 import type { SnapshotChannelTls } from "../snapshot-client/channel-credentials.js";
-import { ConfigError, type ConfigProblem } from "./config-error.js";
 import type { DataPlaneConfig } from "./config-schema.js";
 
 export type CpTlsSettings = Pick<

@@ -1,5 +1,5 @@
 import type { Server } from "node:net";
-import { formatHostPort, parseHostPort } from "../config/host-port.js";
+import { formatHostPort, parseHostPort } from "@clawgate/runtime";
 
 /** A listener that could not bind; `code` is the system error (EADDRINUSE, EACCES, ...). */
 export class ListenError extends Error {

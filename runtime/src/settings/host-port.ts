@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /** A parsed `host:port`; an IPv6 host is kept without its brackets. */
 export interface HostPort {
   host: string;
@@ -25,4 +27,20 @@ export function parseHostPort(text: string, options: { allowPortZero: boolean })
 /** The inverse of parseHostPort, bracketing IPv6 hosts. */
 export function formatHostPort({ host, port }: HostPort): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** A setting holding `host:port`: a listener (port 0 allowed) or an address to dial. */
+export function hostPortSetting(use: "listen" | "dial") {
+  return z.string().superRefine((value, ctx) => {
+    const parsed = parseHostPort(value, { allowPortZero: use === "listen" });
+    if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.reason });
+  });
+}
+
+/** True for addresses only this host can reach: 127.0.0.0/8, ::1 and localhost. */
+export function isLoopback(address: string): boolean {
+  const parsed = parseHostPort(address, { allowPortZero: true });
+  if (!parsed.ok) return false;
+  const { host } = parsed.value;
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
