@@ -31,7 +31,9 @@ export const controlPlaneSettingsSchema = z.strictObject({
   /** Time a data plane may lag the published version before it shows as STALE; default 10 s. */
   staleGraceMs: z.int().min(0).max(3_600_000).default(10_000),
   /** Names this replica in logs and snapshot nonces; default hostname-pid. */
-  instanceId: z.string().min(1).default(`${hostname()}-${process.pid}`),
+  // At most 200: it is the prefix of every snapshot nonce, which data planes echo back within
+  // STREAM_LIMITS.nonceLength (256).
+  instanceId: z.string().min(1).max(200).default(`${hostname()}-${process.pid}`),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld; default 5 s. */
   watchdogMaxEventLoopDelayMs: z.int().min(10).max(600_000).default(5_000),
@@ -47,6 +49,8 @@ export const controlPlaneSettingsSchema = z.strictObject({
   grpcTlsKeyFile: z.string().min(1).optional(),
   /** PEM CA that must have signed the data planes' certificates (mutual TLS); default unset. */
   grpcTlsClientCaFile: z.string().min(1).optional(),
+  /** Snapshot streams open at once; one more is refused with RESOURCE_EXHAUSTED. Default 1024. */
+  grpcMaxStreams: z.int().min(1).max(1_000_000).default(1024),
 });
 
 export type ControlPlaneSettings = Readonly<z.infer<typeof controlPlaneSettingsSchema>>;
@@ -70,4 +74,5 @@ export const controlPlaneEnvironment: Record<string, keyof ControlPlaneSettings>
   CLAWGATE_GRPC_TLS_CERT_FILE: "grpcTlsCertFile",
   CLAWGATE_GRPC_TLS_KEY_FILE: "grpcTlsKeyFile",
   CLAWGATE_GRPC_TLS_CLIENT_CA_FILE: "grpcTlsClientCaFile",
+  CLAWGATE_GRPC_MAX_STREAMS: "grpcMaxStreams",
 };

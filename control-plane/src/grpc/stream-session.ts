@@ -10,6 +10,7 @@ import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-j
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
 import type { PublishedSnapshot, SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import { checkAnswer, checkHealthReport, checkHello } from "./request-bounds.js";
 import { serviceError } from "./service-error.js";
 
 export interface StreamSessionOptions {
@@ -95,16 +96,26 @@ export class StreamSession {
       return;
     }
     switch (message.case) {
-      case "ack":
-        this.onAck(this.identity, message.value);
+      case "ack": {
+        const ack = checkAnswer("Ack", message.value);
+        if (ack.ok) this.onAck(this.identity, ack.value);
+        else this.refuse(ack.reason);
         return;
-      case "nack":
-        this.onNack(this.identity, message.value);
+      }
+      case "nack": {
+        const nack = checkAnswer("Nack", message.value);
+        if (nack.ok) this.onNack(this.identity, nack.value);
+        else this.refuse(nack.reason);
         return;
-      case "health":
+      }
+      case "health": {
+        const nodes = checkHealthReport(message.value.nodes);
         // State of the world: the report replaces whatever this data plane said before.
-        this.fleet.healthReported(this.identity.nodeId, this.identity.stream, message.value.nodes);
+        if (nodes.ok)
+          this.fleet.healthReported(this.identity.nodeId, this.identity.stream, nodes.value);
+        else this.refuse(nodes.reason);
         return;
+      }
       case "hello":
         this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
         return;
@@ -114,7 +125,25 @@ export class StreamSession {
     }
   }
 
+  /**
+   * Ends a stream whose message breaks a bound in STREAM_LIMITS. The reason names the field,
+   * its size and the limit, never the value, so the log line stays small too.
+   */
+  private refuse(reason: string): void {
+    this.logger.warn(
+      { nodeId: this.identity?.nodeId, peer: this.peer(), reason },
+      "refusing a stream message over its size limit",
+    );
+    this.fail(serviceError(status.INVALID_ARGUMENT, reason));
+  }
+
   private onHello(hello: Hello): void {
+    // Before anything else, so nothing unbounded reaches a log line or the fleet.
+    const bounded = checkHello(hello);
+    if (!bounded.ok) {
+      this.refuse(bounded.reason);
+      return;
+    }
     if (hello.protocolVersion !== PROTOCOL_VERSION) {
       this.logger.warn(
         { nodeId: hello.nodeId, protocolVersion: hello.protocolVersion, peer: this.peer() },
