@@ -17,7 +17,23 @@ describe("loadControlPlaneSettings", () => {
     expect(settings.grpcListen).toBe("127.0.0.1:9190");
     expect(settings.etcdEndpoints).toEqual([]);
     expect(settings.etcdPrefix).toBe("/clawgate/");
+    expect(settings.grpcMaxStreams).toBe(1024);
     expect(Object.isFrozen(settings)).toBe(true);
+  });
+
+  it("reads grpcMaxStreams from CLAWGATE_GRPC_MAX_STREAMS and refuses 0", () => {
+    expect(loadControlPlaneSettings([], { CLAWGATE_GRPC_MAX_STREAMS: "64" }).grpcMaxStreams).toBe(
+      64,
+    );
+    expect(() => loadControlPlaneSettings([], { CLAWGATE_GRPC_MAX_STREAMS: "0" })).toThrow(
+      /grpcMaxStreams: .*from environment/,
+    );
+  });
+
+  it("refuses an instanceId longer than a snapshot nonce may carry", () => {
+    expect(() => loadControlPlaneSettings([], { CLAWGATE_INSTANCE_ID: "i".repeat(201) })).toThrow(
+      /instanceId: /,
+    );
   });
 
   it("layers file, then environment, then flags", () => {
