@@ -113,7 +113,7 @@ afterEach(async () => {
 });
 
 async function harness(
-  limits: { maxStreams?: number; maxReceiveMessageBytes?: number } = {},
+  limits: { maxStreams?: number; maxReceiveMessageBytes?: number; helloTimeoutMs?: number } = {},
 ): Promise<Harness> {
   const store = await openEmbeddedStore({});
   const logs: Harness["logs"] = [];
@@ -425,6 +425,20 @@ describe("snapshot server bounds what a data plane may send", () => {
     expect(reports).toHaveLength(1);
     expect(reports[0]![0]!.startsWith("e".repeat(STREAM_LIMITS.healthEvidenceLength))).toBe(true);
     expect(reports[0]![0]!.length).toBeLessThan(STREAM_LIMITS.healthEvidenceLength + 50);
+  });
+
+  it("ends a stream that sends no Hello, freeing its slot", async () => {
+    const h = await harness({ maxStreams: 1, helloTimeoutMs: 50 });
+    const silent = new TestDataPlane(h.client);
+    // Nothing written: the stream opens with the call's headers.
+    const status = await silent.status;
+    expect(status.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(status.details).toBe("no Hello within 50 ms of opening the stream");
+
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    expect(h.fleet.get("dp-1")?.connected).toBe(true);
   });
 
   it("refuses a stream over grpcMaxStreams with RESOURCE_EXHAUSTED until one ends", async () => {

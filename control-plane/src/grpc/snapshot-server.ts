@@ -37,6 +37,8 @@ export interface SnapshotServerOptions {
   maxStreams?: number;
   /** Largest message a data plane may send; default MAX_RECEIVE_MESSAGE_BYTES (1 MiB). */
   maxReceiveMessageBytes?: number;
+  /** A stream that sends no Hello this long is ended with DEADLINE_EXCEEDED; default 10 s. */
+  helloTimeoutMs?: number;
 }
 
 /**
@@ -115,6 +117,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         fleet,
         logger,
         metrics: options.metrics,
+        helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
         onClosed: () => sessions.delete(session),
       });
       sessions.add(session);

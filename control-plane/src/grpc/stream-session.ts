@@ -21,6 +21,8 @@ export interface StreamSessionOptions {
   metrics?: { recordNack(): void } | undefined;
   /** Called once when the stream is over, however it ended. */
   onClosed(): void;
+  /** A stream without a Hello this long is ended, freeing its grpcMaxStreams slot. */
+  helloTimeoutMs: number;
 }
 
 interface Identity {
@@ -50,6 +52,7 @@ export class StreamSession {
   private blocked = false;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  private helloTimer: NodeJS.Timeout | undefined;
 
   constructor(options: StreamSessionOptions) {
     this.call = options.call;
@@ -58,6 +61,17 @@ export class StreamSession {
     this.logger = options.logger;
     this.metrics = options.metrics;
     this.onClosed = options.onClosed;
+    // Otherwise streams that never say Hello could hold every slot and keep data planes out.
+    this.helloTimer = setTimeout(() => {
+      this.logger.warn({ peer: this.peer() }, "ending a snapshot stream that sent no Hello");
+      this.fail(
+        serviceError(
+          status.DEADLINE_EXCEEDED,
+          `no Hello within ${options.helloTimeoutMs} ms of opening the stream`,
+        ),
+      );
+    }, options.helloTimeoutMs);
+    this.helloTimer.unref();
     this.call.on("data", (request: StreamSnapshotsRequest) => this.onRequest(request));
     // The data plane half-closed: it wants no more snapshots.
     this.call.on("end", () => {
@@ -161,6 +175,7 @@ export class StreamSession {
       this.fail(serviceError(status.INVALID_ARGUMENT, "Hello.nodeId must not be empty"));
       return;
     }
+    clearTimeout(this.helloTimer);
     this.applied = Number(hello.lastAppliedVersion);
     this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };
     this.logger.info(
@@ -230,6 +245,7 @@ export class StreamSession {
   private cleanup(reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.helloTimer);
     this.unsubscribe?.();
     if (this.identity !== undefined) {
       this.fleet.disconnected(this.identity.nodeId, this.identity.stream);
