@@ -133,6 +133,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
     metrics: controlPlaneMetrics,
     tls: grpcTls,
+    maxStreams: settings.grpcMaxStreams,
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
   let draining = false;

@@ -51,6 +51,11 @@ describe("snapshot channel over mutual TLS", () => {
     expect(await whoAnswered(`${dp.proxyUrl}/api/hello`)).toBe("a");
     expect(cp.process.output.grep('"security":"mutual-tls"')).not.toEqual([]);
     expect(dp.process.output.grep('"security":"mutual-tls"')).not.toEqual([]);
+    // Dialling an IP over TLS used to print Node's DEP0123 warning (an IP as SNI) into the
+    // JSON log; the name is checked against the IP SAN instead, with no SNI sent.
+    expect(cp.grpcAddress).toMatch(/^127\.0\.0\.1:/);
+    expect(dp.process.output.grep("DEP0123")).toEqual([]);
+    expect(dp.process.output.grep("ServerName")).toEqual([]);
   });
 
   it("never readies a data plane without a client certificate, nor lists it", async () => {

@@ -85,11 +85,23 @@ monitoring.coreos.com/v1, or the operator said so (helm template has no cluster 
 /etc/clawgate/snapshot-tls
 {{- end }}
 
-{{/* The tls.existingSecret volume, the same in both planes. */}}
+{{/*
+The Secret one plane mounts for the snapshot stream: tls.existingSecret for both, or the one
+snapshot-tls-secret.yaml generates for that plane. Call with (dict "root" $ "plane" "data-plane").
+*/}}
+{{- define "clawgate.tlsSecretName" -}}
+{{- if .root.Values.tls.existingSecret }}
+{{- .root.Values.tls.existingSecret }}
+{{- else }}
+{{- include "clawgate.fullname" .root }}-{{ .plane }}-tls
+{{- end }}
+{{- end }}
+
+{{/* The snapshot-tls volume of one plane; call like clawgate.tlsSecretName. */}}
 {{- define "clawgate.tlsVolume" -}}
 - name: snapshot-tls
   secret:
-    secretName: {{ .Values.tls.existingSecret }}
+    secretName: {{ include "clawgate.tlsSecretName" . }}
     # Owner root, group fsGroup: the non-root process reads the key through its group.
     defaultMode: 0440
 {{- end }}
@@ -116,9 +128,6 @@ topologySpreadConstraints:
 {{- $dpStop := add (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) }}
 {{- if le (int $dp.terminationGracePeriodSeconds) (int $dpStop) }}
 {{- fail (printf "dataPlane.terminationGracePeriodSeconds (%d) must exceed dataPlane.drainDelaySeconds + dataPlane.drainTimeoutSeconds (%d + %d = %d): Kubernetes would SIGKILL the process mid-drain" (int $dp.terminationGracePeriodSeconds) (int $dp.drainDelaySeconds) (int $dp.drainTimeoutSeconds) (int $dpStop)) }}
-{{- end }}
-{{- if and .Values.tls.enabled (not .Values.tls.existingSecret) }}
-{{- fail "tls.existingSecret must name a Secret with tls.crt, tls.key and ca.crt when tls.enabled is true" }}
 {{- end }}
 {{- if and $dp.autoscaling.enabled (gt (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}
 {{- fail (printf "dataPlane.autoscaling.minReplicas (%d) must not exceed dataPlane.autoscaling.maxReplicas (%d)" (int $dp.autoscaling.minReplicas) (int $dp.autoscaling.maxReplicas)) }}

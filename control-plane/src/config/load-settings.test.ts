@@ -28,11 +28,27 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: 0.9,
       drainTimeoutMs: 10_000,
       leaderTtlSeconds: 10,
+      grpcMaxStreams: 1024,
     });
     expect(settings.adminToken).toBeUndefined();
     expect(settings.grpcTlsCertFile).toBeUndefined();
     expect(settings.instanceId).toMatch(new RegExp(`-${process.pid}$`));
     expect(Object.isFrozen(settings)).toBe(true);
+  });
+
+  it("reads grpcMaxStreams from CLAWGATE_GRPC_MAX_STREAMS and refuses 0", () => {
+    expect(loadControlPlaneSettings([], { CLAWGATE_GRPC_MAX_STREAMS: "64" }).grpcMaxStreams).toBe(
+      64,
+    );
+    expect(() => loadControlPlaneSettings([], { CLAWGATE_GRPC_MAX_STREAMS: "0" })).toThrow(
+      /grpcMaxStreams = 0 \(from env CLAWGATE_GRPC_MAX_STREAMS\)/,
+    );
+  });
+
+  it("refuses an instanceId longer than a snapshot nonce may carry", () => {
+    expect(() => loadControlPlaneSettings([], { CLAWGATE_INSTANCE_ID: "i".repeat(201) })).toThrow(
+      /instanceId = .*<=200 characters/,
+    );
   });
 
   it("layers file, then environment, then flags", () => {
@@ -72,6 +88,7 @@ describe("loadControlPlaneSettings", () => {
       grpcTlsCertFile: "/c",
       grpcTlsKeyFile: "/k",
       grpcTlsClientCaFile: "/ca",
+      grpcMaxStreams: "8",
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(CONTROL_PLANE_SETTINGS).sort());
     const expected = {
@@ -82,6 +99,7 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: 0.5,
       drainTimeoutMs: 6,
       leaderTtlSeconds: 7,
+      grpcMaxStreams: 8,
     };
     const env = Object.fromEntries(
       Object.entries(values).map(([name, value]) => [

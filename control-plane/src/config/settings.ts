@@ -67,8 +67,10 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
   instanceId: {
     variable: "CLAWGATE_INSTANCE_ID",
     flag: "instance-id",
-    doc: "Names this replica in logs and snapshot nonces.",
-    type: z.string().min(1),
+    doc: "Names this replica in logs and snapshot nonces; at most 200 characters.",
+    // At most 200: it is the prefix of every snapshot nonce, which data planes echo back within
+    // STREAM_LIMITS.nonceLength (256).
+    type: z.string().min(1).max(200),
     default: `${hostname()}-${process.pid}`,
     defaultText: "hostname and PID",
   },
@@ -126,6 +128,13 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     doc: "PEM CA that must have signed the data planes' certificates (mutual TLS).",
     type: z.string().min(1),
     defaultText: "none: client certificates not asked for",
+  },
+  grpcMaxStreams: {
+    variable: "CLAWGATE_GRPC_MAX_STREAMS",
+    flag: "grpc-max-streams",
+    doc: "Snapshot streams open at once; one more is refused with RESOURCE_EXHAUSTED.",
+    type: z.int().min(1).max(1_000_000),
+    default: 1024,
   },
 });
 

@@ -23,29 +23,36 @@ afterEach(async () => {
 });
 
 /** A control plane's snapshot service with one upstream published, secured as `mutual` says. */
-async function controlPlane(mutual: boolean) {
+async function controlPlane(
+  mutual: boolean,
+  server = { cert: pki.serverCert, key: pki.serverKey },
+) {
   const store = await openEmbeddedStore({});
   await store.commit([], [{ type: "put", key: `${PREFIX}upstreams/first`, value: "{}" }]);
   const builder = new SnapshotBuilder({ store, prefix: PREFIX, logger: quiet, instanceId: "cp" });
   await builder.start();
   const fleet = new Fleet();
-  const server = await startSnapshotServer({
+  const snapshotServer = await startSnapshotServer({
     address: "127.0.0.1:0",
     builder,
     fleet,
     logger: quiet,
     tls: readGrpcServerTls({
-      grpcTlsCertFile: pki.serverCert,
-      grpcTlsKeyFile: pki.serverKey,
+      grpcTlsCertFile: server.cert,
+      grpcTlsKeyFile: server.key,
       grpcTlsClientCaFile: mutual ? pki.caCert : undefined,
     }),
   });
   cleanups.push(async () => {
-    await server.close(1_000);
+    await snapshotServer.close(1_000);
     await builder.stop();
     await store.close();
   });
-  return { fleet, address: `127.0.0.1:${server.port}`, version: builder.current()!.version };
+  return {
+    fleet,
+    address: `127.0.0.1:${snapshotServer.port}`,
+    version: builder.current()!.version,
+  };
 }
 
 interface ClientTls {
@@ -117,6 +124,26 @@ describe("snapshot channel over TLS", () => {
       refused: expect.stringMatching(/UNAVAILABLE.*unable to verify the first certificate/),
     });
     expect(cp.fleet.get("dp-other-ca")).toBeUndefined();
+  });
+
+  it("checks an IP address against the certificate's IP SANs", async () => {
+    // SNI is not sent for an IP (RFC 6066), but the name check must still happen: a
+    // certificate for localhost alone does not prove it belongs to 127.0.0.1.
+    const cp = await controlPlane(false, {
+      cert: pki.dnsOnlyServerCert,
+      key: pki.dnsOnlyServerKey,
+    });
+    const outcome = await firstAttempt(cp.address, "dp-ip", { ca: pki.caCert });
+    expect(outcome).toMatchObject({
+      refused: expect.stringMatching(/IP: 127\.0\.0\.1 is not in the cert's list/),
+    });
+    expect(cp.fleet.get("dp-ip")).toBeUndefined();
+    // The same certificate passes when the data plane is told the name it carries.
+    const named = await firstAttempt(cp.address, "dp-named", {
+      ca: pki.caCert,
+      serverName: "localhost",
+    });
+    expect(named).toEqual({ applied: cp.version });
   });
 
   it("checks the server name given in place of the address's host", async () => {

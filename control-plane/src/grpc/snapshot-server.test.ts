@@ -3,9 +3,12 @@ import {
   create,
   HelloSchema,
   NackSchema,
+  NodeHealthReportSchema,
+  NodeHealthSchema,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
   type Snapshot,
+  STREAM_LIMITS,
   type StreamSnapshotsRequest,
   StreamSnapshotsRequestSchema,
   type StreamSnapshotsResponse,
@@ -109,7 +112,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function harness(): Promise<Harness> {
+async function harness(
+  limits: { maxStreams?: number; maxReceiveMessageBytes?: number; helloTimeoutMs?: number } = {},
+): Promise<Harness> {
   const store = await openEmbeddedStore({});
   const logs: Harness["logs"] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(JSON.parse(line)) });
@@ -131,6 +136,7 @@ async function harness(): Promise<Harness> {
     fleet,
     logger,
     metrics: { recordNack: () => h.nacks!++ },
+    ...limits,
   });
   const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
   cleanups.push(async () => {
@@ -311,5 +317,150 @@ describe("snapshot server", () => {
     expect(sa.nonce).toBe(sb.nonce);
     expect(sa.createdAtMs).toBe(sb.createdAtMs);
     expect(sa.nonce).toBe(h.builder.current()!.nonce);
+  });
+});
+
+describe("snapshot server bounds what a data plane may send", () => {
+  function helloWith(dp: TestDataPlane, fields: { nodeId?: string; hostname?: string }): void {
+    dp.send({
+      case: "hello",
+      value: create(HelloSchema, {
+        nodeId: fields.nodeId ?? "dp-1",
+        hostname: fields.hostname ?? "dp-1.local",
+        softwareVersion: "1.0.0",
+        protocolVersion: PROTOCOL_VERSION,
+      }),
+    });
+  }
+
+  it("refuses an oversize Hello with INVALID_ARGUMENT naming the field and keeps nothing", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    helloWith(dp, { hostname: "h".repeat(STREAM_LIMITS.hostnameLength + 1) });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toBe(
+      `Hello.hostname is ${STREAM_LIMITS.hostnameLength + 1} characters long; the limit is ${STREAM_LIMITS.hostnameLength}`,
+    );
+    expect(h.fleet.list()).toEqual([]);
+    // The refusal is logged without the value.
+    expect(JSON.stringify(h.logs)).not.toContain("h".repeat(STREAM_LIMITS.hostnameLength));
+  });
+
+  it("refuses a Hello whose node id is too long", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    helloWith(dp, { nodeId: "n".repeat(10_000) });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toContain(`Hello.nodeId is 10000 characters long; the limit is 253`);
+    expect(h.fleet.list()).toEqual([]);
+  });
+
+  it("refuses a message over the receive limit before decoding it", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    // The 3 MB hostname of issue 8: larger than the 1 MiB a data plane may send at once.
+    helloWith(dp, { hostname: "h".repeat(3 * 1024 * 1024) });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(h.fleet.list()).toEqual([]);
+  });
+
+  it("keeps and logs only the first part of a long Nack detail", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    const refused = await dp.next();
+    dp.nack(refused, `bad upstream ${"x".repeat(100_000)}`);
+    await h.waitForState("dp-1", "NACKED");
+    const error = h.fleet.get("dp-1")!.lastNack!.error;
+    expect(error.startsWith("bad upstream xxx")).toBe(true);
+    expect(error).toContain("more characters cut");
+    expect(error.length).toBeLessThan(STREAM_LIMITS.nackDetailLength + 50);
+    const logged = h.logs.find((line) => line.msg.startsWith("data plane refused snapshot"));
+    expect(JSON.stringify(logged).length).toBeLessThan(STREAM_LIMITS.nackDetailLength + 500);
+  });
+
+  it("ends the stream on an Ack whose nonce is over its bound", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    const snapshot = await dp.next();
+    dp.ack(snapshot, "n".repeat(STREAM_LIMITS.nonceLength + 1));
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toContain(`Ack.nonce is ${STREAM_LIMITS.nonceLength + 1} characters`);
+    await h.waitForState("dp-1", "DISCONNECTED");
+  });
+
+  it("refuses a health report with too many nodes and cuts long evidence", async () => {
+    const h = await harness();
+    const reports: string[][] = [];
+    h.fleet.onHealthReport((_, nodes) => reports.push(nodes.map((node) => node.evidence)));
+    const node = (evidence: string) =>
+      create(NodeHealthSchema, {
+        upstream: "first",
+        address: "127.0.0.1:1",
+        state: "healthy",
+        evidence,
+      });
+
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    dp.send({
+      case: "health",
+      value: create(NodeHealthReportSchema, { nodes: [node("e".repeat(5_000))] }),
+    });
+    const tooMany = Array.from({ length: STREAM_LIMITS.healthNodes + 1 }, () => node("ok"));
+    dp.send({ case: "health", value: create(NodeHealthReportSchema, { nodes: tooMany }) });
+
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toBe(
+      `NodeHealthReport.nodes has ${STREAM_LIMITS.healthNodes + 1} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    );
+    // Only the first report arrived, its evidence cut to the bound.
+    expect(reports).toHaveLength(1);
+    expect(reports[0]![0]!.startsWith("e".repeat(STREAM_LIMITS.healthEvidenceLength))).toBe(true);
+    expect(reports[0]![0]!.length).toBeLessThan(STREAM_LIMITS.healthEvidenceLength + 50);
+  });
+
+  it("ends a stream that sends no Hello, freeing its slot", async () => {
+    const h = await harness({ maxStreams: 1, helloTimeoutMs: 50 });
+    const silent = new TestDataPlane(h.client);
+    // Nothing written: the stream opens with the call's headers.
+    const status = await silent.status;
+    expect(status.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(status.details).toBe("no Hello within 50 ms of opening the stream");
+
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    expect(h.fleet.get("dp-1")?.connected).toBe(true);
+  });
+
+  it("refuses a stream over grpcMaxStreams with RESOURCE_EXHAUSTED until one ends", async () => {
+    const h = await harness({ maxStreams: 1 });
+    const first = new TestDataPlane(h.client);
+    first.hello("dp-1");
+    await first.next();
+
+    const second = new TestDataPlane(h.client);
+    second.hello("dp-2");
+    const refused = await second.status;
+    expect(refused.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(refused.details).toContain("grpcMaxStreams 1");
+    expect(h.fleet.get("dp-2")).toBeUndefined();
+    expect(h.logs.some((line) => line.msg.includes("too many open streams"))).toBe(true);
+
+    // The slot is free again once the first stream is over.
+    first.call.cancel();
+    await h.waitForState("dp-1", "DISCONNECTED");
+    const third = new TestDataPlane(h.client);
+    third.hello("dp-3");
+    await third.next();
+    expect(h.fleet.get("dp-3")?.connected).toBe(true);
   });
 });

@@ -33,7 +33,31 @@ export interface SnapshotServerOptions {
   keepaliveTimeoutMs?: number;
   /** TLS, or mutual TLS when it carries a client CA; default none (plaintext). */
   tls?: GrpcServerTls;
+  /** Streams open at once, across all connections; one more is refused. Default 1024. */
+  maxStreams?: number;
+  /** Largest message a data plane may send; default MAX_RECEIVE_MESSAGE_BYTES (1 MiB). */
+  maxReceiveMessageBytes?: number;
+  /** A stream that sends no Hello this long is ended with DEADLINE_EXCEEDED; default 10 s. */
+  helloTimeoutMs?: number;
 }
+
+/**
+ * Data planes send small messages: a Hello or Ack is under 1 KiB within STREAM_LIMITS, and a
+ * node-health report costs about 150 bytes a node, so 1 MiB holds ~7000 nodes' report. The
+ * bound is checked by grpc-js before a message is decoded, so a client cannot make the server
+ * buffer more than this per stream (gRPC's own default is 4 MiB).
+ */
+export const MAX_RECEIVE_MESSAGE_BYTES = 1024 * 1024;
+
+/** Default of maxStreams: room for a large fleet and its reconnects, but a bounded one. */
+export const DEFAULT_MAX_STREAMS = 1024;
+
+/**
+ * Streams one HTTP/2 connection may carry at once. A data plane uses one stream at a time (two
+ * for a moment while it reconnects); the bound keeps a single client from taking every slot of
+ * maxStreams over one connection. Further streams wait in the client for a free slot.
+ */
+const MAX_STREAMS_PER_CONNECTION = 4;
 
 export interface SnapshotServer {
   /** The bound port (the chosen one when the address asked for port 0). */
@@ -55,7 +79,10 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     "grpc.keepalive_time_ms": options.keepaliveTimeMs ?? 10_000,
     "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? 5_000,
     "grpc.keepalive_permit_without_calls": 1,
+    "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? MAX_RECEIVE_MESSAGE_BYTES,
+    "grpc.max_concurrent_streams": MAX_STREAMS_PER_CONNECTION,
   });
+  const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
   const sessions = new Set<StreamSession>();
   let closing = false;
 
@@ -69,12 +96,28 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         call.emit("error", unavailable());
         return;
       }
+      if (sessions.size >= maxStreams) {
+        // Refused before a session exists, so the stream holds no memory and no fleet entry.
+        logger.warn(
+          { peer: peerOf(call), open: sessions.size, maxStreams },
+          "refusing a snapshot stream: too many open streams (grpcMaxStreams)",
+        );
+        call.emit(
+          "error",
+          serviceError(
+            status.RESOURCE_EXHAUSTED,
+            `the control plane already serves ${sessions.size} snapshot streams, its limit (grpcMaxStreams ${maxStreams})`,
+          ),
+        );
+        return;
+      }
       const session = new StreamSession({
         call,
         builder,
         fleet,
         logger,
         metrics: options.metrics,
+        helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
         onClosed: () => sessions.delete(session),
       });
       sessions.add(session);
@@ -120,6 +163,14 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
       logger.info({ port }, "snapshot server closed");
     },
   };
+}
+
+function peerOf(call: SnapshotCall): string {
+  try {
+    return call.getPeer();
+  } catch {
+    return "unknown";
+  }
 }
 
 function unavailable(): ServiceError {

@@ -10,6 +10,7 @@ import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-j
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
 import type { PublishedSnapshot, SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import { checkAnswer, checkHealthReport, checkHello } from "./request-bounds.js";
 import { serviceError } from "./service-error.js";
 
 export interface StreamSessionOptions {
@@ -20,6 +21,8 @@ export interface StreamSessionOptions {
   metrics?: { recordNack(): void } | undefined;
   /** Called once when the stream is over, however it ended. */
   onClosed(): void;
+  /** A stream without a Hello this long is ended, freeing its grpcMaxStreams slot. */
+  helloTimeoutMs: number;
 }
 
 interface Identity {
@@ -49,6 +52,7 @@ export class StreamSession {
   private blocked = false;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  private helloTimer: NodeJS.Timeout | undefined;
 
   constructor(options: StreamSessionOptions) {
     this.call = options.call;
@@ -57,6 +61,17 @@ export class StreamSession {
     this.logger = options.logger;
     this.metrics = options.metrics;
     this.onClosed = options.onClosed;
+    // Otherwise streams that never say Hello could hold every slot and keep data planes out.
+    this.helloTimer = setTimeout(() => {
+      this.logger.warn({ peer: this.peer() }, "ending a snapshot stream that sent no Hello");
+      this.fail(
+        serviceError(
+          status.DEADLINE_EXCEEDED,
+          `no Hello within ${options.helloTimeoutMs} ms of opening the stream`,
+        ),
+      );
+    }, options.helloTimeoutMs);
+    this.helloTimer.unref();
     this.call.on("data", (request: StreamSnapshotsRequest) => this.onRequest(request));
     // The data plane half-closed: it wants no more snapshots.
     this.call.on("end", () => {
@@ -95,16 +110,26 @@ export class StreamSession {
       return;
     }
     switch (message.case) {
-      case "ack":
-        this.onAck(this.identity, message.value);
+      case "ack": {
+        const ack = checkAnswer("Ack", message.value);
+        if (ack.ok) this.onAck(this.identity, ack.value);
+        else this.refuse(ack.reason);
         return;
-      case "nack":
-        this.onNack(this.identity, message.value);
+      }
+      case "nack": {
+        const nack = checkAnswer("Nack", message.value);
+        if (nack.ok) this.onNack(this.identity, nack.value);
+        else this.refuse(nack.reason);
         return;
-      case "health":
+      }
+      case "health": {
+        const nodes = checkHealthReport(message.value.nodes);
         // State of the world: the report replaces whatever this data plane said before.
-        this.fleet.healthReported(this.identity.nodeId, this.identity.stream, message.value.nodes);
+        if (nodes.ok)
+          this.fleet.healthReported(this.identity.nodeId, this.identity.stream, nodes.value);
+        else this.refuse(nodes.reason);
         return;
+      }
       case "hello":
         this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
         return;
@@ -114,7 +139,25 @@ export class StreamSession {
     }
   }
 
+  /**
+   * Ends a stream whose message breaks a bound in STREAM_LIMITS. The reason names the field,
+   * its size and the limit, never the value, so the log line stays small too.
+   */
+  private refuse(reason: string): void {
+    this.logger.warn(
+      { nodeId: this.identity?.nodeId, peer: this.peer(), reason },
+      "refusing a stream message over its size limit",
+    );
+    this.fail(serviceError(status.INVALID_ARGUMENT, reason));
+  }
+
   private onHello(hello: Hello): void {
+    // Before anything else, so nothing unbounded reaches a log line or the fleet.
+    const bounded = checkHello(hello);
+    if (!bounded.ok) {
+      this.refuse(bounded.reason);
+      return;
+    }
     if (hello.protocolVersion !== PROTOCOL_VERSION) {
       this.logger.warn(
         { nodeId: hello.nodeId, protocolVersion: hello.protocolVersion, peer: this.peer() },
@@ -132,6 +175,7 @@ export class StreamSession {
       this.fail(serviceError(status.INVALID_ARGUMENT, "Hello.nodeId must not be empty"));
       return;
     }
+    clearTimeout(this.helloTimer);
     this.applied = Number(hello.lastAppliedVersion);
     this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };
     this.logger.info(
@@ -201,6 +245,7 @@ export class StreamSession {
   private cleanup(reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.helloTimer);
     this.unsubscribe?.();
     if (this.identity !== undefined) {
       this.fleet.disconnected(this.identity.nodeId, this.identity.stream);

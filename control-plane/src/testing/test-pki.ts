@@ -14,6 +14,9 @@ export interface TestPki {
   /** Server certificate for 127.0.0.1 and localhost (serverAuth). */
   serverCert: string;
   serverKey: string;
+  /** Server certificate for the name localhost only: no IP SAN, so dialling 127.0.0.1 must fail. */
+  dnsOnlyServerCert: string;
+  dnsOnlyServerKey: string;
   /** Client certificate (clientAuth), CN=data-plane. */
   clientCert: string;
   clientKey: string;
@@ -34,6 +37,7 @@ const SERVER_EXT = [
   "extendedKeyUsage = serverAuth",
   "subjectAltName = IP:127.0.0.1, DNS:localhost",
 ].join("\n");
+const DNS_ONLY_SERVER_EXT = SERVER_EXT.replace("IP:127.0.0.1, ", "");
 const CLIENT_EXT = [
   "basicConstraints = critical, CA:FALSE",
   "keyUsage = critical, digitalSignature, keyEncipherment",
@@ -50,10 +54,12 @@ export async function makeTestPki(): Promise<TestPki> {
   try {
     await writeFile(path("req.cnf"), REQ_CONFIG);
     await writeFile(path("server.ext"), `${SERVER_EXT}\n`);
+    await writeFile(path("dns-only-server.ext"), `${DNS_ONLY_SERVER_EXT}\n`);
     await writeFile(path("client.ext"), `${CLIENT_EXT}\n`);
     await makeCa(dir, "ca", "clawgate test CA");
     await makeCa(dir, "other-ca", "unrelated test CA");
     await makeLeaf(dir, "server", "localhost", "ca", "server.ext");
+    await makeLeaf(dir, "dns-only-server", "localhost", "ca", "dns-only-server.ext");
     await makeLeaf(dir, "client", "data-plane", "ca", "client.ext");
     await makeLeaf(dir, "other-client", "data-plane", "other-ca", "client.ext");
   } catch (error) {
@@ -65,6 +71,8 @@ export async function makeTestPki(): Promise<TestPki> {
     caCert: path("ca.crt"),
     serverCert: path("server.crt"),
     serverKey: path("server.key"),
+    dnsOnlyServerCert: path("dns-only-server.crt"),
+    dnsOnlyServerKey: path("dns-only-server.key"),
     clientCert: path("client.crt"),
     clientKey: path("client.key"),
     otherCaCert: path("other-ca.crt"),

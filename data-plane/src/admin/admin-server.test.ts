@@ -40,6 +40,30 @@ function applyGood(version: bigint, source: "control-plane" | "cache" = "control
 }
 
 describe("admin server", () => {
+  it("never shows tenant API key hashes in /config_dump, only how many there are", async () => {
+    const hash = "a".repeat(64);
+    const result = applied.apply(
+      create(SnapshotSchema, {
+        version: 3n,
+        nonce: "n",
+        tenants: [{ name: "acme", apiKeySha256: [hash, "b".repeat(64)], requestsPerMinute: 60 }],
+      }),
+      "control-plane",
+    );
+    if (!result.ok) throw new Error(result.reason);
+
+    const text = await (await fetch(`${base}/config_dump`)).text();
+    expect(text).not.toContain(hash);
+    expect(JSON.parse(text).snapshot.tenants).toEqual([
+      { name: "acme", apiKeySha256: ["[redacted]", "[redacted]"], requestsPerMinute: 60 },
+    ]);
+    // The applied snapshot itself still carries them: the proxy needs them to check keys.
+    expect(applied.state()!.compiled.source.tenants[0]!.apiKeySha256).toEqual([
+      hash,
+      "b".repeat(64),
+    ]);
+  });
+
   it("answers /healthz while the process is alive, snapshot or not", async () => {
     const res = await fetch(`${base}/healthz`);
     expect(res.status).toBe(200);

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { SnapshotSchema, toJson } from "@clawgate/proto";
 import type { Registry } from "prom-client";
 import type { ErrorCode } from "../errors/error-catalog.js";
 import type { AppliedState } from "../runtime/applied-snapshot.js";
+import { redactedSnapshotJson } from "./redact-snapshot.js";
 
 export interface AdminOptions {
   /** prom-client registry served at /metrics. */
@@ -51,7 +51,7 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
         appliedAt: new Date(state.appliedAtMs).toISOString(),
         appliedAtMs: state.appliedAtMs,
         source: state.source,
-        snapshot: toJson(SnapshotSchema, state.compiled.source),
+        snapshot: redactedSnapshotJson(state.compiled.source),
       });
     },
   };

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { IpAwareTlsCredentials } from "./ip-aware-tls-credentials.js";
 
 /** PEM material of the snapshot stream's TLS, read at boot (config/cp-tls.ts). */
 export interface SnapshotChannelTls {
@@ -20,16 +21,13 @@ export interface ChannelSecurity {
 /**
  * Plaintext without TLS material (the loopback default); else TLS that trusts only the given CA
  * (not the system's roots: the control plane's certificate comes from the operator's own CA),
- * with a client certificate when one is given.
+ * with a client certificate when one is given. The name checked is `serverName` or the dialled
+ * host; an IP literal is checked against the certificate's IP SANs and never sent as SNI.
  */
 export function snapshotChannelSecurity(tls: SnapshotChannelTls | undefined): ChannelSecurity {
   if (tls === undefined)
     return { credentials: grpc.credentials.createInsecure(), channelOptions: {} };
-  return {
-    credentials: grpc.credentials.createSsl(tls.ca, tls.privateKey ?? null, tls.certChain ?? null),
-    channelOptions:
-      tls.serverName === undefined ? {} : { "grpc.ssl_target_name_override": tls.serverName },
-  };
+  return { credentials: new IpAwareTlsCredentials(tls), channelOptions: {} };
 }
 
 /** "plaintext", "tls" or "mutual-tls", for logs. */

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -50,9 +51,68 @@ function plane(docs: Manifest[], name: string) {
   };
 }
 
+/** The PEM files of a rendered Secret, decoded. */
+function secretFiles(docs: Manifest[], name: string): Record<string, string> {
+  const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name === name);
+  if (secret === undefined) throw new Error(`no Secret ${name} rendered`);
+  return Object.fromEntries(
+    Object.entries(secret.data as Record<string, string>).map(([key, value]) => [
+      key,
+      Buffer.from(value, "base64").toString("utf8"),
+    ]),
+  );
+}
+
 describe("chart tls values", () => {
-  it("leave the snapshot stream in plaintext by default", async () => {
+  it("secure the snapshot stream with mutual TLS by default, each plane with its own Secret", async () => {
     const { docs } = await render();
+    const cp = plane(docs, "clawgate-control-plane");
+    const dp = plane(docs, "clawgate-data-plane");
+    expect(cp.volume?.secret.secretName).toBe("clawgate-control-plane-tls");
+    expect(dp.volume?.secret.secretName).toBe("clawgate-data-plane-tls");
+    const dir = cp.mount?.mountPath;
+    expect(cp.env).toMatchObject({
+      CLAWGATE_GRPC_TLS_CERT_FILE: `${dir}/tls.crt`,
+      CLAWGATE_GRPC_TLS_KEY_FILE: `${dir}/tls.key`,
+      CLAWGATE_GRPC_TLS_CLIENT_CA_FILE: `${dir}/ca.crt`,
+    });
+    expect(dp.env).toMatchObject({
+      CLAWGATE_CP_TLS_CA_FILE: `${dp.mount?.mountPath}/ca.crt`,
+      CLAWGATE_CP_TLS_CERT_FILE: `${dp.mount?.mountPath}/tls.crt`,
+      CLAWGATE_CP_TLS_KEY_FILE: `${dp.mount?.mountPath}/tls.key`,
+    });
+  });
+
+  it("generate one CA, a server certificate for the Service's names and a client certificate", async () => {
+    const { docs } = await render("tls.serverName=cp.example.internal");
+    const server = secretFiles(docs, "clawgate-control-plane-tls");
+    const client = secretFiles(docs, "clawgate-data-plane-tls");
+    expect(client["ca.crt"]).toBe(server["ca.crt"]);
+    const ca = new X509Certificate(server["ca.crt"]!);
+    expect(ca.ca).toBe(true);
+    const serverCert = new X509Certificate(server["tls.crt"]!);
+    const clientCert = new X509Certificate(client["tls.crt"]!);
+    expect(serverCert.verify(ca.publicKey)).toBe(true);
+    expect(clientCert.verify(ca.publicKey)).toBe(true);
+    // The name each data plane dials (CLAWGATE_CP_ADDRESSES), its longer forms, serverName.
+    for (const name of [
+      "clawgate-control-plane",
+      "clawgate-control-plane.default.svc",
+      "clawgate-control-plane.default.svc.cluster.local",
+      "cp.example.internal",
+    ]) {
+      expect(serverCert.checkHost(name), name).toBe(name);
+    }
+    // A data plane does not hold the control plane's key: the two key pairs differ.
+    expect(client["tls.key"]).not.toBe(server["tls.key"]);
+    expect(clientCert.checkHost("clawgate-control-plane")).toBeUndefined();
+  });
+
+  it("render no Secret and no TLS setting with tls.enabled=false", async () => {
+    const { docs } = await render("tls.enabled=false");
+    expect(docs.filter((d) => d.kind === "Secret").map((d) => d.metadata.name)).toEqual([
+      "clawgate-control-plane-admin-token",
+    ]);
     for (const name of ["clawgate-control-plane", "clawgate-data-plane"]) {
       const { env, mount, volume } = plane(docs, name);
       expect(Object.keys(env).filter((key) => key.includes("_TLS_"))).toEqual([]);
@@ -63,6 +123,8 @@ describe("chart tls values", () => {
 
   it("mount the Secret in both planes and point every TLS setting at its files", async () => {
     const { docs } = await render("tls.enabled=true", "tls.existingSecret=snapshot-tls");
+    // The operator's Secret replaces the generated ones.
+    expect(docs.some((d) => d.kind === "Secret" && d.metadata.name.endsWith("-tls"))).toBe(false);
     const cp = plane(docs, "clawgate-control-plane");
     const dp = plane(docs, "clawgate-data-plane");
     for (const { mount, volume } of [cp, dp]) {
@@ -99,12 +161,6 @@ describe("chart tls values", () => {
     expect(dp.env.CLAWGATE_CP_TLS_CERT_FILE).toBeUndefined();
     expect(dp.env.CLAWGATE_CP_TLS_KEY_FILE).toBeUndefined();
     expect(dp.env.CLAWGATE_CP_TLS_SERVER_NAME).toBe("cp.example.internal");
-  });
-
-  it("refuse tls.enabled without a Secret", async () => {
-    const result = await render("tls.enabled=true");
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain("tls.existingSecret must name a Secret");
   });
 
   it("refuse a misspelt key under tls", async () => {

@@ -61,18 +61,20 @@ function find(docs: Manifest[], kind: string, name: string): Manifest {
 }
 
 /**
- * The chart-created admin token is random on every render (nothing to look up without a
- * cluster), so its value is masked before comparing with the golden file; the test below checks
- * the real value separately.
+ * The chart-created admin token and snapshot-stream certificates are random on every render
+ * (nothing to look up without a cluster), so their values are masked before comparing with the
+ * golden file; the tests below and helm-chart-tls.test.ts check the real values separately.
  */
-function maskGeneratedToken(text: string): string {
+function maskGenerated(text: string): string {
   return text
     .split(/^(?=---$)/m)
-    .map((doc) =>
-      doc.includes("# Source: clawgate/templates/control-plane-secret.yaml")
-        ? doc.replace(/^(\s+token: ).+$/m, "$1<generated>")
-        : doc,
-    )
+    .map((doc) => {
+      if (doc.includes("# Source: clawgate/templates/control-plane-secret.yaml"))
+        return doc.replace(/^(\s+token: ).+$/m, "$1<generated>");
+      if (doc.includes("# Source: clawgate/templates/snapshot-tls-secret.yaml"))
+        return doc.replace(/^(\s+(?:ca\.crt|tls\.crt|tls\.key): ).+$/gm, "$1<generated>");
+      return doc;
+    })
     .join("");
 }
 
@@ -119,7 +121,7 @@ describe("helm lint", () => {
 
 describe("helm template", () => {
   it("renders the default values as in the golden file", async () => {
-    await matchesGolden("default", maskGeneratedToken(renders.default.text));
+    await matchesGolden("default", maskGenerated(renders.default.text));
   });
 
   it("renders the production values as in the golden file", async () => {
@@ -132,7 +134,7 @@ describe("helm template", () => {
     expect(token).toMatch(/^[A-Za-z0-9]{40}$/);
   });
 
-  it("uses the existing Secret and creates none in production", () => {
+  it("uses the existing Secrets and creates none in production", () => {
     const { docs } = renders.production;
     expect(docs.filter((d) => d.kind === "Secret")).toEqual([]);
     const cp = find(docs, "Deployment", "clawgate-control-plane").spec.template.spec;

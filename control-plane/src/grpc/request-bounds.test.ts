@@ -1,0 +1,56 @@
+import { AckSchema, create, HelloSchema, NackSchema, STREAM_LIMITS } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { checkAnswer, checkHello, truncate } from "./request-bounds.js";
+
+describe("checkHello", () => {
+  const fields = [
+    ["nodeId", STREAM_LIMITS.nodeIdLength],
+    ["hostname", STREAM_LIMITS.hostnameLength],
+    ["softwareVersion", STREAM_LIMITS.softwareVersionLength],
+  ] as const;
+
+  it.each(fields)("accepts Hello.%s at its limit of %i", (field, limit) => {
+    const hello = create(HelloSchema, { nodeId: "dp", [field]: "a".repeat(limit) });
+    expect(checkHello(hello)).toEqual({ ok: true, value: hello });
+  });
+
+  it.each(fields)("refuses Hello.%s one past its limit of %i, naming both", (field, limit) => {
+    const hello = create(HelloSchema, { nodeId: "dp", [field]: "a".repeat(limit + 1) });
+    expect(checkHello(hello)).toEqual({
+      ok: false,
+      reason: `Hello.${field} is ${limit + 1} characters long; the limit is ${limit}`,
+    });
+  });
+});
+
+describe("checkAnswer", () => {
+  it("refuses a Nack whose nonce is over its bound", () => {
+    const nack = create(NackSchema, { nonce: "n".repeat(STREAM_LIMITS.nonceLength + 1) });
+    expect(checkAnswer("Nack", nack)).toMatchObject({ ok: false });
+  });
+
+  it("passes an Ack through unchanged", () => {
+    const ack = create(AckSchema, { version: 3n, nonce: "cp-3" });
+    expect(checkAnswer("Ack", ack)).toEqual({ ok: true, value: ack });
+  });
+
+  it("cuts a long Nack detail instead of refusing it", () => {
+    const nack = create(NackSchema, { nonce: "cp-3", errorDetail: "d".repeat(1_000_000) });
+    const result = checkAnswer("Nack", nack);
+    if (!result.ok) throw new Error(result.reason);
+    expect(result.value.errorDetail).toBe(
+      `${"d".repeat(STREAM_LIMITS.nackDetailLength)}… [${1_000_000 - STREAM_LIMITS.nackDetailLength} more characters cut]`,
+    );
+  });
+});
+
+describe("truncate", () => {
+  it("leaves text within the limit alone", () => {
+    expect(truncate("abc", 3)).toBe("abc");
+  });
+
+  it("never splits a surrogate pair", () => {
+    // "😀" is two UTF-16 code units; a cut after the first would leave a lone surrogate.
+    expect(truncate("a😀b", 2)).toBe("a… [3 more characters cut]");
+  });
+});

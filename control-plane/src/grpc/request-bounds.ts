@@ -1,0 +1,74 @@
+import type { Ack, Hello, Nack, NodeHealth } from "@clawgate/proto";
+import { STREAM_LIMITS } from "@clawgate/proto";
+import type { ReportedNodeHealth } from "../fleet/fleet.js";
+
+/** A message within bounds, or why it is not: the field, its size and the limit, for the status. */
+export type Bounded<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/**
+ * Checks a Hello before anything of it is stored or logged: every string the fleet keeps is
+ * bounded, so neither memory nor GET /v1/dataplanes grows with what a client chooses to send.
+ */
+export function checkHello(hello: Hello): Bounded<Hello> {
+  const reason =
+    tooLong("Hello.nodeId", hello.nodeId, STREAM_LIMITS.nodeIdLength) ??
+    tooLong("Hello.hostname", hello.hostname, STREAM_LIMITS.hostnameLength) ??
+    tooLong("Hello.softwareVersion", hello.softwareVersion, STREAM_LIMITS.softwareVersionLength);
+  return reason === undefined ? { ok: true, value: hello } : { ok: false, reason };
+}
+
+/**
+ * Checks an Ack or Nack; a Nack's errorDetail is free text a data plane writes from whatever
+ * failed, so it is cut to a bound rather than refused.
+ */
+export function checkAnswer<T extends Ack | Nack>(kind: "Ack" | "Nack", answer: T): Bounded<T> {
+  const reason = tooLong(`${kind}.nonce`, answer.nonce, STREAM_LIMITS.nonceLength);
+  if (reason !== undefined) return { ok: false, reason };
+  if (!("errorDetail" in answer)) return { ok: true, value: answer };
+  const errorDetail = truncate(answer.errorDetail, STREAM_LIMITS.nackDetailLength);
+  return { ok: true, value: { ...answer, errorDetail } };
+}
+
+/** Checks a node-health report and cuts each node's free-text evidence to its bound. */
+export function checkHealthReport(nodes: readonly NodeHealth[]): Bounded<ReportedNodeHealth[]> {
+  if (nodes.length > STREAM_LIMITS.healthNodes) {
+    return {
+      ok: false,
+      reason: `NodeHealthReport.nodes has ${nodes.length} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    };
+  }
+  const bounded: ReportedNodeHealth[] = [];
+  for (const [index, node] of nodes.entries()) {
+    const field = `NodeHealthReport.nodes[${index}]`;
+    const reason =
+      tooLong(`${field}.upstream`, node.upstream, STREAM_LIMITS.healthUpstreamLength) ??
+      tooLong(`${field}.address`, node.address, STREAM_LIMITS.healthAddressLength) ??
+      tooLong(`${field}.state`, node.state, STREAM_LIMITS.healthStateLength);
+    if (reason !== undefined) return { ok: false, reason };
+    bounded.push({
+      upstream: node.upstream,
+      address: node.address,
+      state: node.state,
+      evidence: truncate(node.evidence, STREAM_LIMITS.healthEvidenceLength),
+      changedAtMs: node.changedAtMs,
+    });
+  }
+  return { ok: true, value: bounded };
+}
+
+/**
+ * `text` cut to `limit` characters, saying how much was dropped; never splits a surrogate pair,
+ * so the result is still valid UTF-16 for the JSON log and API.
+ */
+export function truncate(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  let end = limit;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}… [${text.length - end} more characters cut]`;
+}
+
+function tooLong(field: string, value: string, limit: number): string | undefined {
+  if (value.length <= limit) return undefined;
+  return `${field} is ${value.length} characters long; the limit is ${limit}`;
+}
