@@ -4,6 +4,7 @@ import {
   isRoutePath,
   parseNodeAddress,
   RESOURCE_NAME,
+  ROUTE_PATH_RULE,
 } from "@clawgate/data-plane/compiler";
 import { z } from "zod";
 
@@ -31,8 +32,7 @@ const nodeAddress = z.string().superRefine((value, ctx) => {
   if (!parsed.ok) ctx.addIssue({ code: "custom", message: `must be host:port; ${parsed.reason}` });
 });
 
-const PATH_MESSAGE = 'must start with "/" and hold no space, "?" or "#"';
-const routePath = z.string().refine(isRoutePath, PATH_MESSAGE);
+const routePath = z.string().refine(isRoutePath, ROUTE_PATH_RULE);
 
 export const nodeSchema = z.strictObject({
   /** host:port of the backend instance. */

@@ -7,6 +7,7 @@ import type {
   CompiledUpstream,
   PoolSettings,
 } from "./compiled-types.js";
+import { normalizePath } from "./normalize-path.js";
 
 // Compile-time only; nothing here runs per request.
 const HOST = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/;
@@ -16,10 +17,18 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const PATH = /^\/[^\s?#]*$/;
 const MAX_SPLIT_WEIGHT = 1_000_000;
 
-/** True for a path or prefix the route table can match: starts with "/", no space, "?" or "#". */
+/**
+ * True for a path or prefix the route table can match: starts with "/", no space, "?" or "#",
+ * and normalizePath accepts it (a route on "/a%2Fb" could never match a request, which is
+ * refused with the same reason).
+ */
 export function isRoutePath(value: string): boolean {
-  return PATH.test(value);
+  return PATH.test(value) && typeof normalizePath(value) === "string";
 }
+
+export const ROUTE_PATH_RULE =
+  'must start with "/", hold no space, "?", "#", "\\", control character, %2F, %5C or ' +
+  'invalid %-escape, and no ".;" or "..;" segment';
 
 /** True for a match host: a host name (any case) or "*.suffix", without port. */
 export function isRouteHost(value: string): boolean {
@@ -64,11 +73,12 @@ export function compileRoute(
     return fail(`${where}: match.path or match.pathPrefix must be set`);
   }
   const pathKind = match.path !== "" ? "exact" : "prefix";
-  const pathValue = match.path !== "" ? match.path : match.pathPrefix;
+  const rawPath = match.path !== "" ? match.path : match.pathPrefix;
   const pathField = pathKind === "exact" ? "match.path" : "match.pathPrefix";
-  if (!isRoutePath(pathValue)) {
-    return fail(`${where}: ${pathField} must start with "/" and hold no space, "?" or "#"`);
-  }
+  if (!isRoutePath(rawPath)) return fail(`${where}: ${pathField} ${ROUTE_PATH_RULE}`);
+  // Requests are matched normalized, so the route's own path must be too: "/api//v1" or
+  // "/%7Euser" would otherwise never match.
+  const pathValue = normalizePath(rawPath) as string;
 
   const hosts: string[] = [];
   for (const [i, raw] of match.hosts.entries()) {
@@ -102,7 +112,7 @@ export function compileRoute(
 
   const rewritePathPrefix = route.rewrite?.pathPrefix ?? "";
   if (rewritePathPrefix !== "" && !isRoutePath(rewritePathPrefix)) {
-    return fail(`${where}: rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"`);
+    return fail(`${where}: rewrite.pathPrefix ${ROUTE_PATH_RULE}`);
   }
   const rewriteHost = route.rewrite?.host ?? "";
   if (rewriteHost !== "" && !isHostHeader(rewriteHost)) {

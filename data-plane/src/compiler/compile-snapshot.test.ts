@@ -1,5 +1,6 @@
 import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
+import { ROUTE_PATH_RULE } from "./compile-route.js";
 import { compileSnapshot } from "./compile-snapshot.js";
 
 type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
@@ -78,6 +79,20 @@ describe("compileSnapshot", () => {
     });
   });
 
+  it("normalizes route paths so they match the normalized request paths", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          { name: "v1", match: { pathPrefix: "/api//v1/./" }, upstream: "agents" },
+          { name: "home", match: { path: "/%7euser" }, upstream: "agents" },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    expect(result.value.match("GET", "h", "/api/v1/x", {})?.name).toBe("v1");
+    expect(result.value.match("GET", "h", "/~user", {})?.name).toBe("home");
+  });
+
   it("picks split targets by smooth WRR over split weights", () => {
     const result = compileSnapshot(
       snapshot({
@@ -148,7 +163,12 @@ describe("compileSnapshot", () => {
     [
       "relative path",
       { routes: [{ name: "r", match: { pathPrefix: "api" }, upstream: "agents" }] },
-      'route "r": match.pathPrefix must start with "/" and hold no space, "?" or "#"',
+      `route "r": match.pathPrefix ${ROUTE_PATH_RULE}`,
+    ],
+    [
+      "route path a request could never reach",
+      { routes: [{ name: "r", match: { pathPrefix: "/a%2Fb" }, upstream: "agents" }] },
+      `route "r": match.pathPrefix ${ROUTE_PATH_RULE}`,
     ],
     [
       "both upstream and split",
@@ -186,7 +206,7 @@ describe("compileSnapshot", () => {
           { name: "r", match: { path: "/" }, upstream: "agents", rewrite: { pathPrefix: "v2" } },
         ],
       },
-      'route "r": rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"',
+      `route "r": rewrite.pathPrefix ${ROUTE_PATH_RULE}`,
     ],
     [
       "node address without port",
