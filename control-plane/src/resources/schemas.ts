@@ -1,4 +1,6 @@
 import {
+  DEFAULT_RETRY_ATTEMPTS,
+  DEFAULT_RETRY_ON,
   isHostHeader,
   isRouteHost,
   isRoutePath,
@@ -164,9 +166,13 @@ export const routeSchema = z
     retry: z
       .strictObject({
         /** Retries after the first attempt, each on another node; default 2. */
-        attempts: z.int().min(0).max(5).default(2),
-        /** Conditions that allow a retry; default connect failures only, safe for any method. */
-        on: z.array(z.enum(RETRY_CONDITIONS)).default(["connect-failure"]),
+        attempts: z.int().min(0).max(5).default(DEFAULT_RETRY_ATTEMPTS),
+        /**
+         * Conditions that allow a retry; default connect failures and resets, the data plane's
+         * own default, so both planes agree. Once a request reached a node, only idempotent
+         * methods go again whatever is listed.
+         */
+        on: z.array(z.enum(RETRY_CONDITIONS)).default(() => [...DEFAULT_RETRY_ON]),
       })
       .prefault({}),
     timeouts: z

@@ -46,9 +46,18 @@ export function isHostHeader(value: string): boolean {
   return HOST_HEADER.test(value);
 }
 /** Retries when the snapshot carries no retry policy; the control plane's default too. */
-const DEFAULT_RETRY_ATTEMPTS = 2;
-/** Connect failures never reached the upstream, so retrying them is safe for any method. */
-const DEFAULT_RETRY_ON = ["connect-failure"] as const;
+export const DEFAULT_RETRY_ATTEMPTS = 2;
+/**
+ * `retry.on` when the snapshot carries no policy; the control plane's default too (it imports
+ * this). Connect failures never reached the upstream, so any method may go again. A reset
+ * (a node killed or restarted mid-request) is retried like nginx's `proxy_next_upstream error`:
+ * retryDecision still lets only idempotent methods go again once the request reached the node,
+ * so a POST that may have been acted on is never sent twice.
+ */
+export const DEFAULT_RETRY_ON: readonly ("connect-failure" | "reset")[] = Object.freeze([
+  "connect-failure",
+  "reset",
+]);
 
 /** Shares one frozen PoolSettings object per distinct (connect timeout, connection limit). */
 export type PoolSettingsCache = Map<string, PoolSettings>;

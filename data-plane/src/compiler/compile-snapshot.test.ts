@@ -93,6 +93,23 @@ describe("compileSnapshot", () => {
     expect(result.value.match("GET", "h", "/~user", {})?.name).toBe("home");
   });
 
+  it("gives a route without a retry policy 2 attempts on connect failures and resets", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          { name: "plain", match: { path: "/plain" }, upstream: "agents" },
+          { name: "own", match: { path: "/own" }, upstream: "agents", retry: { attempts: 1 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const plain = result.value.match("GET", "h", "/plain", {})!;
+    expect([plain.retryAttempts, plain.retryOn]).toEqual([2, ["connect-failure", "reset"]]);
+    // A policy on the wire is taken as written: the control plane filled its defaults in.
+    const own = result.value.match("GET", "h", "/own", {})!;
+    expect([own.retryAttempts, own.retryOn]).toEqual([1, []]);
+  });
+
   it("picks split targets by smooth WRR over split weights", () => {
     const result = compileSnapshot(
       snapshot({

@@ -81,7 +81,7 @@ export interface CompiledRoute {
   readonly totalTimeoutMs: number;
   /** Retries after the first attempt (retry.attempts); 2 when the snapshot carries no policy. */
   readonly retryAttempts: number;
-  /** retry.on; ["connect-failure"] when the snapshot carries no policy. */
+  /** retry.on; DEFAULT_RETRY_ON (connect-failure, reset) when the snapshot carries no policy. */
   readonly retryOn: readonly string[];
   /** fallback.staleIfErrorSeconds in ms; 0 is off. */
   readonly staleIfErrorMs: number;

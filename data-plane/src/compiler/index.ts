@@ -1,6 +1,8 @@
 // The compiler alone, for the control plane: it checks config with the data plane's own rules
 // without loading the proxy, the admin server or the snapshot client.
 export {
+  DEFAULT_RETRY_ATTEMPTS,
+  DEFAULT_RETRY_ON,
   isHeaderName,
   isHostHeader,
   isRouteHost,
