@@ -1,9 +1,11 @@
 import {
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
   DEFAULT_RETRY_ATTEMPTS,
   DEFAULT_RETRY_ON,
   isHostHeader,
   isRouteHost,
   isRoutePath,
+  MAX_KEEP_ALIVE_TIMEOUT_MS,
   parseNodeAddress,
   RESOURCE_NAME,
   ROUTE_PATH_RULE,
@@ -67,6 +69,12 @@ export const upstreamSchema = z
     breaker: resourceName.default("default"),
     /** Most connections a data plane opens to each node; default 128. */
     maxConnectionsPerNode: z.int().min(1).max(10_000).default(128),
+    /**
+     * An idle keep-alive connection to a node closes after this long (sooner when the node's
+     * Keep-Alive header asks for less); default 4 s, undici's, below the 5 s idle timeout of
+     * Node.js servers so the proxy never reuses a socket the node is closing.
+     */
+    keepAliveTimeoutMs: ms(1, MAX_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */

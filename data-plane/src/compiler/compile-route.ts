@@ -59,7 +59,7 @@ export const DEFAULT_RETRY_ON: readonly ("connect-failure" | "reset")[] = Object
   "reset",
 ]);
 
-/** Shares one frozen PoolSettings object per distinct (connect timeout, connection limit). */
+/** Shares one frozen PoolSettings object per distinct (connect timeout, limit, keep-alive). */
 export type PoolSettingsCache = Map<string, PoolSettings>;
 
 export function compileRoute(
@@ -186,7 +186,7 @@ function compileTargets(
     if (upstream === undefined) {
       return fail(`${where}: upstream "${route.upstream}" is not in the snapshot`);
     }
-    const settings = settingsFor(cache, connectTimeoutMs, upstream.maxConnectionsPerNode);
+    const settings = settingsFor(cache, connectTimeoutMs, upstream);
     return { ok: true, value: Object.freeze([target(upstream, 1, settings)]) };
   }
   const targets: CompiledTarget[] = [];
@@ -203,7 +203,7 @@ function compileTargets(
         `${where}: split[${i}].weight must be 1..${MAX_SPLIT_WEIGHT}, got ${split.weight}`,
       );
     }
-    const settings = settingsFor(cache, connectTimeoutMs, upstream.maxConnectionsPerNode);
+    const settings = settingsFor(cache, connectTimeoutMs, upstream);
     targets.push(target(upstream, split.weight, settings));
   }
   return { ok: true, value: Object.freeze(targets) };
@@ -213,11 +213,17 @@ function target(upstream: CompiledUpstream, weight: number, poolSettings: PoolSe
   return Object.freeze({ upstream, weight, poolSettings });
 }
 
-function settingsFor(cache: PoolSettingsCache, connectTimeoutMs: number, connections: number) {
-  const key = `${connectTimeoutMs}/${connections}`;
+function settingsFor(
+  cache: PoolSettingsCache,
+  connectTimeoutMs: number,
+  upstream: CompiledUpstream,
+): PoolSettings {
+  const connections = upstream.maxConnectionsPerNode;
+  const keepAliveTimeoutMs = upstream.keepAliveTimeoutMs;
+  const key = `${connectTimeoutMs}/${connections}/${keepAliveTimeoutMs}`;
   let settings = cache.get(key);
   if (settings === undefined) {
-    settings = Object.freeze({ key, connectTimeoutMs, connections });
+    settings = Object.freeze({ key, connectTimeoutMs, connections, keepAliveTimeoutMs });
     cache.set(key, settings);
   }
   return settings;

@@ -73,10 +73,41 @@ describe("compileSnapshot", () => {
     const [a, b] = ["/a", "/b"].map((p) => result.value.match("GET", "h", p, {})!);
     expect(a!.targets[0]!.poolSettings).toBe(b!.targets[0]!.poolSettings);
     expect(a!.targets[0]!.poolSettings).toEqual({
-      key: "250/0",
+      key: "250/0/4000",
       connectTimeoutMs: 250,
       connections: 0,
+      keepAliveTimeoutMs: 4000,
     });
+  });
+
+  it("builds pools with each upstream's keepAliveTimeoutMs and names the keys per node", () => {
+    const result = compileSnapshot(
+      snapshot({
+        upstreams: [
+          { name: "agents", nodes: [{ address: "10.0.0.1:80", weight: 1 }] },
+          {
+            name: "slow",
+            nodes: [{ address: "10.0.0.2:80", weight: 1 }],
+            keepAliveTimeoutMs: 60_000,
+          },
+        ],
+        routes: [
+          { name: "a", match: { path: "/a" }, upstream: "agents" },
+          { name: "s", match: { path: "/s" }, upstream: "slow", timeouts: { connectMs: 500 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    // Unset on the wire (an older control plane): undici's 4 s, as before the field existed.
+    expect(result.value.upstreams.get("agents")!.keepAliveTimeoutMs).toBe(4000);
+    const slow = result.value.match("GET", "h", "/s", {})!.targets[0]!.poolSettings;
+    expect([slow.key, slow.keepAliveTimeoutMs]).toEqual(["500/0/60000", 60_000]);
+    expect(
+      [...result.value.poolKeys()].map(([address, keys]) => [address, [...keys]]).sort(),
+    ).toEqual([
+      ["10.0.0.1:80", ["0/0/4000"]],
+      ["10.0.0.2:80", ["500/0/60000"]],
+    ]);
   });
 
   it("normalizes route paths so they match the normalized request paths", () => {
@@ -224,6 +255,16 @@ describe("compileSnapshot", () => {
         ],
       },
       `route "r": rewrite.pathPrefix ${ROUTE_PATH_RULE}`,
+    ],
+    [
+      "keep-alive time of zero",
+      { upstreams: [{ name: "u", keepAliveTimeoutMs: 0 }], routes: [] },
+      'upstream "u": keepAliveTimeoutMs must be 1..600000, got 0',
+    ],
+    [
+      "keep-alive time over ten minutes",
+      { upstreams: [{ name: "u", keepAliveTimeoutMs: 600_001 }], routes: [] },
+      'upstream "u": keepAliveTimeoutMs must be 1..600000, got 600001',
     ],
     [
       "node address without port",

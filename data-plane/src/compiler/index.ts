@@ -10,6 +10,10 @@ export {
   ROUTE_PATH_RULE,
 } from "./compile-route.js";
 export { compileSnapshot } from "./compile-snapshot.js";
-export { RESOURCE_NAME } from "./compile-upstream.js";
+export {
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  MAX_KEEP_ALIVE_TIMEOUT_MS,
+  RESOURCE_NAME,
+} from "./compile-upstream.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 export { type ParsedAddress, parseNodeAddress } from "./node-address.js";
