@@ -124,7 +124,9 @@ export async function startDataPlane(
       return result;
     }
     snapshotMetrics.applied(result.value.version, applied.state()!.appliedAtMs);
-    pools.retain(result.value.nodeAddresses());
+    // Pools of removed nodes, and those built with settings no route uses any more (a changed
+    // keepAliveTimeoutMs), close once their requests in flight are done.
+    pools.retain(result.value.poolKeys());
     health.sync(healthTargets(result.value.upstreams.values()));
     healing.sync(result.value);
     // Nodes added or removed change the view without any state change to report it.

@@ -101,13 +101,16 @@ describe("admin API resources", () => {
   it("answers 400 naming each bad field", async () => {
     const bad = await put("/v1/upstreams/agents", {
       nodes: [{ address: "127.0.0.1:9001", weight: 0 }],
+      keepAliveTimeoutMs: 600_001,
       colour: "red",
     });
     expect(bad.statusCode).toBe(400);
     const { error } = bad.json();
     expect(error.code).toBe("CLAWGATE_INVALID_RESOURCE");
     const paths = error.details.map((detail: { path: string }) => detail.path);
-    expect(paths).toEqual(expect.arrayContaining(["nodes.0.weight", "colour"]));
+    expect(paths).toEqual(
+      expect.arrayContaining(["nodes.0.weight", "keepAliveTimeoutMs", "colour"]),
+    );
 
     const route = await put("/v1/routes/api", { match: {}, upstream: "agents" });
     expect(route.statusCode).toBe(400);
@@ -129,6 +132,9 @@ describe("admin API resources", () => {
       [{ match: { pathPrefix: "/a b" }, upstream: "agents" }, "match.pathPrefix"],
       [{ match: { hosts: ["*"], pathPrefix: "/" }, upstream: "agents" }, "match.hosts.0"],
       [{ match: { path: "/x?y" }, upstream: "agents" }, "match.path"],
+      // No request path can ever match these: the proxy refuses them with 400.
+      [{ match: { pathPrefix: "/a%2Fb" }, upstream: "agents" }, "match.pathPrefix"],
+      [{ match: { path: "/a/..;/b" }, upstream: "agents" }, "match.path"],
       [
         { match: { pathPrefix: "/" }, upstream: "agents", rewrite: { host: "a b" } },
         "rewrite.host",

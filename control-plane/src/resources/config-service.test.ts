@@ -69,7 +69,10 @@ describe("ConfigService.apply", () => {
     expect(one.ok).toBe(true);
     if (!one.ok) return;
     expect(one.resource.name).toBe("api");
-    expect(one.resource.document.retry).toEqual({ attempts: 2, on: ["connect-failure"] });
+    expect(one.resource.document.retry).toEqual({
+      attempts: 2,
+      on: ["connect-failure", "reset"],
+    });
     expect(one.resource.revision).toBe((await store.get(`${PREFIX}routes/api`))?.modRevision);
 
     const list = await config.list("upstreams");

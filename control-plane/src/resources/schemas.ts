@@ -1,9 +1,14 @@
 import {
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_RETRY_ATTEMPTS,
+  DEFAULT_RETRY_ON,
   isHostHeader,
   isRouteHost,
   isRoutePath,
+  MAX_KEEP_ALIVE_TIMEOUT_MS,
   parseNodeAddress,
   RESOURCE_NAME,
+  ROUTE_PATH_RULE,
 } from "@clawgate/data-plane/compiler";
 import { z } from "zod";
 
@@ -31,8 +36,7 @@ const nodeAddress = z.string().superRefine((value, ctx) => {
   if (!parsed.ok) ctx.addIssue({ code: "custom", message: `must be host:port; ${parsed.reason}` });
 });
 
-const PATH_MESSAGE = 'must start with "/" and hold no space, "?" or "#"';
-const routePath = z.string().refine(isRoutePath, PATH_MESSAGE);
+const routePath = z.string().refine(isRoutePath, ROUTE_PATH_RULE);
 
 export const nodeSchema = z.strictObject({
   /** host:port of the backend instance. */
@@ -65,6 +69,12 @@ export const upstreamSchema = z
     breaker: resourceName.default("default"),
     /** Most connections a data plane opens to each node; default 128. */
     maxConnectionsPerNode: z.int().min(1).max(10_000).default(128),
+    /**
+     * An idle keep-alive connection to a node closes after this long (sooner when the node's
+     * Keep-Alive header asks for less); default 4 s, undici's, below the 5 s idle timeout of
+     * Node.js servers so the proxy never reuses a socket the node is closing.
+     */
+    keepAliveTimeoutMs: ms(1, MAX_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
@@ -164,9 +174,13 @@ export const routeSchema = z
     retry: z
       .strictObject({
         /** Retries after the first attempt, each on another node; default 2. */
-        attempts: z.int().min(0).max(5).default(2),
-        /** Conditions that allow a retry; default connect failures only, safe for any method. */
-        on: z.array(z.enum(RETRY_CONDITIONS)).default(["connect-failure"]),
+        attempts: z.int().min(0).max(5).default(DEFAULT_RETRY_ATTEMPTS),
+        /**
+         * Conditions that allow a retry; default connect failures and resets, the data plane's
+         * own default, so both planes agree. Once a request reached a node, only idempotent
+         * methods go again whatever is listed.
+         */
+        on: z.array(z.enum(RETRY_CONDITIONS)).default(() => [...DEFAULT_RETRY_ON]),
       })
       .prefault({}),
     timeouts: z

@@ -25,6 +25,7 @@ const documents: Record<string, unknown> = {
     healthCheck: { path: null, intervalMs: 2000 },
     breaker: "strict",
     maxConnectionsPerNode: 16,
+    keepAliveTimeoutMs: 30_000,
   },
   "upstreams/canary": { nodes: [{ address: "10.0.1.1:8080" }] },
   "routes/api": {

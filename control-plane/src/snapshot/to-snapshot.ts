@@ -92,6 +92,7 @@ function toUpstream(
     breaker: upstream.breaker,
     // remediation stays here: the control plane runs it, and its webhook URL may hold secrets.
     maxConnectionsPerNode: upstream.maxConnectionsPerNode,
+    keepAliveTimeoutMs: upstream.keepAliveTimeoutMs,
   });
 }
 

@@ -7,6 +7,7 @@ import type {
   CompiledUpstream,
   PoolSettings,
 } from "./compiled-types.js";
+import { normalizePath } from "./normalize-path.js";
 
 // Compile-time only; nothing here runs per request.
 const HOST = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/;
@@ -16,10 +17,18 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const PATH = /^\/[^\s?#]*$/;
 const MAX_SPLIT_WEIGHT = 1_000_000;
 
-/** True for a path or prefix the route table can match: starts with "/", no space, "?" or "#". */
+/**
+ * True for a path or prefix the route table can match: starts with "/", no space, "?" or "#",
+ * and normalizePath accepts it (a route on "/a%2Fb" could never match a request, which is
+ * refused with the same reason).
+ */
 export function isRoutePath(value: string): boolean {
-  return PATH.test(value);
+  return PATH.test(value) && typeof normalizePath(value) === "string";
 }
+
+export const ROUTE_PATH_RULE =
+  'must start with "/", hold no space, "?", "#", "\\", control character, %2F, %5C or ' +
+  'invalid %-escape, and no ".;" or "..;" segment';
 
 /** True for a match host: a host name (any case) or "*.suffix", without port. */
 export function isRouteHost(value: string): boolean {
@@ -37,11 +46,20 @@ export function isHostHeader(value: string): boolean {
   return HOST_HEADER.test(value);
 }
 /** Retries when the snapshot carries no retry policy; the control plane's default too. */
-const DEFAULT_RETRY_ATTEMPTS = 2;
-/** Connect failures never reached the upstream, so retrying them is safe for any method. */
-const DEFAULT_RETRY_ON = ["connect-failure"] as const;
+export const DEFAULT_RETRY_ATTEMPTS = 2;
+/**
+ * `retry.on` when the snapshot carries no policy; the control plane's default too (it imports
+ * this). Connect failures never reached the upstream, so any method may go again. A reset
+ * (a node killed or restarted mid-request) is retried like nginx's `proxy_next_upstream error`:
+ * retryDecision still lets only idempotent methods go again once the request reached the node,
+ * so a POST that may have been acted on is never sent twice.
+ */
+export const DEFAULT_RETRY_ON: readonly ("connect-failure" | "reset")[] = Object.freeze([
+  "connect-failure",
+  "reset",
+]);
 
-/** Shares one frozen PoolSettings object per distinct (connect timeout, connection limit). */
+/** Shares one frozen PoolSettings object per distinct (connect timeout, limit, keep-alive). */
 export type PoolSettingsCache = Map<string, PoolSettings>;
 
 export function compileRoute(
@@ -64,11 +82,12 @@ export function compileRoute(
     return fail(`${where}: match.path or match.pathPrefix must be set`);
   }
   const pathKind = match.path !== "" ? "exact" : "prefix";
-  const pathValue = match.path !== "" ? match.path : match.pathPrefix;
+  const rawPath = match.path !== "" ? match.path : match.pathPrefix;
   const pathField = pathKind === "exact" ? "match.path" : "match.pathPrefix";
-  if (!isRoutePath(pathValue)) {
-    return fail(`${where}: ${pathField} must start with "/" and hold no space, "?" or "#"`);
-  }
+  if (!isRoutePath(rawPath)) return fail(`${where}: ${pathField} ${ROUTE_PATH_RULE}`);
+  // Requests are matched normalized, so the route's own path must be too: "/api//v1" or
+  // "/%7Euser" would otherwise never match.
+  const pathValue = normalizePath(rawPath) as string;
 
   const hosts: string[] = [];
   for (const [i, raw] of match.hosts.entries()) {
@@ -102,7 +121,7 @@ export function compileRoute(
 
   const rewritePathPrefix = route.rewrite?.pathPrefix ?? "";
   if (rewritePathPrefix !== "" && !isRoutePath(rewritePathPrefix)) {
-    return fail(`${where}: rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"`);
+    return fail(`${where}: rewrite.pathPrefix ${ROUTE_PATH_RULE}`);
   }
   const rewriteHost = route.rewrite?.host ?? "";
   if (rewriteHost !== "" && !isHostHeader(rewriteHost)) {
@@ -167,7 +186,7 @@ function compileTargets(
     if (upstream === undefined) {
       return fail(`${where}: upstream "${route.upstream}" is not in the snapshot`);
     }
-    const settings = settingsFor(cache, connectTimeoutMs, upstream.maxConnectionsPerNode);
+    const settings = settingsFor(cache, connectTimeoutMs, upstream);
     return { ok: true, value: Object.freeze([target(upstream, 1, settings)]) };
   }
   const targets: CompiledTarget[] = [];
@@ -184,7 +203,7 @@ function compileTargets(
         `${where}: split[${i}].weight must be 1..${MAX_SPLIT_WEIGHT}, got ${split.weight}`,
       );
     }
-    const settings = settingsFor(cache, connectTimeoutMs, upstream.maxConnectionsPerNode);
+    const settings = settingsFor(cache, connectTimeoutMs, upstream);
     targets.push(target(upstream, split.weight, settings));
   }
   return { ok: true, value: Object.freeze(targets) };
@@ -194,11 +213,17 @@ function target(upstream: CompiledUpstream, weight: number, poolSettings: PoolSe
   return Object.freeze({ upstream, weight, poolSettings });
 }
 
-function settingsFor(cache: PoolSettingsCache, connectTimeoutMs: number, connections: number) {
-  const key = `${connectTimeoutMs}/${connections}`;
+function settingsFor(
+  cache: PoolSettingsCache,
+  connectTimeoutMs: number,
+  upstream: CompiledUpstream,
+): PoolSettings {
+  const connections = upstream.maxConnectionsPerNode;
+  const keepAliveTimeoutMs = upstream.keepAliveTimeoutMs;
+  const key = `${connectTimeoutMs}/${connections}/${keepAliveTimeoutMs}`;
   let settings = cache.get(key);
   if (settings === undefined) {
-    settings = Object.freeze({ key, connectTimeoutMs, connections });
+    settings = Object.freeze({ key, connectTimeoutMs, connections, keepAliveTimeoutMs });
     cache.set(key, settings);
   }
   return settings;

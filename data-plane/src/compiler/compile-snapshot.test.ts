@@ -1,5 +1,6 @@
 import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
+import { ROUTE_PATH_RULE } from "./compile-route.js";
 import { compileSnapshot } from "./compile-snapshot.js";
 
 type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
@@ -72,10 +73,72 @@ describe("compileSnapshot", () => {
     const [a, b] = ["/a", "/b"].map((p) => result.value.match("GET", "h", p, {})!);
     expect(a!.targets[0]!.poolSettings).toBe(b!.targets[0]!.poolSettings);
     expect(a!.targets[0]!.poolSettings).toEqual({
-      key: "250/0",
+      key: "250/0/4000",
       connectTimeoutMs: 250,
       connections: 0,
+      keepAliveTimeoutMs: 4000,
     });
+  });
+
+  it("builds pools with each upstream's keepAliveTimeoutMs and names the keys per node", () => {
+    const result = compileSnapshot(
+      snapshot({
+        upstreams: [
+          { name: "agents", nodes: [{ address: "10.0.0.1:80", weight: 1 }] },
+          {
+            name: "slow",
+            nodes: [{ address: "10.0.0.2:80", weight: 1 }],
+            keepAliveTimeoutMs: 60_000,
+          },
+        ],
+        routes: [
+          { name: "a", match: { path: "/a" }, upstream: "agents" },
+          { name: "s", match: { path: "/s" }, upstream: "slow", timeouts: { connectMs: 500 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    // Unset on the wire (an older control plane): undici's 4 s, as before the field existed.
+    expect(result.value.upstreams.get("agents")!.keepAliveTimeoutMs).toBe(4000);
+    const slow = result.value.match("GET", "h", "/s", {})!.targets[0]!.poolSettings;
+    expect([slow.key, slow.keepAliveTimeoutMs]).toEqual(["500/0/60000", 60_000]);
+    expect(
+      [...result.value.poolKeys()].map(([address, keys]) => [address, [...keys]]).sort(),
+    ).toEqual([
+      ["10.0.0.1:80", ["0/0/4000"]],
+      ["10.0.0.2:80", ["500/0/60000"]],
+    ]);
+  });
+
+  it("normalizes route paths so they match the normalized request paths", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          { name: "v1", match: { pathPrefix: "/api//v1/./" }, upstream: "agents" },
+          { name: "home", match: { path: "/%7euser" }, upstream: "agents" },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    expect(result.value.match("GET", "h", "/api/v1/x", {})?.name).toBe("v1");
+    expect(result.value.match("GET", "h", "/~user", {})?.name).toBe("home");
+  });
+
+  it("gives a route without a retry policy 2 attempts on connect failures and resets", () => {
+    const result = compileSnapshot(
+      snapshot({
+        routes: [
+          { name: "plain", match: { path: "/plain" }, upstream: "agents" },
+          { name: "own", match: { path: "/own" }, upstream: "agents", retry: { attempts: 1 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const plain = result.value.match("GET", "h", "/plain", {})!;
+    expect([plain.retryAttempts, plain.retryOn]).toEqual([2, ["connect-failure", "reset"]]);
+    // A policy on the wire is taken as written: the control plane filled its defaults in.
+    const own = result.value.match("GET", "h", "/own", {})!;
+    expect([own.retryAttempts, own.retryOn]).toEqual([1, []]);
   });
 
   it("picks split targets by smooth WRR over split weights", () => {
@@ -148,7 +211,12 @@ describe("compileSnapshot", () => {
     [
       "relative path",
       { routes: [{ name: "r", match: { pathPrefix: "api" }, upstream: "agents" }] },
-      'route "r": match.pathPrefix must start with "/" and hold no space, "?" or "#"',
+      `route "r": match.pathPrefix ${ROUTE_PATH_RULE}`,
+    ],
+    [
+      "route path a request could never reach",
+      { routes: [{ name: "r", match: { pathPrefix: "/a%2Fb" }, upstream: "agents" }] },
+      `route "r": match.pathPrefix ${ROUTE_PATH_RULE}`,
     ],
     [
       "both upstream and split",
@@ -186,7 +254,17 @@ describe("compileSnapshot", () => {
           { name: "r", match: { path: "/" }, upstream: "agents", rewrite: { pathPrefix: "v2" } },
         ],
       },
-      'route "r": rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"',
+      `route "r": rewrite.pathPrefix ${ROUTE_PATH_RULE}`,
+    ],
+    [
+      "keep-alive time of zero",
+      { upstreams: [{ name: "u", keepAliveTimeoutMs: 0 }], routes: [] },
+      'upstream "u": keepAliveTimeoutMs must be 1..600000, got 0',
+    ],
+    [
+      "keep-alive time over ten minutes",
+      { upstreams: [{ name: "u", keepAliveTimeoutMs: 600_001 }], routes: [] },
+      'upstream "u": keepAliveTimeoutMs must be 1..600000, got 600001',
     ],
     [
       "node address without port",

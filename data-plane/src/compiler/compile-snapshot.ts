@@ -55,6 +55,18 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
   for (const upstream of upstreams.values()) {
     for (const node of upstream.nodes) addresses.add(node.address);
   }
+  const poolKeys = new Map<string, Set<string>>();
+  for (const route of routes) {
+    for (const target of route.targets) {
+      for (const node of target.upstream.nodes) {
+        const keys = poolKeys.get(node.address);
+        if (keys === undefined) poolKeys.set(node.address, new Set([target.poolSettings.key]));
+        else keys.add(target.poolSettings.key);
+      }
+    }
+  }
+  const frozenPoolKeys = new Map<string, ReadonlySet<string>>();
+  for (const [address, keys] of poolKeys) frozenPoolKeys.set(address, frozenSet(keys));
 
   return {
     ok: true,
@@ -65,6 +77,7 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
       frozenMap(upstreams),
       RouteTable.build(routes),
       frozenSet(addresses),
+      frozenMap(frozenPoolKeys),
       deepFreeze(snapshot),
     ),
   };
@@ -73,6 +86,7 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
 class FrozenCompiledSnapshot implements CompiledSnapshot {
   readonly #table: RouteTable;
   readonly #addresses: ReadonlySet<string>;
+  readonly #poolKeys: ReadonlyMap<string, ReadonlySet<string>>;
 
   constructor(
     readonly version: number,
@@ -81,10 +95,12 @@ class FrozenCompiledSnapshot implements CompiledSnapshot {
     readonly upstreams: ReadonlyMap<string, CompiledUpstream>,
     table: RouteTable,
     addresses: ReadonlySet<string>,
+    poolKeys: ReadonlyMap<string, ReadonlySet<string>>,
     readonly source: Snapshot,
   ) {
     this.#table = table;
     this.#addresses = addresses;
+    this.#poolKeys = poolKeys;
     Object.freeze(this);
   }
 
@@ -99,6 +115,10 @@ class FrozenCompiledSnapshot implements CompiledSnapshot {
 
   nodeAddresses(): ReadonlySet<string> {
     return this.#addresses;
+  }
+
+  poolKeys(): ReadonlyMap<string, ReadonlySet<string>> {
+    return this.#poolKeys;
   }
 }
 

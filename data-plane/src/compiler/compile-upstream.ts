@@ -8,6 +8,14 @@ export type Compiled<T> = { ok: true; value: T } | { ok: false; reason: string }
 /** Names of resources, as the control plane enforces them; also bounds metric label values. */
 export const RESOURCE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const MAX_WEIGHT = 1000;
+/**
+ * Idle keep-alive time of upstream connections when the snapshot does not say (a control plane
+ * older than the field); the control plane's default too. undici's own default, and below the
+ * 5 s keepAliveTimeout of Node.js servers, so the proxy never picks a socket the node is closing.
+ */
+export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+/** Ten minutes: undici's own cap on a keep-alive time a server may ask for. */
+export const MAX_KEEP_ALIVE_TIMEOUT_MS = 600_000;
 
 export function compileUpstream(
   upstream: Upstream,
@@ -45,6 +53,16 @@ export function compileUpstream(
       }),
     );
   }
+  const keepAliveTimeoutMs = upstream.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+  if (
+    !Number.isInteger(keepAliveTimeoutMs) ||
+    keepAliveTimeoutMs < 1 ||
+    keepAliveTimeoutMs > MAX_KEEP_ALIVE_TIMEOUT_MS
+  ) {
+    return fail(
+      `${where}: keepAliveTimeoutMs must be 1..${MAX_KEEP_ALIVE_TIMEOUT_MS}, got ${keepAliveTimeoutMs}`,
+    );
+  }
   const frozenNodes = Object.freeze(nodes);
   return {
     ok: true,
@@ -55,6 +73,7 @@ export function compileUpstream(
       breaker: upstream.breaker,
       breakerPolicy: upstream.breaker === "" ? undefined : breakers.get(upstream.breaker),
       maxConnectionsPerNode: upstream.maxConnectionsPerNode,
+      keepAliveTimeoutMs,
       source: upstream,
     }),
   };

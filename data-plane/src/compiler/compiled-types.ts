@@ -29,21 +29,25 @@ export interface CompiledUpstream {
   readonly breakerPolicy: BreakerPolicy | undefined;
   /** 0 means no limit. */
   readonly maxConnectionsPerNode: number;
+  /** Idle time after which a keep-alive connection to a node closes; 1..600000. */
+  readonly keepAliveTimeoutMs: number;
   readonly source: Upstream;
 }
 
 /**
  * How a pool to a node must be built for a given route and upstream. Connections are shared
- * by every route that reaches a node, so the connect timeout and the connection limit are
- * properties of the pool, not of a request: see PoolRegistry.
+ * by every route that reaches a node, so the connect timeout, the connection limit and the
+ * keep-alive time are properties of the pool, not of a request: see PoolRegistry.
  */
 export interface PoolSettings {
-  /** Identifies the settings inside the registry: "connectMs/connections". */
+  /** Identifies the settings inside the registry: "connectMs/connections/keepAliveMs". */
   readonly key: string;
   /** 0 disables the connect timeout (a zero on the wire means off). */
   readonly connectTimeoutMs: number;
   /** 0 means no limit. */
   readonly connections: number;
+  /** Idle keep-alive connections close after this long (the upstream's keepAliveTimeoutMs). */
+  readonly keepAliveTimeoutMs: number;
 }
 
 /** One upstream a route can send to, with its share of a split. */
@@ -81,7 +85,7 @@ export interface CompiledRoute {
   readonly totalTimeoutMs: number;
   /** Retries after the first attempt (retry.attempts); 2 when the snapshot carries no policy. */
   readonly retryAttempts: number;
-  /** retry.on; ["connect-failure"] when the snapshot carries no policy. */
+  /** retry.on; DEFAULT_RETRY_ON (connect-failure, reset) when the snapshot carries no policy. */
   readonly retryOn: readonly string[];
   /** fallback.staleIfErrorSeconds in ms; 0 is off. */
   readonly staleIfErrorMs: number;
@@ -104,8 +108,13 @@ export interface CompiledSnapshot {
     path: string,
     headers: IncomingHttpHeaders,
   ): CompiledRoute | undefined;
-  /** Every node address of every upstream; PoolRegistry.retain() takes it. */
+  /** Every node address of every upstream. */
   nodeAddresses(): ReadonlySet<string>;
+  /**
+   * The pool settings keys each node address is reached with by this snapshot's routes;
+   * PoolRegistry.retain() takes it and closes every other pool.
+   */
+  poolKeys(): ReadonlyMap<string, ReadonlySet<string>>;
   readonly source: Snapshot;
 }
 

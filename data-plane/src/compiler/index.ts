@@ -1,7 +1,19 @@
 // The compiler alone, for the control plane: it checks config with the data plane's own rules
 // without loading the proxy, the admin server or the snapshot client.
-export { isHeaderName, isHostHeader, isRouteHost, isRoutePath } from "./compile-route.js";
+export {
+  DEFAULT_RETRY_ATTEMPTS,
+  DEFAULT_RETRY_ON,
+  isHeaderName,
+  isHostHeader,
+  isRouteHost,
+  isRoutePath,
+  ROUTE_PATH_RULE,
+} from "./compile-route.js";
 export { compileSnapshot } from "./compile-snapshot.js";
-export { RESOURCE_NAME } from "./compile-upstream.js";
+export {
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  MAX_KEEP_ALIVE_TIMEOUT_MS,
+  RESOURCE_NAME,
+} from "./compile-upstream.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 export { type ParsedAddress, parseNodeAddress } from "./node-address.js";

@@ -10,7 +10,9 @@ import { normalizeRequestHost } from "./request-host.js";
  *   2. path: an exact path beats any prefix; a longer prefix beats a shorter one.
  *      A prefix matches on segment boundaries: "/api" matches "/api" and "/api/..." but not
  *      "/apix". A prefix ending in "/" ("/", "/api/") matches every path that starts with it.
- *      The path is matched raw (no percent-decoding or dot-segment removal) and the query
+ *      The proxy hands over the normalized path (normalize-path.ts: dot-segments
+ *      removed, slashes merged, unreserved escapes decoded), and route paths are normalized
+ *      the same way when compiled, so "/docs/../admin" is matched as "/admin". The query
  *      string is never part of it.
  *   3. among routes with the same path: a route that constrains methods beats one that does
  *      not, then more header conditions beat fewer; a route whose conditions fail is skipped.

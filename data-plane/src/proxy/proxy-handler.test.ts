@@ -282,6 +282,24 @@ describe("proxy handler", () => {
     expect(seen.headers["x-forwarded-host"]).toBe("shop.test");
   });
 
+  it("routes and forwards the normalized path, so dot-segments cannot climb out of a rewrite", async () => {
+    // Raw, this would match /old and reach /v2/../../x/echo; normalized it is /x/echo.
+    const climbed = await send(proxy.port, "/old/%2e%2e/./x//echo?a=%2F..");
+    expect(climbed.status).toBe(200);
+    const seen = JSON.parse(String(climbed.body));
+    expect(seen.url).toBe("/x/echo?a=%2F..");
+    expect(seen.headers.host).not.toBe("internal.test");
+
+    const rewritten = JSON.parse(String((await send(proxy.port, "/old/a/../%7e/echo")).body));
+    expect(rewritten.url).toBe("/v2/~/echo");
+
+    for (const path of ["/old/a%2Fb", "/old/..;/echo", "/old/%zz", "/old/a%00"]) {
+      const refused = await send(proxy.port, path);
+      expect(refused.status, path).toBe(400);
+      expect(JSON.parse(String(refused.body)).error.code).toBe("CLAWGATE_BAD_REQUEST");
+    }
+  });
+
   it("removes hop-by-hop headers in both directions", async () => {
     const reply = await send(proxy.port, "/echo", {
       headers: {

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
+import { normalizePath } from "../compiler/normalize-path.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
@@ -89,7 +90,12 @@ export function createProxyHandler(
       return;
     }
     const queryAt = url.indexOf("?");
-    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    // Routed and forwarded normalized, so a backend cannot read "/docs/../admin" differently.
+    const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
+    if (typeof path !== "string") {
+      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
     const query = queryAt < 0 ? "" : url.slice(queryAt);
 
     const route = snapshot.match(method, headers.host ?? "", path, headers);

@@ -3,7 +3,9 @@ import type { CompiledRoute } from "../compiler/compiled-types.js";
 /**
  * The path sent upstream: the matched prefix (or the whole exact path) replaced by
  * rewrite.pathPrefix, joined with exactly one "/" between the two parts; the query string
- * is kept as it came. Without a rewrite the request target is forwarded untouched.
+ * is kept as it came. Without a rewrite the path is forwarded as matched. `path` is the
+ * normalized one (compiler/normalize-path.ts), so nothing after the prefix can climb out of the
+ * rewritten prefix.
  */
 export function upstreamPath(route: CompiledRoute, path: string, query: string): string {
   const replacement = route.rewritePathPrefix;

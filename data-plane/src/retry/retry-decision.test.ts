@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_RETRY_ON } from "../compiler/compile-route.js";
 import { FAILURE_KINDS, type FailureKind } from "./failure-kind.js";
 import { type RetryInput, retryDecision } from "./retry-decision.js";
 
 const ALL = ["connect-failure", "reset", "timeout", "5xx"];
+/** What a route gets when it says nothing about retries. */
+const DEFAULT = [...DEFAULT_RETRY_ON];
 const base: RetryInput = {
   method: "GET",
   failure: "refused",
@@ -32,6 +35,20 @@ describe("retryDecision", () => {
     ["PUT", "reset", true, true, ["reset"], "retry"],
     ["PUT", "reset", true, false, ["reset"], "body_not_replayable"],
     ["GET", "reset", true, true, ["connect-failure"], "condition_not_enabled"],
+    // The default policy: a GET whose node was killed mid-request goes to another node; a POST
+    // that may have been acted on does not, and a 5xx or a timeout is passed on as it is.
+    ["GET", "reset", true, true, DEFAULT, "retry"],
+    ["HEAD", "reset", true, true, DEFAULT, "retry"],
+    ["PUT", "reset", true, true, DEFAULT, "retry"],
+    ["DELETE", "reset", true, true, DEFAULT, "retry"],
+    ["POST", "reset", true, true, DEFAULT, "not_idempotent"],
+    ["PATCH", "reset", true, true, DEFAULT, "not_idempotent"],
+    ["POST", "reset", false, true, DEFAULT, "retry"],
+    ["POST", "refused", false, true, DEFAULT, "retry"],
+    ["GET", "reset", true, false, DEFAULT, "body_not_replayable"],
+    ["GET", "status_5xx", true, true, DEFAULT, "condition_not_enabled"],
+    ["GET", "header_timeout", true, true, DEFAULT, "condition_not_enabled"],
+    ["GET", "stream_broken", true, true, DEFAULT, "response_started"],
     // Reached: only idempotent methods, only when listed.
     ["GET", "status_5xx", true, true, ["5xx"], "retry"],
     ["HEAD", "status_5xx", true, true, ["5xx"], "retry"],
@@ -110,7 +127,7 @@ describe("retryDecision", () => {
       "PATCH",
       "CONNECT",
     ];
-    const retryOns = [[], ["connect-failure"], ["reset"], ["timeout"], ["5xx"], ALL];
+    const retryOns = [[], ["connect-failure"], ["reset"], ["timeout"], ["5xx"], DEFAULT, ALL];
     let retried = 0;
     for (const method of methods)
       for (const failure of FAILURE_KINDS)

@@ -67,8 +67,9 @@ const RETRY: RetryVerdict = Object.freeze({ retry: true });
 /**
  * Whether a failed attempt may be tried again. A request the upstream never saw is safe to resend
  * whatever its method; once it may have been processed only an idempotent method may go again.
- * Either way the route must list the condition in `retry.on` (its default, ["connect-failure"],
- * is the always-safe case) and the body must be replayable.
+ * Either way the route must list the condition in `retry.on` (its default is connect-failure and
+ * reset: a reset GET goes again, a reset POST that reached the node does not) and the body must
+ * be replayable.
  */
 export function retryDecision(input: RetryInput): RetryVerdict {
   if (input.attempt > input.maxAttempts) return refuse("attempts_exhausted");

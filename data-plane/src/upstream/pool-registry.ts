@@ -2,7 +2,7 @@ import { Pool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
 
 export interface PoolRegistryOptions {
-  /** Idle keep-alive connections close after this long; default 4000 ms (undici's default). */
+  /** Keep-alive time for get() calls without settings; default 4000 ms (undici's default). */
   keepAliveTimeoutMs?: number;
   /** Connect timeout for get() calls without settings; default 1000 ms (the route default). */
   connectTimeoutMs?: number;
@@ -14,26 +14,28 @@ export interface PoolRegistryOptions {
  * Keep-alive connection pools to upstream nodes, created lazily and kept across snapshots
  * (a reload must not drop warm connections).
  *
- * Keyed by node address and then by pool settings. A connect timeout and a connection limit
- * can only be set per pool, because a connection is shared by every request that reaches the
- * node; so a route's `timeouts.connectMs` selects (or creates) the pool built with it. Routes
- * normally carry the control plane's default, so this is one pool per node; two routes with
- * different connect timeouts to the same node get one pool each.
+ * Keyed by node address and then by pool settings. A connect timeout, a connection limit and a
+ * keep-alive time can only be set per pool, because a connection is shared by every request
+ * that reaches the node; so a route's `timeouts.connectMs` and its upstream's
+ * `keepAliveTimeoutMs` select (or create) the pool built with them. Routes normally carry the
+ * control plane's defaults, so this is one pool per node; two routes with different connect
+ * timeouts to the same node get one pool each. A snapshot that changes a setting makes new
+ * requests use a new pool; retain() closes the old one once its requests are done.
  */
 export class PoolRegistry {
   readonly #pools = new Map<string, Map<string, Pool>>();
-  readonly #keepAliveTimeoutMs: number;
   readonly #defaultSettings: PoolSettings;
   readonly #factory: (origin: string, options: Pool.Options) => Pool;
   #closed = false;
 
   constructor(options: PoolRegistryOptions = {}) {
-    this.#keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4000;
+    const keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4000;
     const connectTimeoutMs = options.connectTimeoutMs ?? 1000;
     this.#defaultSettings = Object.freeze({
-      key: `${connectTimeoutMs}/0`,
+      key: `${connectTimeoutMs}/0/${keepAliveTimeoutMs}`,
       connectTimeoutMs,
       connections: 0,
+      keepAliveTimeoutMs,
     });
     this.#factory = options.factory ?? ((origin, poolOptions) => new Pool(origin, poolOptions));
   }
@@ -54,7 +56,10 @@ export class PoolRegistry {
       // 0 on the wire means off; undici reads null as "no limit".
       connections: settings.connections > 0 ? settings.connections : null,
       connectTimeout: settings.connectTimeoutMs,
-      keepAliveTimeout: this.#keepAliveTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+      // A node's "Keep-Alive: timeout=N" may shorten the idle time, never lengthen it past the
+      // operator's setting (undici otherwise accepts up to 10 minutes).
+      keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
     });
     bySettings.set(settings.key, pool);
@@ -62,15 +67,21 @@ export class PoolRegistry {
   }
 
   /**
-   * Closes the pools of nodes that are not in `addresses` (the applied snapshot's nodes).
+   * Closes every pool except those `keys` names: per node address, the settings keys the
+   * applied snapshot's routes reach it with (CompiledSnapshot.poolKeys()). So a removed node
+   * loses its pools, and a node whose settings changed loses the pool built with the old ones.
    * close() lets requests in flight finish; a request still holding the previous snapshot
-   * that reaches a removed node afterwards gets a fresh pool, closed by the next retain().
+   * that asks for a closed pool afterwards gets a fresh one, closed by the next retain().
    */
-  retain(addresses: ReadonlySet<string>): void {
+  retain(keys: ReadonlyMap<string, ReadonlySet<string>>): void {
     for (const [address, bySettings] of this.#pools) {
-      if (addresses.has(address)) continue;
-      this.#pools.delete(address);
-      for (const pool of bySettings.values()) void pool.close().catch(ignore);
+      const kept = keys.get(address);
+      for (const [key, pool] of bySettings) {
+        if (kept?.has(key)) continue;
+        bySettings.delete(key);
+        void pool.close().catch(ignore);
+      }
+      if (bySettings.size === 0) this.#pools.delete(address);
     }
   }
 

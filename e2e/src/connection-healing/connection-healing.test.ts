@@ -160,10 +160,9 @@ describe("connection-layer self-healing on real processes", () => {
         },
       }),
       upstream("reg", [node.f]),
-      // Attempts as by default (2); "reset" added to the default ["connect-failure"]: a GET in
-      // flight on the node at the instant of kill -9 sees its connection reset, which the
-      // default does not retry (the upstream may have acted on it), so it would reach the
-      // client as a 502. Layer 2 cannot help a request already sent; layer 3 must.
+      // Attempts and conditions as by default, spelt out: a GET in flight on the node at the
+      // instant of kill -9 sees its connection reset; without "reset" it would reach the client
+      // as a 502. Layer 2 cannot help a request already sent; layer 3 must.
       route("pair", "/pair", "pair", { retry: { on: ["connect-failure", "reset"] } }),
       route("squat", "/squat", "squat"),
       route("duo", "/duo", "duo"),

@@ -17,6 +17,8 @@ export interface NamedUpstream {
   url: string;
   /** Requests served, /healthz excluded. */
   readonly requests: number;
+  /** The request target of each request served, as it arrived; /healthz excluded. */
+  readonly paths: readonly string[];
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export async function startNamedUpstream(
   options: NamedUpstreamOptions = {},
 ): Promise<NamedUpstream> {
   let requests = 0;
+  const paths: string[] = [];
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     // Drain the body so keep-alive connections stay usable.
     request.resume();
@@ -46,6 +49,7 @@ export async function startNamedUpstream(
         return;
       }
       requests++;
+      paths.push(request.url ?? "");
       if (options.plainText) {
         respond(response, 200, "text/plain; charset=utf-8", `${name}\n`);
         return;
@@ -75,6 +79,7 @@ export async function startNamedUpstream(
     get requests() {
       return requests;
     },
+    paths,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

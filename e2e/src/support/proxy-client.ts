@@ -1,3 +1,5 @@
+import { request } from "node:http";
+
 export interface ProxyResponse {
   status: number;
   text: string;
@@ -36,4 +38,36 @@ export async function tally(url: string, count: number): Promise<Record<string, 
     counts[name] = (counts[name] ?? 0) + 1;
   }
   return counts;
+}
+
+/**
+ * A GET whose request target goes out byte for byte as given: fetch and URL resolve "..",
+ * "%2e%2e" and "//" before sending, which is what a test of the gateway's own handling of
+ * them must avoid (curl --path-as-is does the same). Transport failures throw.
+ */
+export function sendRawPath(baseUrl: string, rawPath: string): Promise<ProxyResponse> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: hostname, port, path: rawPath, method: "GET", agent: false, timeout: 10_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", reject);
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, text, json });
+        });
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`GET ${rawPath}: no answer in 10 s`)));
+    req.on("error", reject);
+    req.end();
+  });
 }
