@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { checkServerIdentity, connect, createSecureContext, type SecureContext } from "node:tls";
-import { CallCredentials, ChannelCredentials, type experimental } from "@grpc/grpc-js";
 import { parseHostPort } from "@clawgate/runtime";
+import { CallCredentials, ChannelCredentials, type experimental } from "@grpc/grpc-js";
 
 export interface IpAwareTlsOptions {
   /** CA bundle the control plane's certificate must chain to (the system's roots are not used). */
