@@ -62,6 +62,13 @@ describe("loadControlPlaneSettings", () => {
     ).toThrow(/watchdogMaxHeapRatio: .*got true/);
   });
 
+  it("refuses a __proto__ key in the file instead of applying the settings under it", () => {
+    const file = yamlFile("__proto__:\n  logLevel: debug\n");
+    expect(() => loadControlPlaneSettings(["--config", file], {})).toThrow(
+      /Unrecognized key: "__proto__"/,
+    );
+  });
+
   it("reports a config file that cannot be read", () => {
     expect(() => loadControlPlaneSettings(["--config", "/nonexistent/cp.yaml"], {})).toThrow(
       /cannot read config file \/nonexistent\/cp.yaml/,

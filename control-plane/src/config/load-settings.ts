@@ -34,7 +34,9 @@ export function loadControlPlaneSettings(
   layers.push({ name: "environment", values: environmentLayer(env) });
   layers.push({ name: "flags", values: flagLayer(values) });
 
-  const merged: Layer = {};
+  // Null prototype: a YAML key "__proto__" must stay a key (reported as unknown), not replace
+  // the prototype and hand validation settings nobody can see.
+  const merged: Layer = Object.create(null);
   const origin = new Map<string, string>();
   for (const layer of layers) {
     for (const [key, value] of Object.entries(layer.values)) {

@@ -13,6 +13,7 @@ const files: Record<string, string> = {
   "/etc/typo.yaml": "proxyListn: 0.0.0.0:8081\n",
   "/etc/list.yaml": "- a\n- b\n",
   "/etc/bad-port.yaml": "adminListen: 127.0.0.1:70000\n",
+  "/etc/proto.yaml": "__proto__:\n  logLevel: debug\nconstructor: 1\n",
 };
 
 function load(options: LoadConfigOptions = {}) {
@@ -214,6 +215,14 @@ describe("loadConfig errors", () => {
       value: "0.0.0.0:8081",
       layer: "file /etc/typo.yaml",
     });
+  });
+
+  it("reports prototype keys in the file as unknown settings instead of applying them", () => {
+    const err = configError({ argv: ["--config", "/etc/proto.yaml"] });
+    expect(err.problems).toEqual([
+      expect.objectContaining({ field: "__proto__", layer: "file /etc/proto.yaml" }),
+      expect.objectContaining({ field: "constructor", value: 1, layer: "file /etc/proto.yaml" }),
+    ]);
   });
 
   it("rejects a file that is missing or not a mapping", () => {

@@ -31,6 +31,14 @@ interface Layered {
 }
 
 /**
+ * Null-prototype records: a YAML key "__proto__" copied into a plain object would replace its
+ * prototype and smuggle settings past validation; here it stays a key, reported as unknown.
+ */
+function emptyLayer(): Layered {
+  return { values: Object.create(null), origins: Object.create(null) };
+}
+
+/**
  * Loads the data plane's settings in layers, each overriding the one before: defaults, the
  * YAML file named by --config, CLAWGATE_* env vars, then flags. Validated once and frozen;
  * any bad value throws a ConfigError naming the field, the value and its layer.
@@ -41,7 +49,7 @@ export function loadConfig(options: LoadConfigOptions = {}): DataPlaneConfig {
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
 
   const flags = readFlags(argv);
-  const merged: Layered = { values: {}, origins: {} };
+  const merged = emptyLayer();
   if (flags.configFile !== undefined) mergeInto(merged, readYamlLayer(flags.configFile, readFile));
   mergeInto(merged, readEnvLayer(env));
   mergeInto(merged, flags.layer);
@@ -78,18 +86,22 @@ function readYamlLayer(path: string, readFile: (path: string) => string): Layere
     throw new ConfigError([{ field: "config", value: path, layer: "flag --config", reason }]);
   }
   // An empty file is an empty layer, not an error.
-  if (document === null || document === undefined) return { values: {}, origins: {} };
+  if (document === null || document === undefined) return emptyLayer();
   if (typeof document !== "object" || Array.isArray(document)) {
     throw new ConfigError([
       { field: "config", value: path, layer, reason: "must be a YAML mapping of settings" },
     ]);
   }
-  const values = document as Record<string, unknown>;
-  return { values, origins: Object.fromEntries(Object.keys(values).map((key) => [key, layer])) };
+  const layered = emptyLayer();
+  for (const key of Object.keys(document)) {
+    layered.values[key] = (document as Record<string, unknown>)[key];
+    layered.origins[key] = layer;
+  }
+  return layered;
 }
 
 function readEnvLayer(env: Readonly<Record<string, string | undefined>>): Layered {
-  const layered: Layered = { values: {}, origins: {} };
+  const layered = emptyLayer();
   for (const field of FIELDS) {
     const { env: name, kind } = FIELD_SOURCES[field];
     const text = env[name];
@@ -113,7 +125,7 @@ function readFlags(argv: readonly string[]): { configFile?: string; layer: Layer
     allowPositionals: true,
     tokens: true,
   });
-  const layer: Layered = { values: {}, origins: {} };
+  const layer = emptyLayer();
   const problems: ConfigProblem[] = [];
   let configFile: string | undefined;
   for (const token of tokens) {
@@ -192,7 +204,8 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let value = root;
   for (const part of path) {
     if (value === null || typeof value !== "object") return undefined;
-    value = (value as Record<PropertyKey, unknown>)[part];
+    // Own keys only: a path into a setting never reads what Object.prototype holds.
+    value = Object.hasOwn(value, part) ? (value as Record<PropertyKey, unknown>)[part] : undefined;
   }
   return value;
 }
