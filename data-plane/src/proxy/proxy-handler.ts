@@ -7,6 +7,8 @@ import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metri
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
+import { badHostField } from "./host-field.js";
+import { failRequest } from "./internal-error.js";
 import { type ExchangeBody, type ExchangeShared, ProxyExchange } from "./proxy-exchange.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
@@ -71,10 +73,41 @@ export function createProxyHandler(
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
   }
 
-  return function handleProxyRequest(req: IncomingMessage, res: ServerResponse): void {
+  // One shared listener per stream, so the guard allocates nothing per request: an 'error'
+  // event nobody listens to is thrown by node and would end the process.
+  function onStreamError(this: IncomingMessage | ServerResponse, error: Error): void {
+    logger.warn(
+      { err: { message: error.message, code: (error as { code?: unknown }).code } },
+      "client stream failed",
+    );
+  }
+
+  /** Never throws: see failRequest. */
+  return function guardedProxyRequest(req: IncomingMessage, res: ServerResponse): void {
     const startedAt = performance.now();
+    let requestId = "";
+    try {
+      req.on("error", onStreamError);
+      res.on("error", onStreamError);
+      requestId = incomingRequestId(req.headers["x-request-id"]) ?? nextRequestId();
+      handleProxyRequest(req, res, requestId, startedAt);
+    } catch (error) {
+      const status = failRequest(req, res, requestId || nextRequestId(), error, logger);
+      metrics.request(NO_ROUTE, NO_UPSTREAM, status, (performance.now() - startedAt) / 1000);
+    }
+  };
+
+  function handleProxyRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    startedAt: number,
+  ): void {
     const headers = req.headers;
-    const requestId = incomingRequestId(headers["x-request-id"]) ?? nextRequestId();
+    if (badHostField(req.rawHeaders, headers.host)) {
+      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
     const snapshot = current();
     if (snapshot === undefined) {
       answer(res, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
@@ -147,5 +180,5 @@ export function createProxyHandler(
       shared,
     );
     exchange.start();
-  };
+  }
 }
