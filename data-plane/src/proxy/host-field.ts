@@ -24,13 +24,22 @@ const MAX_PORT = 65_535;
 export function hasRepeatedHost(rawHeaders: readonly string[]): boolean {
   let seen = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    // Cheap length test first: almost no header name is four characters long.
-    if (name.length !== 4 || name.toLowerCase() !== "host") continue;
+    if (!isHostName(rawHeaders[i]!)) continue;
     if (seen) return true;
     seen = true;
   }
   return false;
+}
+
+/** "host" in any case, without allocating a lower-cased copy; ORing 0x20 folds A-Z to a-z. */
+function isHostName(name: string): boolean {
+  return (
+    name.length === 4 &&
+    (name.charCodeAt(0) | 0x20) === 104 /* h */ &&
+    (name.charCodeAt(1) | 0x20) === 111 /* o */ &&
+    (name.charCodeAt(2) | 0x20) === 115 /* s */ &&
+    (name.charCodeAt(3) | 0x20) === 116 /* t */
+  );
 }
 
 /**
