@@ -241,7 +241,9 @@ describe("proxy handler under hostile input", () => {
       proxy.server.off("request", inject);
     }
     expect(reply.status).toBe(200);
-    await expect.poll(() => logLines.some((l) => l.msg === "client stream failed")).toBe(true);
+    await expect
+      .poll(() => logLines.some((l) => l.msg === "client response stream failed"))
+      .toBe(true);
     expect((await rawRequest(proxy.port, ["GET /after HTTP/1.1", "Host: a.test"])).status).toBe(
       200,
     );

@@ -73,13 +73,16 @@ export function createProxyHandler(
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
   }
 
-  // One shared listener per stream, so the guard allocates nothing per request: an 'error'
-  // event nobody listens to is thrown by node and would end the process.
-  function onStreamError(this: IncomingMessage | ServerResponse, error: Error): void {
-    logger.warn(
-      { err: { message: error.message, code: (error as { code?: unknown }).code } },
-      "client stream failed",
-    );
+  // Shared listeners, so the guard allocates nothing per request: an 'error' event nobody
+  // listens to is thrown by node and would end the process. A request stream fails whenever a
+  // client leaves mid-upload (the exchange already settles that), hence debug; a response
+  // stream error is a write the proxy should not have made, hence warn.
+  function onRequestError(error: Error): void {
+    if (logger.isLevelEnabled("debug"))
+      logger.debug({ err: errorFields(error) }, "client request stream failed");
+  }
+  function onResponseError(error: Error): void {
+    logger.warn({ err: errorFields(error) }, "client response stream failed");
   }
 
   /** Never throws: see failRequest. */
@@ -87,8 +90,8 @@ export function createProxyHandler(
     const startedAt = performance.now();
     let requestId = "";
     try {
-      req.on("error", onStreamError);
-      res.on("error", onStreamError);
+      req.on("error", onRequestError);
+      res.on("error", onResponseError);
       requestId = incomingRequestId(req.headers["x-request-id"]) ?? nextRequestId();
       handleProxyRequest(req, res, requestId, startedAt);
     } catch (error) {
@@ -181,4 +184,8 @@ export function createProxyHandler(
     );
     exchange.start();
   }
+}
+
+function errorFields(error: Error): { message: string; code: unknown } {
+  return { message: error.message, code: (error as { code?: unknown }).code };
 }
