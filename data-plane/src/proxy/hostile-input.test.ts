@@ -6,6 +6,7 @@ import { create, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../clock/clock.js";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
@@ -356,6 +357,74 @@ describe("a throw in an upstream callback of the exchange", () => {
       await closeServer(proxy.server);
       await pools.close();
       await closeServer(upstream.server);
+    }
+  });
+});
+
+describe("a throw while an exchange holds the half-open probe", () => {
+  it("hands the probe back and counts the request once, as a 500 of its route", async () => {
+    const logger = pino({ level: "silent" });
+    const refused = await listen(() => {});
+    const refusedPort = refused.port;
+    await closeServer(refused.server);
+    const pools = new PoolRegistry();
+    const clock = new FakeClock(1_000_000);
+    const result = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        breakers: [{ name: "twitchy", consecutiveFailures: 1, cooldownMs: 1_000 }],
+        upstreams: [
+          {
+            name: "dead",
+            breaker: "twitchy",
+            nodes: [{ address: `127.0.0.1:${refusedPort}`, weight: 1 }],
+          },
+        ],
+        routes: [
+          { name: "dead", match: { pathPrefix: "/" }, upstream: "dead", retry: { attempts: 0 } },
+        ],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const snapshot = result.value;
+    let failPick = false;
+    const registry = new Registry();
+    const proxy = await listen(
+      createProxyHandler({
+        current: () => snapshot,
+        pools,
+        metrics: new ProxyMetrics(registry),
+        logger,
+        healing: new RequestHealing({
+          registry: new Registry(),
+          logger,
+          clock,
+          // Asked right after the breaker hands out its permit: the spot where a throw would
+          // otherwise keep the half-open probe slot forever.
+          anyNodeUnusable: () => {
+            if (failPick) throw new Error("health view failed");
+            return false;
+          },
+        }),
+      }),
+    );
+    const get = () => rawRequest(proxy.port, ["GET / HTTP/1.1", "Host: a.test"]);
+    try {
+      expect((await get()).status).toBe(502); // refused: the breaker opens
+      expect((await get()).status).toBe(503); // open
+      clock.advance(1_100); // past the cooldown and its jitter (at most 10 %): half-open
+      failPick = true;
+      expect((await get()).status).toBe(500);
+      // The exchange ends itself: not a 500 of no route plus a 499 of the route.
+      const text = await registry.metrics();
+      expect(text).toContain('clawgate_requests_total{route="dead",upstream="dead",code="500"} 1');
+      expect(text).not.toContain('code="499"');
+      failPick = false;
+      // The probe slot came back: this request probes (and is refused) instead of a 503.
+      expect((await get()).status).toBe(502);
+    } finally {
+      await closeServer(proxy.server);
+      await pools.close();
     }
   });
 });

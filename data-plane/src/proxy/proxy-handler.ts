@@ -182,7 +182,13 @@ export function createProxyHandler(
       startedAt,
       shared,
     );
-    exchange.start();
+    try {
+      exchange.start();
+    } catch (error) {
+      // The exchange may hold a breaker permit and timers by now: it ends itself, releasing
+      // them and counting the request once, under its route.
+      exchange.failInternally(error);
+    }
   }
 }
 
