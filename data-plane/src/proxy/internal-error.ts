@@ -7,8 +7,8 @@ import { sendError } from "../errors/error-catalog.js";
  * event listener of one request) must cost that request, never the process. Every data plane
  * replays the same snapshot after a restart, so one poisoned route would otherwise crash-loop
  * the whole fleet. Answers 500 CLAWGATE_INTERNAL when nothing was sent yet, else cuts the
- * connection (a started response cannot take a JSON error), and logs one line. Returns the
- * status the client saw, for the metrics.
+ * connection (a started response cannot take a JSON error), and logs one line. Returns 500
+ * either way, the status the metrics count it under.
  */
 export function failRequest(
   req: IncomingMessage,
@@ -40,7 +40,7 @@ export function failRequest(
   return 500;
 }
 
-/** The error's name, message and stack; never the request it came from. */
+/** The error's message and stack; never the request it came from. */
 function describe(error: unknown): { message: string; stack?: string } {
   if (error instanceof Error) return { message: error.message, stack: error.stack };
   return { message: String(error) };
