@@ -16,6 +16,7 @@ import {
   createNotifier,
   DrainDelay,
   HttpDrain,
+  logUnhandledRejections,
   type Notifier,
   onShutdownSignals,
   ServingStatus,
@@ -206,6 +207,8 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     throw err;
   }
   const { logger, notifier } = dataPlane;
+  // A stray rejection while serving is logged, not fatal: see logUnhandledRejections.
+  logUnhandledRejections(logger);
   startSupervision({
     env,
     logger,

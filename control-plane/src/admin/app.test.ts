@@ -173,6 +173,37 @@ describe("admin API resources", () => {
     expect(notJson.json().error.code).toBe("CLAWGATE_INVALID_REQUEST");
   });
 
+  it("stores prototype keys as names and header conditions; refuses a __proto__ key", async () => {
+    // Issue 8: every key a user picks is data, never a member of Object.prototype.
+    expect((await put("/v1/breakers/constructor", {})).statusCode).toBe(201);
+    expect(
+      (await put("/v1/upstreams/prototype", { ...agents, breaker: "constructor" })).statusCode,
+    ).toBe(201);
+    const headers = { constructor: "a", toString: "b", valueOf: "c", hasOwnProperty: "d" };
+    const route = await put("/v1/routes/constructor", {
+      match: { pathPrefix: "/", hosts: ["constructor"], headers },
+      upstream: "prototype",
+    });
+    expect(route.statusCode).toBe(201);
+    expect(route.json().spec.match.headers).toEqual(headers);
+    expect(
+      (await put("/v1/tenants/constructor", { allowedRoutes: ["constructor"] })).statusCode,
+    ).toBe(201);
+    const listed = await app.inject({ method: "GET", url: "/v1/routes" });
+    expect(listed.json().items.map((item: { name: string }) => item.name)).toEqual(["constructor"]);
+
+    // node:http drops a "__proto__" request header, so such a condition could never hold; the
+    // JSON parser refuses the key anywhere in a body rather than silently losing it.
+    const poisoned = await app.inject({
+      method: "PUT",
+      url: "/v1/routes/poisoned",
+      payload: '{"match":{"pathPrefix":"/","headers":{"__proto__":"x"}},"upstream":"prototype"}',
+      headers: { "content-type": "application/json" },
+    });
+    expect(poisoned.statusCode).toBe(400);
+    expect((await app.inject({ method: "GET", url: "/v1/routes/poisoned" })).statusCode).toBe(404);
+  });
+
   it("answers 409 for a route to a missing upstream", async () => {
     const response = await put("/v1/routes/api", apiRoute);
     expect(response.statusCode).toBe(409);

@@ -149,6 +149,38 @@ describe("toSnapshot", () => {
     ]);
   });
 
+  it("carries prototype keys as names, hosts, header conditions and registry ids", () => {
+    const snapshot = snapshotOf({
+      "breakers/constructor": {},
+      "upstreams/prototype": { nodes: [{ address: "10.0.0.1:80" }], breaker: "constructor" },
+      "routes/constructor": {
+        match: {
+          pathPrefix: "/",
+          hosts: ["constructor"],
+          headers: { constructor: "a", toString: "b", valueOf: "c", hasOwnProperty: "d" },
+        },
+        upstream: "prototype",
+      },
+      "tenants/constructor": { allowedRoutes: ["constructor"] },
+      "registry/prototype/constructor": registration("10.0.0.2:80", 1),
+    });
+    expect(snapshot.routes.map((route) => route.match?.headers)).toEqual([
+      [
+        { $typeName: "clawgate.v1.HeaderMatch", name: "constructor", value: "a" },
+        { $typeName: "clawgate.v1.HeaderMatch", name: "hasownproperty", value: "d" },
+        { $typeName: "clawgate.v1.HeaderMatch", name: "tostring", value: "b" },
+        { $typeName: "clawgate.v1.HeaderMatch", name: "valueof", value: "c" },
+      ],
+    ]);
+    expect(snapshot.routes[0]?.match?.hosts).toEqual(["constructor"]);
+    expect(snapshot.upstreams[0]?.nodes.map((node) => `${node.address}:${node.source}`)).toEqual([
+      "10.0.0.1:80:config",
+      "10.0.0.2:80:registry",
+    ]);
+    expect(snapshot.breakers.map((breaker) => breaker.name)).toEqual(["constructor", "default"]);
+    expect(snapshot.tenants.map((tenant) => tenant.name)).toEqual(["constructor"]);
+  });
+
   it("yields the same bytes for the same state whatever the read order", () => {
     const a = snapshotOf(documents);
     const reversed = Object.fromEntries(Object.entries(documents).reverse());

@@ -58,7 +58,8 @@ export function createAdminHandler(options: AdminOptions): AdminHandler {
 
   return (req, res) => {
     const path = (req.url ?? "/").split("?", 1)[0]!;
-    const route = routes[path];
+    // The path is the client's: own keys only, never a member of Object.prototype.
+    const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
     if (route === undefined) {
       sendJson(res, 404, { error: { code: "CLAWGATE_ADMIN_NOT_FOUND", message: `no ${path}` } });
       return;

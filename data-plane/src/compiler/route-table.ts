@@ -148,6 +148,10 @@ function firstSatisfied(
 
 function headersSatisfied(route: CompiledRoute, headers: IncomingHttpHeaders): boolean {
   for (const condition of route.headers) {
+    // node:http builds request headers on a plain object: a condition named "constructor" or
+    // "toString" would read Object.prototype, so only the request's own headers count.
+    // (A "__proto__" header never reaches req.headers, so such a condition never matches.)
+    if (!Object.hasOwn(headers, condition.name)) return false;
     const actual = headers[condition.name];
     if (actual === undefined) return false;
     if (typeof actual === "string") {

@@ -48,6 +48,10 @@ export const errorCatalog = Object.freeze({
     status: 504,
     message: "The upstream service did not answer in time.",
   },
+  CLAWGATE_INTERNAL: {
+    status: 500,
+    message: "The gateway failed to handle the request.",
+  },
 } satisfies Record<string, CatalogEntry>);
 
 export type ErrorCode = keyof typeof errorCatalog;

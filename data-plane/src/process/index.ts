@@ -17,6 +17,7 @@ export { ServingStatus, type SnapshotSource } from "./serving-status.js";
 export { onShutdownSignals, type ShutdownOptions } from "./shutdown-signals.js";
 export { type Supervision, type SupervisionOptions, startSupervision } from "./supervision.js";
 export { BLOCK_ON_SIGUSR2_ENV, installTestHooks } from "./test-hooks.js";
+export { logUnhandledRejections } from "./unhandled-rejections.js";
 export {
   startWatchdog,
   type Watchdog,

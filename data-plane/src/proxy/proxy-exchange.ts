@@ -20,6 +20,7 @@ import { ReplayableBody } from "../retry/replayable-body.js";
 import { retryDecision } from "../retry/retry-decision.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { clientResponseHeaders } from "./forward-headers.js";
+import { failRequest } from "./internal-error.js";
 import type { RequestHealing, UpstreamHealing } from "./request-healing.js";
 import { sendStale, storableResponse, storedHeaders } from "./stale-response.js";
 
@@ -48,7 +49,11 @@ type TaggedResponse = ServerResponse & { [kExchange]?: ProxyExchange };
 /** Why the proxy itself ended an attempt; never shown to clients. */
 class ExchangeAbort extends Error {
   constructor(
-    readonly code: "CLAWGATE_CLIENT_GONE" | "CLAWGATE_TOTAL_TIMEOUT" | "CLAWGATE_SERVED_STALE",
+    readonly code:
+      | "CLAWGATE_CLIENT_GONE"
+      | "CLAWGATE_TOTAL_TIMEOUT"
+      | "CLAWGATE_SERVED_STALE"
+      | "CLAWGATE_INTERNAL",
     message: string,
   ) {
     super(message);
@@ -237,6 +242,16 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    // undici catches what the other callbacks throw and reports it here; a throw from here
+    // would escape into its socket code, so it ends this exchange instead.
+    try {
+      this.#responseError(error);
+    } catch (bug) {
+      this.failInternally(bug);
+    }
+  }
+
+  #responseError(error: Error): void {
     if (this.#settled) return;
     this.#attemptEnded();
     // A client that leaves mid-upload fails the request body stream; undici reports that as
@@ -276,6 +291,31 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
     }
     this.#endPermit(kind);
     this.#answerFailure(kind, undefined);
+  }
+
+  /**
+   * A bug in one of this exchange's callbacks (a timer, a client event, undici's error
+   * callback): the request ends with 500 or a cut connection, the process serves on.
+   */
+  failInternally(error: unknown): void {
+    const wasSettled = this.#settled;
+    const wasInFlight = this.#inFlight;
+    const status = failRequest(this.req, this.res, this.requestId, error, this.shared.logger);
+    try {
+      if (!wasSettled) this.#settle(status);
+    } catch {
+      // The bookkeeping is what failed: the timers at least must not fire again.
+      this.#settled = true;
+      clearTimeout(this.#totalTimer);
+      clearTimeout(this.#retryTimer);
+    }
+    if (wasInFlight) {
+      try {
+        this.#abort(new ExchangeAbort("CLAWGATE_INTERNAL", "the proxy failed the request"));
+      } catch {
+        // Nothing more to release; the client side is closed already.
+      }
+    }
   }
 
   // ---- client side -------------------------------------------------------------------------
@@ -565,18 +605,39 @@ function first(value: string | string[] | undefined): string | undefined {
   return typeof value === "string" ? value : value?.[0];
 }
 
+// Listeners and timers run outside the request listener's guard: a throw here would be an
+// uncaught exception, so each one ends its own exchange instead (see failInternally).
+
 function onClientClose(this: TaggedResponse): void {
-  this[kExchange]?.clientClosed();
+  const exchange = this[kExchange];
+  try {
+    exchange?.clientClosed();
+  } catch (bug) {
+    exchange?.failInternally(bug);
+  }
 }
 
 function onClientDrain(this: TaggedResponse): void {
-  this[kExchange]?.clientDrained();
+  const exchange = this[kExchange];
+  try {
+    exchange?.clientDrained();
+  } catch (bug) {
+    exchange?.failInternally(bug);
+  }
 }
 
 function onTotalTimeout(exchange: ProxyExchange): void {
-  exchange.totalTimedOut();
+  try {
+    exchange.totalTimedOut();
+  } catch (bug) {
+    exchange.failInternally(bug);
+  }
 }
 
 function onRetryTimer(exchange: ProxyExchange): void {
-  exchange.retryTimerFired();
+  try {
+    exchange.retryTimerFired();
+  } catch (bug) {
+    exchange.failInternally(bug);
+  }
 }

@@ -8,6 +8,8 @@ import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metri
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
+import { badHostField } from "./host-field.js";
+import { failRequest } from "./internal-error.js";
 import { type ExchangeBody, type ExchangeShared, ProxyExchange } from "./proxy-exchange.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
@@ -72,10 +74,44 @@ export function createProxyHandler(
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
   }
 
-  return function handleProxyRequest(req: IncomingMessage, res: ServerResponse): void {
+  // Shared listeners, so the guard allocates nothing per request: an 'error' event nobody
+  // listens to is thrown by node and would end the process. A request stream fails whenever a
+  // client leaves mid-upload (the exchange already settles that), hence debug; a response
+  // stream error is a write the proxy should not have made, hence warn.
+  function onRequestError(error: Error): void {
+    if (logger.isLevelEnabled("debug"))
+      logger.debug({ err: errorFields(error) }, "client request stream failed");
+  }
+  function onResponseError(error: Error): void {
+    logger.warn({ err: errorFields(error) }, "client response stream failed");
+  }
+
+  /** Never throws: see failRequest. */
+  return function guardedProxyRequest(req: IncomingMessage, res: ServerResponse): void {
     const startedAt = performance.now();
+    let requestId = "";
+    try {
+      req.on("error", onRequestError);
+      res.on("error", onResponseError);
+      requestId = incomingRequestId(req.headers["x-request-id"]) ?? nextRequestId();
+      handleProxyRequest(req, res, requestId, startedAt);
+    } catch (error) {
+      const status = failRequest(req, res, requestId || nextRequestId(), error, logger);
+      metrics.request(NO_ROUTE, NO_UPSTREAM, status, (performance.now() - startedAt) / 1000);
+    }
+  };
+
+  function handleProxyRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    startedAt: number,
+  ): void {
     const headers = req.headers;
-    const requestId = incomingRequestId(headers["x-request-id"]) ?? nextRequestId();
+    if (badHostField(req.rawHeaders, headers.host)) {
+      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
     const snapshot = current();
     if (snapshot === undefined) {
       answer(res, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
@@ -152,6 +188,16 @@ export function createProxyHandler(
       startedAt,
       shared,
     );
-    exchange.start();
-  };
+    try {
+      exchange.start();
+    } catch (error) {
+      // The exchange may hold a breaker permit and timers by now: it ends itself, releasing
+      // them and counting the request once, under its route.
+      exchange.failInternally(error);
+    }
+  }
+}
+
+function errorFields(error: Error): { message: string; code: unknown } {
+  return { message: error.message, code: (error as { code?: unknown }).code };
 }

@@ -10,6 +10,7 @@ export * from "./metrics-text.js";
 export * from "./named-upstream.js";
 export * from "./paths.js";
 export * from "./proxy-client.js";
+export * from "./raw-http.js";
 export * from "./run-to-exit.js";
 export * from "./snapshot-history.js";
 export * from "./teardown.js";

@@ -8,6 +8,15 @@ export interface Layer {
   origins: Record<string, string>;
 }
 
+/**
+ * Null-prototype records: a YAML key "__proto__" merged into a plain object would replace its
+ * prototype and hand validation settings nobody can see; here it stays a key, reported as
+ * unknown.
+ */
+export function emptyLayer(): Layer {
+  return { values: Object.create(null), origins: Object.create(null) };
+}
+
 export interface CommandLine {
   /** `--help`/`-h` or `--version`/`-V`, when given: print and exit, start nothing. */
   request?: "help" | "version";
@@ -45,7 +54,7 @@ export function readCommandLine(
     tokens: true,
   });
   const known = ["--config", ...[...fieldByFlag.keys()].map((flag) => `--${flag}`)];
-  const result: CommandLine = { layer: { values: {}, origins: {} }, problems: [] };
+  const result: CommandLine = { layer: emptyLayer(), problems: [] };
   for (const token of tokens) {
     if (token.kind === "positional") {
       result.problems.push({

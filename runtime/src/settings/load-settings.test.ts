@@ -65,6 +65,7 @@ const files: Record<string, string> = {
   "/etc/broken.yaml": "listen: [unclosed\n",
   "/etc/bool-ratio.yaml": "ratio: true\n",
   "/etc/bad-port.yaml": "listen: 127.0.0.1:70000\n",
+  "/etc/proto.yaml": "__proto__:\n  level: debug\nconstructor: 1\n",
 };
 
 function load(options: Partial<LoadSettingsOptions<typeof SETTINGS>> = {}) {
@@ -192,6 +193,14 @@ describe("loadSettings errors", () => {
     const problem = configError({ argv: ["--config", "/etc/typo.yaml"] }).problems[0];
     expect(problem).toMatchObject({ field: "lisen", layer: "file /etc/typo.yaml" });
     expect(problem?.reason).toContain("known settings: listen, peers");
+  });
+
+  it("report prototype keys in the file as unknown settings instead of applying them", () => {
+    const err = configError({ argv: ["--config", "/etc/proto.yaml"] });
+    expect(err.problems).toEqual([
+      expect.objectContaining({ field: "__proto__", layer: "file /etc/proto.yaml" }),
+      expect.objectContaining({ field: "constructor", value: 1, layer: "file /etc/proto.yaml" }),
+    ]);
   });
 
   it("refuse a file that is missing, not YAML or not a mapping", () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { type Layer, readCommandLine } from "./command-line.js";
+import { emptyLayer, type Layer, readCommandLine } from "./command-line.js";
 import { ConfigError, type ConfigProblem } from "./config-error.js";
 import {
   fromText,
@@ -74,7 +74,7 @@ function schemaOf(declarations: SettingDeclarations) {
 }
 
 function defaultsLayer(declarations: SettingDeclarations): Layer {
-  const layer: Layer = { values: {}, origins: {} };
+  const layer = emptyLayer();
   for (const [field, declaration] of Object.entries(declarations)) {
     if (declaration.default === undefined) continue;
     // A copy, so freezing the result never freezes the declaration's own array.
@@ -112,21 +112,25 @@ function readYamlLayer(path: string, readFile: (path: string) => string): Layer 
     fail("is not valid YAML", err);
   }
   // An empty file is an empty layer, not an error.
-  if (document === null || document === undefined) return { values: {}, origins: {} };
+  if (document === null || document === undefined) return emptyLayer();
   if (typeof document !== "object" || Array.isArray(document)) {
     throw new ConfigError([
       { field: "config", value: path, layer, reason: "must be a YAML mapping of settings" },
     ]);
   }
-  const values = document as Record<string, unknown>;
-  return { values, origins: Object.fromEntries(Object.keys(values).map((key) => [key, layer])) };
+  const layered = emptyLayer();
+  for (const key of Object.keys(document)) {
+    layered.values[key] = (document as Record<string, unknown>)[key];
+    layered.origins[key] = layer;
+  }
+  return layered;
 }
 
 function readEnvLayer(
   declarations: SettingDeclarations,
   env: Readonly<Record<string, string | undefined>>,
 ): Layer {
-  const layer: Layer = { values: {}, origins: {} };
+  const layer = emptyLayer();
   for (const [field, declaration] of Object.entries(declarations)) {
     const text = env[declaration.variable];
     // An empty variable (common in systemd environment files) means "not set".
@@ -168,7 +172,8 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let value = root;
   for (const part of path) {
     if (value === null || typeof value !== "object") return undefined;
-    value = (value as Record<PropertyKey, unknown>)[part];
+    // Own keys only: a path into a setting never reads what Object.prototype holds.
+    value = Object.hasOwn(value, part) ? (value as Record<PropertyKey, unknown>)[part] : undefined;
   }
   return value;
 }
