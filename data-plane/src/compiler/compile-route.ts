@@ -7,6 +7,7 @@ import type {
   CompiledUpstream,
   PoolSettings,
 } from "./compiled-types.js";
+import { requestPathProblem } from "./origin-form.js";
 
 // Compile-time only; nothing here runs per request.
 const HOST = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/;
@@ -101,9 +102,11 @@ export function compileRoute(
   if (!targets.ok) return targets;
 
   const rewritePathPrefix = route.rewrite?.pathPrefix ?? "";
-  if (rewritePathPrefix !== "" && !isRoutePath(rewritePathPrefix)) {
-    return fail(`${where}: rewrite.pathPrefix must start with "/" and hold no space, "?" or "#"`);
-  }
+  // The rewritten prefix goes into the upstream request line as written, so it must be an
+  // absolute path (no query) that needs no escaping.
+  const rewriteProblem =
+    rewritePathPrefix === "" ? undefined : requestPathProblem(rewritePathPrefix);
+  if (rewriteProblem !== undefined) return fail(`${where}: rewrite.pathPrefix ${rewriteProblem}`);
   const rewriteHost = route.rewrite?.host ?? "";
   if (rewriteHost !== "" && !isHostHeader(rewriteHost)) {
     return fail(`${where}: rewrite.host is not a host[:port]`);

@@ -2,12 +2,15 @@ import type { BreakerPolicy, Upstream } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import type { CompiledNode, CompiledUpstream } from "./compiled-types.js";
 import { parseNodeAddress } from "./node-address.js";
+import { requestPathProblem } from "./origin-form.js";
 
 export type Compiled<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** Names of resources, as the control plane enforces them; also bounds metric label values. */
 export const RESOURCE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const MAX_WEIGHT = 1000;
+/** A control character: CR, LF, NUL and the rest of C0, DEL and C1. */
+const CONTROL = /\p{Cc}/u;
 
 export function compileUpstream(
   upstream: Upstream,
@@ -20,6 +23,15 @@ export function compileUpstream(
   const where = `upstream "${name}"`;
   if (upstream.breaker !== "" && !breakers.has(upstream.breaker)) {
     return fail(`${where}: breaker "${upstream.breaker}" is not in the snapshot`);
+  }
+  // The prober writes this path into a request line; one it cannot send would fail every probe
+  // and evict every healthy node, so the snapshot is refused instead.
+  const healthPath = upstream.healthCheck?.path ?? "";
+  const pathProblem =
+    healthPath === "" ? undefined : requestPathProblem(healthPath, { query: true });
+  if (pathProblem !== undefined) return fail(`${where}: healthCheck.path ${pathProblem}`);
+  if (CONTROL.test(upstream.healthCheck?.expectStatus ?? "")) {
+    return fail(`${where}: healthCheck.expectStatus holds a control character`);
   }
   const nodes: CompiledNode[] = [];
   const seen = new Set<string>();

@@ -5,3 +5,9 @@ export { compileSnapshot } from "./compile-snapshot.js";
 export { RESOURCE_NAME } from "./compile-upstream.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 export { type ParsedAddress, parseNodeAddress } from "./node-address.js";
+export {
+  isRequestPath,
+  MAX_REQUEST_PATH_LENGTH,
+  type RequestPathRules,
+  requestPathProblem,
+} from "./origin-form.js";
