@@ -21,6 +21,7 @@ import { installErrorHandling, validatorCompiler } from "./errors.js";
 import { eventsRoutes } from "./events-routes.js";
 import { healthRoutes } from "./health-routes.js";
 import { registryRoutes } from "./registry-routes.js";
+import { adminRequestLogger } from "./request-log.js";
 import { resourceRoutes } from "./resource-routes.js";
 import { statusRoutes } from "./status-routes.js";
 
@@ -58,7 +59,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     options.logger === undefined || options.logger === false
       ? Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES })
       : Fastify({
-          loggerInstance: options.logger as FastifyBaseLogger,
+          loggerInstance: adminRequestLogger(options.logger) as FastifyBaseLogger,
           bodyLimit: BODY_LIMIT_BYTES,
         });
   const app = base.withTypeProvider<ZodTypeProvider>();
