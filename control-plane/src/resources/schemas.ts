@@ -77,7 +77,8 @@ export const healthCheckSchema = z.strictObject({
    */
   path: requestPath({ query: true }, '"/healthz" or "/status?deep=1"')
     .nullable()
-    .default("/healthz"),
+    .default("/healthz")
+    .describe("Origin-form path and optional query, percent-encoded; null probes TCP only"),
   /** When set, the probe's JSON body must have this `status`. */
   expectStatus: z
     .string()
