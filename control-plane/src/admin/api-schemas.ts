@@ -13,7 +13,21 @@ export const ifMatchHeaders = z.looseObject({
     .describe(
       'Write only if the resource is at this revision ("<revision>" from ETag; "0": must not exist)',
     ),
+  "if-none-match": z
+    .string()
+    .optional()
+    .describe('"*": create only, 412 if the resource exists; ETags: 412 if it is at one of them'),
 });
+
+export const ifNoneMatchHeaders = z.looseObject({
+  "if-none-match": z
+    .string()
+    .optional()
+    .describe("ETags the client holds (W/ compared weakly); 304 with no body if one is current"),
+});
+
+/** 304 carries no body. */
+export const notModified = z.undefined().describe("Not modified: the ETag sent is the current one");
 
 const errorCodes = Object.keys(ERROR_CATALOG) as [ErrorCode, ...ErrorCode[]];
 

@@ -1,11 +1,5 @@
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
-import {
-  createJsonSchemaTransform,
-  serializerCompiler,
-  type ZodTypeProvider,
-} from "fastify-type-provider-zod";
+import { serializerCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { FleetSource } from "../fleet/data-plane-view.js";
@@ -20,7 +14,9 @@ import { bearerAuth } from "./auth.js";
 import { installErrorHandling, validatorCompiler } from "./errors.js";
 import { eventsRoutes } from "./events-routes.js";
 import { healthRoutes } from "./health-routes.js";
+import { registerOpenApi } from "./openapi.js";
 import { registryRoutes } from "./registry-routes.js";
+import { adminRequestLogger } from "./request-log.js";
 import { resourceRoutes } from "./resource-routes.js";
 import { statusRoutes } from "./status-routes.js";
 
@@ -28,7 +24,7 @@ export interface AdminAppOptions {
   config: ConfigService;
   snapshot: SnapshotStatusSource;
   fleet: FleetSource;
-  /** Bearer token every path but /healthz and /readyz requires; default none (open, for tests). */
+  /** Bearer token every route but /healthz, /readyz and /docs requires; default none (open, for tests). */
   token?: string;
   /** Registry served at /metrics; default none (no /metrics route). */
   metrics?: Registry;
@@ -58,7 +54,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     options.logger === undefined || options.logger === false
       ? Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES })
       : Fastify({
-          loggerInstance: options.logger as FastifyBaseLogger,
+          loggerInstance: adminRequestLogger(options.logger) as FastifyBaseLogger,
           bodyLimit: BODY_LIMIT_BYTES,
         });
   const app = base.withTypeProvider<ZodTypeProvider>();
@@ -75,23 +71,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
   });
   if (options.token !== undefined) app.addHook("onRequest", bearerAuth(options.token));
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      info: {
-        title: "Clawgate admin API",
-        description: "Config resources, snapshot status and data-plane fleet of the control plane",
-        version: "1",
-      },
-      components: {
-        securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
-      },
-      security: options.token === undefined ? [] : [{ bearer: [] }],
-    },
-    transform: createJsonSchemaTransform({
-      skipList: ["/docs", "/docs/", "/docs/json", "/docs/yaml", "/docs/*", "/docs/static/*"],
-    }),
-  });
-  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  await registerOpenApi(app as unknown as FastifyInstance, { token: options.token });
 
   await app.register(resourceRoutes, { config: options.config });
   await app.register(applyRoute, { config: options.config });

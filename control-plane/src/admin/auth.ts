@@ -2,23 +2,21 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { onRequestHookHandler } from "fastify";
 import { clawgateError } from "../resources/errors.js";
 import { sendError } from "./errors.js";
-
-/** Paths anyone may call: liveness and readiness probes carry no token. */
-const PUBLIC_PATHS = new Set(["/healthz", "/readyz"]);
+import { isPublicRoute } from "./public-routes.js";
 
 function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
 }
 
 /**
- * Requires `Authorization: Bearer <token>` on every path but /healthz and /readyz. Both sides are hashed
- * first so the comparison takes the same time whatever the length or content of the guess.
+ * Requires `Authorization: Bearer <token>` on every route but the public ones (probes, docs),
+ * and on every path no route matches. Both sides are hashed first so the comparison takes the
+ * same time whatever the length or content of the guess.
  */
 export function bearerAuth(token: string): onRequestHookHandler {
   const expected = digest(token);
   return (request, reply, done) => {
-    const path = request.url.split("?")[0] ?? "";
-    if (PUBLIC_PATHS.has(path)) return done();
+    if (isPublicRoute(request.routeOptions.url)) return done();
     const header = request.headers.authorization ?? "";
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
     if (match?.[1] !== undefined && timingSafeEqual(digest(match[1]), expected)) return done();

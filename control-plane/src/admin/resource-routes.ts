@@ -6,10 +6,13 @@ import {
   deleteResponse,
   errorResponse,
   ifMatchHeaders,
+  ifNoneMatchHeaders,
   listResponse,
   nameParams,
+  notModified,
   resourceResponse,
 } from "./api-schemas.js";
+import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
 
@@ -24,11 +27,6 @@ const errors = {
   409: errorResponse,
   412: errorResponse,
 };
-
-/** The ETag of a resource: its key's mod revision, quoted. */
-export function etag(revision: number): string {
-  return `"${revision}"`;
-}
 
 /**
  * Reads If-Match as the revision a write must find. "*" and a missing header set no
@@ -91,7 +89,8 @@ function registerKind(
         tags,
         summary: `Read one ${one}`,
         params: nameParams,
-        response: { 200: resourceResponse(spec), ...errors },
+        headers: ifNoneMatchHeaders,
+        response: { 200: resourceResponse(spec), 304: notModified, ...errors },
       },
     },
     async (request, reply) => {
@@ -99,6 +98,11 @@ function registerKind(
       if (!result.ok) return sendError(reply, result.error);
       const { name, revision, document } = result.resource;
       reply.header("etag", etag(revision));
+      // RFC 9110 section 13.1.2: a GET whose If-None-Match names the current tag gets 304.
+      const noneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
+      if (noneMatch !== undefined && noneMatchHolds(noneMatch, revision)) {
+        return reply.code(304).send(undefined);
+      }
       return { name, revision, spec: document };
     },
   );
@@ -119,8 +123,9 @@ function registerKind(
       const ifMatch = parseIfMatch(request.headers["if-match"]);
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
+      const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
       const result = await config.apply([
-        { kind, name, document: request.body, ifMatch: ifMatch.revision },
+        { kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch },
       ]);
       if (!result.ok) return sendError(reply, result.error);
       const applied = result.results[0];
@@ -149,7 +154,10 @@ function registerKind(
       const ifMatch = parseIfMatch(request.headers["if-match"]);
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
-      const result = await config.apply([{ kind, name, delete: true, ifMatch: ifMatch.revision }]);
+      const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
+      const result = await config.apply([
+        { kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch },
+      ]);
       if (!result.ok) return sendError(reply, result.error);
       return { name, revision: result.revision };
     },

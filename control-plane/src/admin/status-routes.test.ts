@@ -65,12 +65,12 @@ describe("GET /readyz on the admin port", () => {
       reason: "the store has not been read yet",
     });
 
-    // An empty embedded store is at revision 0: the read itself, not the version, makes it ready.
+    // An empty store is at revision 1, as a fresh etcd is: its empty config is published.
     await builder.start();
-    expect(builder.status().version).toBe(0);
+    expect(builder.status()).toMatchObject({ version: 1, published: true });
     const empty = await admin.inject({ method: "GET", url: "/readyz" });
     expect(empty.statusCode).toBe(200);
-    expect(empty.json()).toEqual({ status: "ready", version: 0 });
+    expect(empty.json()).toEqual({ status: "ready", version: 1 });
     expect(empty.headers["cache-control"]).toBe("no-store");
 
     // The version follows the builder's reads.

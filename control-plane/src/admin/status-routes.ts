@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Registry } from "prom-client";
+import { z } from "zod";
 import type { FleetSource } from "../fleet/data-plane-view.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 
@@ -28,6 +29,15 @@ function readiness(
   return { ready: true, version };
 }
 
+const readyzSchema = {
+  tags: ["status"],
+  summary: "Readiness: the store was read and the process is not draining (no token)",
+  response: {
+    200: z.object({ status: z.literal("ready"), version: z.int() }),
+    503: z.object({ status: z.literal("not ready"), reason: z.string() }),
+  },
+};
+
 /** Read-only views of the control plane: snapshot, data planes, metrics, liveness, readiness. */
 export const statusRoutes: FastifyPluginAsync<StatusRoutesOptions> = async (app, options) => {
   app.get(
@@ -44,17 +54,38 @@ export const statusRoutes: FastifyPluginAsync<StatusRoutesOptions> = async (app,
 
   const registry = options.metrics;
   if (registry !== undefined) {
-    app.get("/metrics", { schema: { hide: true } }, async (_request, reply) => {
-      reply.type(registry.contentType);
-      return registry.metrics();
-    });
+    app.get(
+      "/metrics",
+      {
+        schema: {
+          tags: ["status"],
+          summary: "Control-plane metrics in Prometheus text format",
+          produces: ["text/plain"],
+          response: { 200: z.string() },
+        },
+      },
+      async (_request, reply) => {
+        reply.type(registry.contentType);
+        return registry.metrics();
+      },
+    );
   }
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        tags: ["status"],
+        summary: "Liveness: the process answers (no token)",
+        response: { 200: z.object({ status: z.literal("ok") }) },
+      },
+    },
+    async () => ({ status: "ok" as const }),
+  );
 
   // Ready once the snapshot builder has read the store, so a data plane that connects is sent
   // the config; a store that cannot be read keeps the replica out of the Service.
-  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+  app.get("/readyz", { schema: readyzSchema }, async (_request, reply) => {
     const state = readiness(options);
     reply.header("cache-control", "no-store");
     if (!state.ready) return reply.code(503).send({ status: "not ready", reason: state.reason });

@@ -21,10 +21,21 @@ import {
   resourceSchemas,
 } from "./schemas.js";
 
+/**
+ * Conditions a change is made under, checked against the revision read and pinned by the same
+ * transaction that writes, so no other writer can slip in between the check and the write.
+ */
+export interface ChangePreconditions {
+  /** The key must be at this revision; 0: it must not exist. */
+  ifMatch?: number;
+  /** The key must not exist ("*"), or must not be at any of these revisions. */
+  ifNoneMatch?: "*" | readonly number[];
+}
+
 /** Put `document` (validated and defaulted first) or delete the resource. */
 export type ResourceChange =
-  | { kind: ResourceKind; name: string; document: unknown; ifMatch?: number }
-  | { kind: ResourceKind; name: string; delete: true; ifMatch?: number };
+  | ({ kind: ResourceKind; name: string; document: unknown } & ChangePreconditions)
+  | ({ kind: ResourceKind; name: string; delete: true } & ChangePreconditions);
 
 export interface ApplyOptions {
   /** Validate and check everything, write nothing. Default false. */
@@ -71,6 +82,7 @@ interface ParsedChange {
   value: string | undefined;
   document: unknown;
   ifMatch: number | undefined;
+  ifNoneMatch: ChangePreconditions["ifNoneMatch"];
 }
 
 type Planned = Outcome<{
@@ -218,7 +230,15 @@ function parseChanges(
       document = result.data;
       value = JSON.stringify(result.data);
     }
-    out.push({ kind, name, key, value, document, ifMatch: change.ifMatch });
+    out.push({
+      kind,
+      name,
+      key,
+      value,
+      document,
+      ifMatch: change.ifMatch,
+      ifNoneMatch: change.ifNoneMatch,
+    });
   }
   if (problems.length > 0) {
     const [first] = problems;
@@ -266,6 +286,25 @@ function planChanges(
         ),
       };
     }
+    const noneMatch = change.ifNoneMatch;
+    if (
+      current !== undefined &&
+      noneMatch !== undefined &&
+      (noneMatch === "*" || noneMatch.includes(currentRevision))
+    ) {
+      const what = `${change.kind.slice(0, -1)} ${change.name}`;
+      return {
+        ok: false,
+        error: clawgateError(
+          "CLAWGATE_PRECONDITION_FAILED",
+          noneMatch === "*"
+            ? `${what} already exists (revision ${currentRevision}); If-None-Match: * only creates`
+            : `${what} is at revision ${currentRevision}, which If-None-Match excludes`,
+          { kind: change.kind, name: change.name, revision: currentRevision },
+        ),
+      };
+    }
+    // Pins what the preconditions were checked against: a concurrent write fails the commit.
     compares.push({ key: change.key, modRevision: currentRevision });
     const resources = after[change.kind] as Map<string, StoredResource<ResourceKind>>;
     if (change.value === undefined) {

@@ -8,7 +8,9 @@ import {
   MAX_KEEP_ALIVE_TIMEOUT_MS,
   parseNodeAddress,
   RESOURCE_NAME,
+  type RequestPathRules,
   ROUTE_PATH_RULE,
+  requestPathProblem,
 } from "@clawgate/data-plane/compiler";
 import { z } from "zod";
 
@@ -38,6 +40,25 @@ const nodeAddress = z.string().superRefine((value, ctx) => {
 
 const routePath = z.string().refine(isRoutePath, ROUTE_PATH_RULE);
 
+/** A path the gateway writes into a request line itself: origin-form, nothing to escape. */
+const requestPath = (rules: RequestPathRules, example: string) =>
+  z.string().superRefine((value, ctx) => {
+    const problem = requestPathProblem(value, rules);
+    if (problem !== undefined) {
+      ctx.addIssue({ code: "custom", message: `must be a path like ${example}; it ${problem}` });
+    }
+  });
+
+/** Text with no CR, LF or other control character, so it cannot split a line it lands on. */
+const CONTROL = /\p{Cc}/u;
+
+// A URL parser silently drops tabs and line breaks (zod's too, before any refinement), so the
+// URL called would not be the one written; whitespace and controls are refused first instead.
+const webhookUrl = z
+  .string()
+  .refine((value) => !/[\s\p{Cc}]/u.test(value), "must hold no spaces or control characters")
+  .pipe(z.url({ protocol: /^https?$/ }));
+
 export const nodeSchema = z.strictObject({
   /** host:port of the backend instance. */
   address: nodeAddress,
@@ -54,10 +75,21 @@ export const healthCheckSchema = z.strictObject({
   unhealthyThreshold: z.int().min(1).max(100).default(2),
   /** Consecutive successes that readmit a node; default 2. */
   healthyThreshold: z.int().min(1).max(100).default(2),
-  /** HTTP path probed after TCP connects; null probes TCP only. Default /healthz. */
-  path: z.string().startsWith("/").nullable().default("/healthz"),
+  /**
+   * HTTP path (and query) probed after TCP connects, origin-form as it goes on the request
+   * line; null probes TCP only. Default /healthz.
+   */
+  path: requestPath({ query: true }, '"/healthz" or "/status?deep=1"')
+    .nullable()
+    .default("/healthz")
+    .describe("Origin-form path and optional query, percent-encoded; null probes TCP only"),
   /** When set, the probe's JSON body must have this `status`. */
-  expectStatus: z.string().min(1).optional(),
+  expectStatus: z
+    .string()
+    .min(1)
+    .max(256)
+    .refine((value) => !CONTROL.test(value), "must hold no control characters")
+    .optional(),
 });
 
 export const upstreamSchema = z
@@ -80,7 +112,7 @@ export const upstreamSchema = z
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
         command: z.array(z.string().min(1)).min(1).optional(),
         /** POSTed `{ upstream, node, host, port, evidence }` as JSON; a 2xx answer is success. */
-        webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
+        webhookUrl: webhookUrl.optional(),
         /** A command or webhook still running after this fails as a timeout; default 30 s. */
         timeoutMs: ms(100, 600_000, 30_000),
         /** Attempts per eviction (until the majority readmits the node); default 3. */
@@ -165,8 +197,8 @@ export const routeSchema = z
       .optional(),
     rewrite: z
       .strictObject({
-        /** Replaces the matched path or prefix before forwarding. */
-        pathPrefix: routePath.optional(),
+        /** Replaces the matched path or prefix before forwarding; it goes on the request line. */
+        pathPrefix: requestPath({}, '"/v2"').optional(),
         /** Host header sent upstream instead of the client's. */
         host: z.string().refine(isHostHeader, "must be host[:port]").optional(),
       })

@@ -110,6 +110,22 @@ describe("SnapshotBuilder", () => {
     });
   });
 
+  it("publishes an empty config at the store's revision, so data planes become ready", async () => {
+    const { store, builder } = await setup();
+    const { revision } = await store.range(PREFIX);
+    await builder.start();
+
+    expect(revision).toBeGreaterThan(0);
+    expect(builder.current()?.version).toBe(revision);
+    expect(builder.current()?.snapshot.routes).toEqual([]);
+    expect(builder.status()).toMatchObject({
+      version: revision,
+      published: true,
+      publishedVersion: revision,
+      counts: { routes: 0, upstreams: 0, breakers: 0, tenants: 0 },
+    });
+  });
+
   it("coalesces a burst of 100 writes into a few builds, the last holding everything", async () => {
     const { store, builder } = await setup();
     await builder.start();

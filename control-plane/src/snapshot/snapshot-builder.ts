@@ -89,7 +89,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private builtAt: string | undefined;
   /** Revision of the newest range read; everything up to it is reflected in lastStatus. */
   private readRevision = 0;
-  /** A read of an empty store at revision 0 leaves readRevision at 0, so this says it happened. */
+  /** True once a range read succeeded: /readyz waits for it. */
   private storeRead = false;
   /** Highest revision of a relevant change seen on the watch. */
   private wantedRevision = 0;
@@ -231,9 +231,11 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private async rebuild(): Promise<void> {
     if (this.stopped) return;
     const range = await this.store.range(this.prefix);
+    const first = !this.storeRead;
     this.storeRead = true;
-    // Equal means nothing changed; lower would be a lagging replica's answer.
-    if (range.revision <= this.readRevision) return;
+    // Equal means nothing changed; lower would be a lagging replica's answer. The first read is
+    // always judged: an empty config is a valid snapshot that data planes must be sent.
+    if (!first && range.revision <= this.readRevision) return;
     this.readRevision = range.revision;
     const read = readConfigState(this.prefix, range);
     // Registered nodes come from the same read, so a snapshot never mixes two revisions.

@@ -5,17 +5,26 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openEmbeddedStore } from "./embedded-store.js";
 import { describeStoreContract, probeWatch } from "./store-contract.js";
 
-describeStoreContract("embedded (memory)", () => openEmbeddedStore({}));
+async function freshMemoryStore() {
+  const store = await openEmbeddedStore({});
+  return { store, dispose: () => store.close() };
+}
+
+describeStoreContract("embedded (memory)", () => openEmbeddedStore({}), freshMemoryStore);
 
 // The same contract with persistence on, so the file write path sits under every commit.
 const contractDirs: string[] = [];
 afterAll(async () => {
   await Promise.all(contractDirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-describeStoreContract("embedded (file)", async () => {
+async function openFileStore() {
   const dir = await mkdtemp(join(tmpdir(), "clawgate-embedded-"));
   contractDirs.push(dir);
   return openEmbeddedStore({ path: join(dir, "store.json") });
+}
+describeStoreContract("embedded (file)", openFileStore, async () => {
+  const store = await openFileStore();
+  return { store, dispose: () => store.close() };
 });
 
 describe("embedded store", () => {

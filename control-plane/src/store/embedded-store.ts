@@ -72,11 +72,17 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   }
   const path = options.path;
   const data = new Map<string, Entry>();
-  let revision = 0;
+  // A fresh store is at revision 1 with no keys, as a fresh etcd cluster is, so an empty config
+  // reads at a real version both ways and the snapshot builder publishes it on either store.
+  let revision = 1;
+  // Every revision after `compactedRevision` is in `history`; older ones are gone. A fresh
+  // store's history is whole (revision 1 holds no events); a reloaded one starts at the file.
+  let compactedRevision = 0;
   if (path !== undefined) {
     const loaded = await loadState(path);
     if (loaded !== undefined) {
       revision = loaded.revision;
+      compactedRevision = loaded.revision;
       for (const kv of loaded.keys) {
         data.set(kv.key, {
           value: kv.value,
@@ -87,8 +93,6 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     }
   }
 
-  // Every revision after `compactedRevision` is in `history`; older ones are gone.
-  let compactedRevision = revision;
   const history: RevisionEvents[] = [];
   const leases = new Map<string, Lease>();
   const watchers = new Set<Watcher>();

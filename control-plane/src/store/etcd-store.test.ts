@@ -13,7 +13,25 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-describeStoreContract("etcd", () => openEtcdStore({ endpoints: [etcd.endpoint] }));
+// The shared etcd has history by then, so the fresh-store case gets an etcd of its own.
+describeStoreContract(
+  "etcd",
+  () => openEtcdStore({ endpoints: [etcd.endpoint] }),
+  async () => {
+    const own = await startEtcd();
+    const store = await openEtcdStore({ endpoints: [own.endpoint] }).catch(async (error) => {
+      await own.stop();
+      throw error;
+    });
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        await own.stop();
+      },
+    };
+  },
+);
 
 describe("etcd store", () => {
   it("fails a watch whose start revision etcd has compacted", async () => {

@@ -81,7 +81,18 @@ export async function probeWatch(
  * The behaviour every Store must share, run against each implementation. Each test works
  * under its own random prefix, so the suite can share one store (and one etcd) throughout.
  */
-export function describeStoreContract(name: string, open: () => Promise<Store>): void {
+export interface FreshStore {
+  store: Store;
+  /** Closes the store and removes whatever it was started with (a process, a directory). */
+  dispose(): Promise<void>;
+}
+
+export function describeStoreContract(
+  name: string,
+  open: () => Promise<Store>,
+  /** A store nothing was ever written to; the shared one above has history. */
+  openFresh: () => Promise<FreshStore>,
+): void {
   describe(`${name} store contract`, () => {
     let store: Store;
     const fresh = () => `/contract/${randomBytes(6).toString("hex")}/`;
@@ -91,6 +102,27 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     });
     afterAll(async () => {
       await store?.close();
+    });
+
+    describe("a fresh store", () => {
+      // An empty config must read at a version the snapshot builder publishes, on both stores.
+      it("reads empty at revision 1, as a fresh etcd does, and the first write makes 2", async () => {
+        const fresh = await openFresh();
+        try {
+          expect(await fresh.store.range("/")).toEqual({ revision: 1, items: [] });
+          const probe = await probeWatch(fresh.store, "/", 1);
+          try {
+            const put = await fresh.store.commit([], [{ type: "put", key: "/k", value: "v" }]);
+            expect(put).toEqual({ succeeded: true, revision: 2 });
+            const events = await probe.waitFor((e) => e.length >= 1, "the first put");
+            expect(events).toEqual([{ type: "put", key: "/k", value: "v", modRevision: 2 }]);
+          } finally {
+            await probe.close();
+          }
+        } finally {
+          await fresh.dispose();
+        }
+      });
     });
 
     describe("range and get", () => {

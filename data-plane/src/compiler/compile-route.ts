@@ -8,6 +8,7 @@ import type {
   PoolSettings,
 } from "./compiled-types.js";
 import { normalizePath } from "./normalize-path.js";
+import { requestPathProblem } from "./origin-form.js";
 
 // Compile-time only; nothing here runs per request.
 const HOST = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/;
@@ -120,6 +121,11 @@ export function compileRoute(
   if (!targets.ok) return targets;
 
   const rewritePathPrefix = route.rewrite?.pathPrefix ?? "";
+  // The rewritten prefix goes into the upstream request line as written, so it must be an
+  // absolute path (no query) that needs no escaping, and one normalization leaves alone.
+  const rewriteProblem =
+    rewritePathPrefix === "" ? undefined : requestPathProblem(rewritePathPrefix);
+  if (rewriteProblem !== undefined) return fail(`${where}: rewrite.pathPrefix ${rewriteProblem}`);
   if (rewritePathPrefix !== "" && !isRoutePath(rewritePathPrefix)) {
     return fail(`${where}: rewrite.pathPrefix ${ROUTE_PATH_RULE}`);
   }

@@ -254,7 +254,7 @@ describe("compileSnapshot", () => {
           { name: "r", match: { path: "/" }, upstream: "agents", rewrite: { pathPrefix: "v2" } },
         ],
       },
-      `route "r": rewrite.pathPrefix ${ROUTE_PATH_RULE}`,
+      'route "r": rewrite.pathPrefix must start with "/"',
     ],
     [
       "keep-alive time of zero",
@@ -265,6 +265,49 @@ describe("compileSnapshot", () => {
       "keep-alive time over ten minutes",
       { upstreams: [{ name: "u", keepAliveTimeoutMs: 600_001 }], routes: [] },
       'upstream "u": keepAliveTimeoutMs must be 1..600000, got 600001',
+    ],
+    [
+      "rewrite prefix with CR/LF",
+      {
+        routes: [
+          {
+            name: "r",
+            match: { path: "/" },
+            upstream: "agents",
+            rewrite: { pathPrefix: "/v2\r\nX-Injected: 1" },
+          },
+        ],
+      },
+      'route "r": rewrite.pathPrefix has a control character (U+000D) at 3; percent-encode it',
+    ],
+    [
+      "rewrite prefix with a query",
+      {
+        routes: [
+          { name: "r", match: { path: "/" }, upstream: "agents", rewrite: { pathPrefix: "/v2?a" } },
+        ],
+      },
+      'route "r": rewrite.pathPrefix has a "?" at 3; a query is not allowed here',
+    ],
+    [
+      "health check path with a space",
+      { upstreams: [{ name: "u", healthCheck: { path: "/health z" } }], routes: [] },
+      'upstream "u": healthCheck.path has a space at 7; percent-encode it',
+    ],
+    [
+      "health check path with CR/LF",
+      { upstreams: [{ name: "u", healthCheck: { path: "/h\r\nHost: evil" } }], routes: [] },
+      'upstream "u": healthCheck.path has a control character (U+000D) at 2; percent-encode it',
+    ],
+    [
+      "relative health check path",
+      { upstreams: [{ name: "u", healthCheck: { path: "healthz" } }], routes: [] },
+      'upstream "u": healthCheck.path must start with "/"',
+    ],
+    [
+      "expected status with a line break",
+      { upstreams: [{ name: "u", healthCheck: { path: "/h", expectStatus: "ok\n" } }], routes: [] },
+      'upstream "u": healthCheck.expectStatus holds a control character',
     ],
     [
       "node address without port",
@@ -309,5 +352,14 @@ describe("compileSnapshot", () => {
     ],
   ])("refuses %s with a reason", (_, init, reason) => {
     expect(reasonOf(init)).toBe(reason);
+  });
+
+  it("accepts an origin-form health check path with a query, and no path (TCP only)", () => {
+    for (const path of ["/status?deep=1", ""]) {
+      const result = compileSnapshot(
+        snapshot({ upstreams: [{ name: "u", healthCheck: { path } }], routes: [] }),
+      );
+      expect(result.ok, path).toBe(true);
+    }
   });
 });

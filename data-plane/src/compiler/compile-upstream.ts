@@ -2,6 +2,7 @@ import type { BreakerPolicy, Upstream } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import type { CompiledNode, CompiledUpstream } from "./compiled-types.js";
 import { parseNodeAddress } from "./node-address.js";
+import { requestPathProblem } from "./origin-form.js";
 
 export type Compiled<T> = { ok: true; value: T } | { ok: false; reason: string };
 
@@ -16,6 +17,8 @@ const MAX_WEIGHT = 1000;
 export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 /** Ten minutes: undici's own cap on a keep-alive time a server may ask for. */
 export const MAX_KEEP_ALIVE_TIMEOUT_MS = 600_000;
+/** A control character: CR, LF, NUL and the rest of C0, DEL and C1. */
+const CONTROL = /\p{Cc}/u;
 
 export function compileUpstream(
   upstream: Upstream,
@@ -28,6 +31,15 @@ export function compileUpstream(
   const where = `upstream "${name}"`;
   if (upstream.breaker !== "" && !breakers.has(upstream.breaker)) {
     return fail(`${where}: breaker "${upstream.breaker}" is not in the snapshot`);
+  }
+  // The prober writes this path into a request line; one it cannot send would fail every probe
+  // and evict every healthy node, so the snapshot is refused instead.
+  const healthPath = upstream.healthCheck?.path ?? "";
+  const pathProblem =
+    healthPath === "" ? undefined : requestPathProblem(healthPath, { query: true });
+  if (pathProblem !== undefined) return fail(`${where}: healthCheck.path ${pathProblem}`);
+  if (CONTROL.test(upstream.healthCheck?.expectStatus ?? "")) {
+    return fail(`${where}: healthCheck.expectStatus holds a control character`);
   }
   const nodes: CompiledNode[] = [];
   const seen = new Set<string>();

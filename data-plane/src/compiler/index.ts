@@ -17,3 +17,9 @@ export {
 } from "./compile-upstream.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 export { type ParsedAddress, parseNodeAddress } from "./node-address.js";
+export {
+  isRequestPath,
+  MAX_REQUEST_PATH_LENGTH,
+  type RequestPathRules,
+  requestPathProblem,
+} from "./origin-form.js";

@@ -159,6 +159,39 @@ describe("probeNode", () => {
     });
   });
 
+  it("never sends a path that is not origin-form, and says why", async () => {
+    let connections = 0;
+    const server = createTcpServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    const port = await listen(server);
+    const cases: [string, RegExp][] = [
+      ["/health z", /a space at 7/],
+      ["/healthz\r\nX-Injected: 1", /a control character \(U\+000D\) at 8/],
+      ["/h\u00e9alth", /a non-ASCII character \(U\+00E9\)/],
+      ["/healthz#top", /"#" at 8/],
+      ["healthz", /must start with "\/"/],
+    ];
+    for (const [path, reason] of cases) {
+      const outcome = await probeNode(spec(port, { path }));
+      expect(outcome.ok, path).toBe(false);
+      expect(outcome.evidence.error, path).toMatch(reason);
+      expect(outcome.evidence.error, path).toMatch(/not sent$/);
+    }
+    expect(connections).toBe(0);
+  });
+
+  it("sends an origin-form path with its query as written", async () => {
+    const seen: string[] = [];
+    const port = await httpServer((req, res) => {
+      seen.push(req.url ?? "");
+      res.writeHead(200).end(JSON.stringify({ status: "ok" }));
+    });
+    expect((await probeNode(spec(port, { path: "/status?deep=1&x=%20" }))).ok).toBe(true);
+    expect(seen).toEqual(["/status?deep=1&x=%20"]);
+  });
+
   it("asks for the configured path on a fresh connection that it closes", async () => {
     const seen: { url?: string; connection?: string }[] = [];
     const port = await httpServer((req, res) => {

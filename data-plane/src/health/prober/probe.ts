@@ -1,5 +1,6 @@
 import { request } from "node:http";
 import { connect } from "node:net";
+import { requestPathProblem } from "../../compiler/origin-form.js";
 import type { ProbeEvidence, ProbeSpec } from "./probe-protocol.js";
 
 /** Largest health body read; a health endpoint has no reason to send more. */
@@ -28,6 +29,14 @@ export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
     evidence,
     durationMs: performance.now() - started,
   });
+
+  // The compiler refuses a snapshot with such a path; this guards every other way a spec can
+  // arrive, so a request line is only ever written from a path checked here.
+  const pathProblem = spec.path === "" ? undefined : requestPathProblem(spec.path, { query: true });
+  if (pathProblem !== undefined) {
+    evidence.error = `health check path ${pathProblem}; not sent`;
+    return done(false);
+  }
 
   const tcp = await tcpConnect(spec.host, spec.port, spec.timeoutMs);
   if (!tcp.ok) {

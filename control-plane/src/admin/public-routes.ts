@@ -1,0 +1,18 @@
+/** Where the Swagger UI, its assets and the OpenAPI document (`/docs/json`) are served. */
+export const DOCS_PREFIX = "/docs";
+
+/** Probes carry no token: a kubelet or systemd check must reach them. */
+const PROBE_ROUTES = new Set(["/healthz", "/readyz"]);
+
+/**
+ * True for the routes anyone may call: the probes and the API's documentation. The docs page
+ * is opened in a browser, which sends no bearer token, and the document only describes the API;
+ * every operation it lists still needs the token. Judged by the matched route's pattern, not the
+ * raw URL, so no spelling of a path can reach an API route through this exemption.
+ */
+export function isPublicRoute(routeUrl: string | undefined): boolean {
+  if (routeUrl === undefined) return false;
+  return (
+    PROBE_ROUTES.has(routeUrl) || routeUrl === DOCS_PREFIX || routeUrl.startsWith(`${DOCS_PREFIX}/`)
+  );
+}
