@@ -7,6 +7,12 @@ main(process.argv.slice(2), process.env).catch((error: unknown) => {
     process.stderr.write(`clawgate-control-plane: ${(error as ConfigError).message}\n`);
     process.exit(2);
   }
+  // A store another control plane holds is an operator's mistake, not a bug: the message says
+  // it all (file, holder), a stack trace would only bury it.
+  if ((error as { code?: unknown }).code === "CLAWGATE_STORE_LOCKED") {
+    process.stderr.write(`clawgate-control-plane: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`clawgate-control-plane: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });
