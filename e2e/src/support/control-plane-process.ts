@@ -17,6 +17,11 @@ export interface StartControlPlaneOptions {
   readyTimeoutMs?: number;
   /** Echo the process's output to stderr; default when E2E_VERBOSE is set. */
   echo?: boolean;
+  /**
+   * Wait until the admin API and the gRPC port serve (default), or only until /healthz answers
+   * (false), for a control plane expected to wait for its store before serving.
+   */
+  untilServing?: boolean;
 }
 
 export interface ControlPlane {
@@ -74,10 +79,15 @@ export async function startControlPlane(
     await waitFor(
       async () => {
         process.assertRunning();
+        if (options.untilServing === false)
+          return (await httpStatus(`${adminUrl}/healthz`)) === 200;
         return (await adminReady(admin)) && (await tcpReachable(grpc.host, grpc.port));
       },
       {
-        what: `${name} admin API at ${adminUrl} and gRPC at ${full.CLAWGATE_GRPC_LISTEN}`,
+        what:
+          options.untilServing === false
+            ? `${name} /healthz at ${adminUrl}`
+            : `${name} admin API at ${adminUrl} and gRPC at ${full.CLAWGATE_GRPC_LISTEN}`,
         timeoutMs: options.readyTimeoutMs ?? 20_000,
       },
     );
