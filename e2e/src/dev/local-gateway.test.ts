@@ -49,6 +49,9 @@ describe("npm run dev, then the README's next step", () => {
     const tokenFile = join(dir, ".clawgate", "admin-token");
     expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
     expect(dev.output.text(200)).toContain("in .clawgate/admin-token (mode 0600)");
+    expect(dev.output.text(200)).toContain(
+      `CLAWGATE_ADMIN_URL=http://${adminListen} npx clawctl get routes`,
+    );
 
     // The default admin URL is the dev default's; only the port moved.
     const clawctl = await ManagedProcess.spawn({

@@ -121,6 +121,11 @@ async function main(): Promise<void> {
         : "from CLAWGATE_ADMIN_TOKEN (export it for clawctl too)";
     const tokenShell =
       settings.token === undefined ? `$(cat ${tokenFile})` : "$CLAWGATE_ADMIN_TOKEN";
+    // clawctl's default admin URL is the dev default; a moved port needs saying.
+    const clawctl =
+      cp.adminUrl === "http://127.0.0.1:9180"
+        ? "npx clawctl"
+        : `CLAWGATE_ADMIN_URL=${cp.adminUrl} npx clawctl`;
     process.stdout.write(`
 Clawgate is running (Ctrl-C stops it).
 
@@ -128,7 +133,7 @@ Clawgate is running (Ctrl-C stops it).
               (upstream "demo": ${demo.map((u, i) => `${u.name} at ${u.address} weight ${i === 0 ? 3 : 1}`).join(", ")})
   admin API:  ${cp.adminUrl}   docs: ${cp.adminUrl}/docs
   token:      ${tokenWhere}
-              npx clawctl get routes
+              ${clawctl} get routes
               curl -H "authorization: Bearer ${tokenShell}" ${cp.adminUrl}/v1/dataplanes
   data plane: ${dp.adminUrl}/metrics  ${dp.adminUrl}/config_dump
   state:      ${settings.dir}
