@@ -66,6 +66,19 @@ describe("lockStoreFile", () => {
   });
 });
 
+describe("lockStoreFile after a restart in a container", () => {
+  it("takes over a lock naming its own PID and host, which a previous life left", async () => {
+    await writeFile(
+      `${store}.lock`,
+      JSON.stringify({ pid: process.pid, hostname: hostname(), startedAt: "2026-01-01T00:00:00Z" }),
+    );
+    const stale: number[] = [];
+    const lock = await lockStoreFile(store, { onTakeover: (holder) => stale.push(holder.pid) });
+    expect(stale).toEqual([process.pid]);
+    lock.release();
+  });
+});
+
 describe("the embedded store's file lock", () => {
   it("a second open of one file fails until the first store is closed", async () => {
     const first = await openEmbeddedStore({ path: store });

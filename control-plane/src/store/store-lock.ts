@@ -26,6 +26,9 @@ export interface LockStoreFileOptions {
   hostname?: string;
 }
 
+/** Lock files this process holds, to tell "ours, still held" from "our PID, a previous life". */
+const heldHere = new Set<string>();
+
 /** Two stale-lock takeovers in a row mean another process is racing us for it. */
 const MAX_ACQUIRE_ATTEMPTS = 3;
 
@@ -64,7 +67,7 @@ export async function lockStoreFile(
         `embedded store ${storePath} is locked by ${path}, which does not name its holder; if no control plane uses the store, delete ${path}`,
       );
     }
-    if (holder.hostname !== self.hostname || isAlive(holder.pid)) {
+    if (holder.hostname !== self.hostname || !isGone(holder, self, path)) {
       throw lockError(
         "CLAWGATE_STORE_LOCKED",
         `embedded store ${storePath} is in use by another control plane (pid ${holder.pid} on host ${holder.hostname}, since ${holder.startedAt}; lock file ${path}); stop it, or give this one its own storePath or etcdEndpoints`,
@@ -119,6 +122,15 @@ function readHolder(path: string): LockHolder | "unreadable" | undefined {
   return "unreadable";
 }
 
+/**
+ * A holder on this host is gone when its PID is dead, or when it is our own PID and this process
+ * does not hold the lock: a container restarted with the same PID (often 1) and host name.
+ */
+function isGone(holder: LockHolder, self: LockHolder, path: string): boolean {
+  if (holder.pid === self.pid) return !heldHere.has(path);
+  return !isAlive(holder.pid);
+}
+
 /** Signal 0 checks existence only; EPERM means alive but someone else's. */
 function isAlive(pid: number): boolean {
   try {
@@ -146,9 +158,11 @@ function removeIfUnchanged(path: string, stale: LockHolder): void {
 
 function holdLock(path: string, content: string): StoreLock {
   let held = true;
+  heldHere.add(path);
   const release = () => {
     if (!held) return;
     held = false;
+    heldHere.delete(path);
     process.removeListener("exit", release);
     try {
       // Only our own lock: never delete one another process took over after we lost it.
