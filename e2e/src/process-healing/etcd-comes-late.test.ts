@@ -42,6 +42,8 @@ describe("a control plane started before etcd", () => {
 
     const etcd: EtcdProcess = await startEtcd({ clientPort: etcdPort });
     teardown.add("etcd", () => etcd.stop());
+    const etcdUpAt = Date.now();
+    const attempts = cp.process.output.grep(expected).length;
 
     await waitFor(
       async () => {
@@ -49,6 +51,10 @@ describe("a control plane started before etcd", () => {
         return (await readyz(cp.adminUrl)).status === 200;
       },
       { what: "/readyz 200 once etcd answers", timeoutMs: 30_000 },
+    );
+    // Reported, not asserted: the backoff caps the wait at 5 s plus the etcd client's own.
+    console.log(
+      `[etcd-comes-late] ${attempts} attempts logged while etcd was down; ready ${Date.now() - etcdUpAt} ms after etcd answered`,
     );
     const put = await cp.admin.putUpstream("agents", {
       nodes: [{ address: "127.0.0.1:9", weight: 1 }],
