@@ -8,6 +8,7 @@ import {
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { buildAdminApp } from "./admin/app.js";
+import { startUnreadyServer, type UnreadyServer } from "./admin/unready-server.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { readGrpcServerTls } from "./config/grpc-tls.js";
 import { loadControlPlaneSettings } from "./config/load-settings.js";
@@ -50,10 +51,22 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const notifier = createNotifier({ logger });
   notifier.status("opening the store");
 
+  // Until etcd answers, the admin port says why it is not ready (/readyz 503, /healthz 200).
+  let unready: UnreadyServer | undefined;
   const store = await openStore({
     etcdEndpoints: settings.etcdEndpoints,
     embeddedPath: settings.storePath,
+    probeKey: settings.etcdPrefix,
+    logger,
+    onUnreachable: async (reason) => {
+      notifier.status(`waiting for the store: ${reason}`);
+      unready?.setReason(reason);
+      unready ??= await startUnreadyServer(settings.adminListen, reason).catch(
+        exitOnListenFailure(logger, "admin API", settings.adminListen),
+      );
+    },
   });
+  unready?.setReason("etcd answered; reading the store");
   logger.info({ store: store.kind, prefix: settings.etcdPrefix }, "store opened");
 
   const config = new ConfigService(store, settings.etcdPrefix);
@@ -151,6 +164,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     remediation,
   });
   const [host, port] = splitHostPort(settings.adminListen);
+  await unready?.close();
   await admin
     .listen({ host, port })
     .catch(exitOnListenFailure(logger, "admin API", settings.adminListen));

@@ -20,6 +20,12 @@ if (info !== undefined) {
       process.stderr.write(`clawgate-control-plane: ${error.message}\n`);
       process.exit(2);
     }
+    // A store another control plane holds is an operator's mistake, not a bug: the message says
+    // it all (file, holder), a stack trace would only bury it.
+    if ((error as { code?: unknown }).code === "CLAWGATE_STORE_LOCKED") {
+      process.stderr.write(`clawgate-control-plane: ${(error as Error).message}\n`);
+      process.exit(1);
+    }
     process.stderr.write(`clawgate-control-plane: ${(error as Error).stack ?? String(error)}\n`);
     process.exit(1);
   });

@@ -7,6 +7,8 @@ export interface AdminClientOptions {
   token?: string;
   /** Default the global fetch. */
   fetch?: typeof fetch;
+  /** Lines added under a 401 answer: where the token came from, or where none was found. */
+  unauthorizedHint?: readonly string[];
 }
 
 export interface AdminClient {
@@ -45,7 +47,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       } catch {
         json = undefined;
       }
-      if (!response.ok) throw apiError(response.status, json, text);
+      if (!response.ok) {
+        const error = apiError(response.status, json, text);
+        if (response.status !== 401 || options.unauthorizedHint === undefined) throw error;
+        throw new ClawctlError(error.message, error.exitCode, [
+          ...error.lines,
+          ...options.unauthorizedHint,
+        ]);
+      }
       return json as T;
     },
   };

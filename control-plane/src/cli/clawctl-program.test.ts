@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
@@ -280,5 +281,42 @@ describe("clawctl", () => {
     });
     expect(down.code).toBe(1);
     expect(down.stderr).toContain("cannot reach the admin API at http://127.0.0.1:1");
+  });
+
+  it("without a token, names every place it looked and how to fix it", async () => {
+    const run = await clawctl(["get", "routes"], { env: { CLAWGATE_ADMIN_URL: server } });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    const lines = run.stderr.split("\n");
+    expect(lines).toContain("  clawctl found no admin token; it looked at:");
+    expect(lines).toContain("    --token: not given");
+    expect(lines).toContain("    CLAWGATE_ADMIN_TOKEN: not set");
+    expect(lines).toContain("    CLAWGATE_ADMIN_TOKEN_FILE: not set");
+    expect(lines).toContain(`    ${resolve(".clawgate/admin-token")}: no such file`);
+    expect(run.stderr).toContain("fix: pass --token <token>, set CLAWGATE_ADMIN_TOKEN");
+
+    const emptyFile = await clawctl(["get", "routes"], {
+      env: { CLAWGATE_ADMIN_URL: server, CLAWGATE_ADMIN_TOKEN_FILE: "token.txt" },
+      files: { "token.txt": "\n" },
+    });
+    expect(emptyFile.code).toBe(1);
+    expect(emptyFile.stderr).toContain(
+      `CLAWGATE_ADMIN_TOKEN_FILE: ${resolve("token.txt")} is empty`,
+    );
+
+    const found = await clawctl(["get", "routes"], {
+      env: { CLAWGATE_ADMIN_URL: server },
+      files: { "./.clawgate/admin-token": `${TOKEN}\n` },
+    });
+    expect(found.stderr).toBe("");
+    expect(found.code).toBe(0);
+  });
+
+  it("says which token the admin API refused", async () => {
+    const run = await clawctl(["get", "routes"], {
+      env: { CLAWGATE_ADMIN_URL: server, CLAWGATE_ADMIN_TOKEN: "wrong-token-0123456789" },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("the admin API refused the token from CLAWGATE_ADMIN_TOKEN");
   });
 });

@@ -14,6 +14,7 @@ import { ClawctlError, EXIT_USAGE } from "./clawctl-error.js";
 import { parseManifest } from "./manifest.js";
 import { KIND_COLUMNS } from "./resource-columns.js";
 import { formatAge, renderTable } from "./table.js";
+import { DEFAULT_TOKEN_FILE, lookUpToken, unauthorizedHint } from "./token-lookup.js";
 
 /** Where clawctl reads and writes; every field defaults to the real process. */
 export interface ClawctlIo {
@@ -50,8 +51,6 @@ interface ApplyResponse {
 const DEFAULT_SERVER = "http://127.0.0.1:9180";
 /** The control plane package's version: clawctl ships with the API it speaks to. */
 const CLAWCTL_VERSION = packageVersion(new URL("../../package.json", import.meta.url));
-/** Where a control plane started without a token writes the one it generates. */
-const DEFAULT_TOKEN_FILE = "./.clawgate/admin-token";
 
 /**
  * Builds the clawctl command tree. Actions throw ClawctlError; runClawctl turns that and
@@ -83,27 +82,13 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
     if (!URL.canParse(server) || !/^https?:$/.test(new URL(server).protocol)) {
       throw new ClawctlError(`--server must be an http(s) URL, got ${server}`, EXIT_USAGE);
     }
-    return createAdminClient({ server, token: await resolveToken(flags.token), fetch: io.fetch });
-  }
-
-  async function resolveToken(flag: string | undefined): Promise<string | undefined> {
-    if (flag !== undefined) return flag;
-    if (env.CLAWGATE_ADMIN_TOKEN) return env.CLAWGATE_ADMIN_TOKEN;
-    const file = env.CLAWGATE_ADMIN_TOKEN_FILE;
-    if (!file) {
-      // A control plane started without a token generates one into this file; reading it
-      // here makes `clawctl` work out of the box next to a local control plane.
-      return read(DEFAULT_TOKEN_FILE).then(
-        (token) => token.trim() || undefined,
-        () => undefined,
-      );
-    }
-    try {
-      return (await read(file)).trim();
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new ClawctlError(`cannot read CLAWGATE_ADMIN_TOKEN_FILE: ${reason}`, EXIT_USAGE);
-    }
+    const lookup = await lookUpToken({ flag: flags.token, env, read });
+    return createAdminClient({
+      server,
+      token: lookup.token,
+      fetch: io.fetch,
+      unauthorizedHint: unauthorizedHint(lookup),
+    });
   }
 
   const outputOption = () =>

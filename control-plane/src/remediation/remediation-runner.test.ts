@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { alwaysLeader, type LeaderElection, LeadershipState } from "../election/leader-election.js";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { FleetHealth } from "../health/fleet-health.js";
-import type { HealEventInput } from "../journal/heal-event.js";
+import type { HealEvent, HealEventInput } from "../journal/heal-event.js";
 import { upstreamSchema } from "../resources/schemas.js";
 import type { ActionResult } from "./action-result.js";
 import { backoffDelay } from "./backoff.js";
@@ -44,9 +44,14 @@ function harness(
     remediation?: RemediationPolicy | undefined;
     election?: LeaderElection;
     outcomes?: ActionResult["outcome"][];
+    /** The stored journal, oldest first: shared by harnesses that stand for one store. */
+    history?: HealEvent[];
+    /** The fake clock's start; default 1 000 000 ms. */
+    start?: number;
   } = {},
 ) {
-  const scheduler = new ManualScheduler(1_000_000);
+  const scheduler = new ManualScheduler(options.start ?? 1_000_000);
+  const history = options.history ?? [];
   const health = new FleetHealth();
   const journal: HealEventInput[] = [];
   const commands: string[][] = [];
@@ -67,8 +72,16 @@ function harness(
     journal: {
       record: async (event) => {
         journal.push(event);
-        return {} as never;
+        const stored = {
+          ...event,
+          id: String(history.length),
+          time: new Date(scheduler.now()).toISOString(),
+        };
+        history.push(stored as HealEvent);
+        return stored as HealEvent;
       },
+      list: async (query = {}) =>
+        history.filter((event) => event.upstream === (query.upstream ?? event.upstream)).reverse(),
     },
     election,
     source: "control-plane/cp-1",
@@ -234,5 +247,46 @@ describe("RemediationRunner", () => {
     h.scheduler.advance(60_000);
     await h.settle();
     expect(h.commands).toEqual([]);
+  });
+
+  it("after a restart, keeps the journaled episode's backoff and attempt budget", async () => {
+    const history: HealEvent[] = [];
+    const first = harness({ history, outcomes: ["failed"] });
+    first.runner.start();
+    first.health.report("dp-1", reports("evicted"));
+    await first.advanceUntilResults(0, 1);
+    await first.runner.stop();
+
+    // The next process, 1 s later, hears the same data plane report the node still evicted.
+    const second = harness({ history, start: first.scheduler.now() + 1_000, outcomes: ["failed"] });
+    second.runner.start();
+    second.health.report("dp-1", reports("evicted"));
+    await second.settle();
+    second.scheduler.advance(3_999);
+    await second.settle();
+    expect(second.commands).toEqual([]);
+    await second.advanceUntilResults(1, 1);
+    expect(second.results.map((r) => r.attempt)).toEqual([2]);
+
+    // A third start after the budget (3 attempts) is spent runs nothing at all.
+    history.push({
+      ...history.at(-2)!,
+      id: "x",
+      evidence: "attempt 3 of 3",
+    });
+    const third = harness({ history, start: second.scheduler.now() + 3_600_000 });
+    third.runner.start();
+    third.health.report("dp-1", reports("evicted"));
+    third.scheduler.advance(3_600_000);
+    await third.settle();
+    expect(third.commands).toEqual([]);
+
+    // Once a data plane readmitted the node, a new eviction is a new episode: acted on at once.
+    history.push({ ...history.at(-1)!, id: "y", action: "readmit", source: "dp-1" });
+    const fourth = harness({ history, start: third.scheduler.now() });
+    fourth.runner.start();
+    fourth.health.report("dp-1", reports("evicted"));
+    await fourth.advanceUntilResults(0, 1);
+    expect(fourth.results.map((r) => r.attempt)).toEqual([1]);
   });
 });

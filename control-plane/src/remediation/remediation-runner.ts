@@ -8,6 +8,7 @@ import type { ActionResult } from "./action-result.js";
 import { backoffDelay } from "./backoff.js";
 import { callWebhook } from "./call-webhook.js";
 import { expandCommand, templateValues } from "./command-template.js";
+import { journaledAttempts } from "./journaled-attempts.js";
 import { runCommand } from "./run-command.js";
 import { realScheduler, type Scheduler } from "./scheduler.js";
 
@@ -30,7 +31,11 @@ export interface RemediationRunnerOptions {
   /** Node verdicts: an eviction by the majority starts an episode, a readmission ends it. */
   health: Pick<FleetHealth, "onVerdict" | "nodesWhere" | "node">;
   policies: RemediationPolicySource;
-  journal: Pick<Journal, "record">;
+  /**
+   * Where attempts are recorded and, with `list`, read back after a restart so the backoff and
+   * the attempt budget of an episode already under way still hold.
+   */
+  journal: Pick<Journal, "record"> & Partial<Pick<Journal, "list">>;
   /** Only the leader runs remediation. */
   election: LeaderElection;
   /** Source of the journal events, e.g. "control-plane/cp-1". */
@@ -87,6 +92,8 @@ export class RemediationRunner {
   readonly #episodes = new Map<string, Episode>();
   /** Each node's backoff, kept across episodes so a flapping node is not restarted in a loop. */
   readonly #notBefore = new Map<string, number>();
+  /** Nodes whose journaled episode this process has read back (once each). */
+  readonly #recalled = new Set<string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #listeners = new Set<(result: RemediationAttemptResult) => void>();
   readonly #unsubscribe: Array<() => void> = [];
@@ -236,6 +243,7 @@ export class RemediationRunner {
     if (policy === undefined || (policy.command === undefined && policy.webhookUrl === undefined)) {
       return;
     }
+    await this.#recall(episode, policy);
     if (episode.attempts >= policy.maxAttempts) {
       logger?.warn(
         { upstream, node: address, attempts: episode.attempts },
@@ -244,6 +252,11 @@ export class RemediationRunner {
       return;
     }
     if (episode.running || !this.#options.election.isLeader() || !this.#current(episode)) return;
+    if (episode.notBefore > this.#scheduler.now()) {
+      // The journal holds a recent attempt: wait out its backoff first.
+      this.#schedule(episode);
+      return;
+    }
 
     episode.attempts++;
     episode.running = true;
@@ -332,6 +345,47 @@ export class RemediationRunner {
       outcome: failed?.outcome ?? "ok",
       evidence: results.map((result) => result.evidence).join("; "),
     };
+  }
+
+  /**
+   * Before this process's first attempt on a node, takes up the episode the journal shows (from
+   * an earlier run of this replica, or another replica that led before): its attempt count and
+   * the backoff after its newest attempt. Unreadable journal: act as if it were empty.
+   */
+  async #recall(episode: Episode, policy: RemediationPolicy): Promise<void> {
+    const { upstream, address } = episode;
+    const key = nodeKey(upstream, address);
+    const list = this.#options.journal.list?.bind(this.#options.journal);
+    if (list === undefined || this.#recalled.has(key)) return;
+    this.#recalled.add(key);
+    // An attempt made by this process is newer than anything it could read back.
+    if (this.#notBefore.has(key)) return;
+    let past: ReturnType<typeof journaledAttempts>;
+    try {
+      past = journaledAttempts(await list({ upstream, limit: 1_000 }), address);
+    } catch (error) {
+      this.#options.logger?.warn(
+        { err: error, upstream, node: address },
+        "cannot read earlier remediation attempts from the journal",
+      );
+      return;
+    }
+    if (past.attempts === 0 || past.lastAt === undefined) return;
+    episode.attempts = Math.max(episode.attempts, past.attempts);
+    const notBefore =
+      past.lastAt +
+      backoffDelay(past.attempts, { initialMs: policy.backoffMs, maxMs: policy.maxBackoffMs });
+    episode.notBefore = Math.max(episode.notBefore, notBefore);
+    this.#notBefore.set(key, episode.notBefore);
+    this.#options.logger?.info(
+      {
+        upstream,
+        node: address,
+        attempts: past.attempts,
+        notBefore: new Date(episode.notBefore).toISOString(),
+      },
+      "remediation resumes the episode the journal shows",
+    );
   }
 
   async #journal(event: Omit<HealEventInput, "source">): Promise<void> {

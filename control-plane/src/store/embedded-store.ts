@@ -12,12 +12,15 @@ import type {
   WatchEvent,
   WatchHandlers,
 } from "./store.js";
+import { type LockHolder, lockStoreFile, type StoreLock } from "./store-lock.js";
 
 export interface EmbeddedStoreOptions {
   /** File that holds the state across restarts; default none (memory only). */
   path?: string;
   /** Revisions of events kept for watches that resume from the past; default 10000. */
   historyLimit?: number;
+  /** Told when `path`'s lock, left by a dead process on this host, is taken over; default silent. */
+  onStaleLock?: (stale: LockHolder, lockPath: string) => void;
 }
 
 /** On-disk shape; lease-bound keys are left out because their leases die with the process. */
@@ -78,8 +81,15 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // Every revision after `compactedRevision` is in `history`; older ones are gone. A fresh
   // store's history is whole (revision 1 holds no events); a reloaded one starts at the file.
   let compactedRevision = 0;
+  // One process per file: the whole state is rewritten on each commit, so a second writer
+  // would silently undo the first one's commits. Refused here, before anything is read.
+  const lock: StoreLock | undefined =
+    path === undefined ? undefined : await lockStoreFile(path, { onTakeover: options.onStaleLock });
   if (path !== undefined) {
-    const loaded = await loadState(path);
+    const loaded = await loadState(path).catch((error: unknown) => {
+      lock?.release();
+      throw error;
+    });
     if (loaded !== undefined) {
       revision = loaded.revision;
       compactedRevision = loaded.revision;
@@ -345,6 +355,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       }
       watchers.clear();
       await tail;
+      lock?.release();
     },
   };
   return store;

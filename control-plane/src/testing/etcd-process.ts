@@ -10,6 +10,8 @@ export interface StartEtcdOptions {
   binary?: string;
   /** How long to wait for etcd to report healthy; default 20000 ms. */
   startTimeoutMs?: number;
+  /** Client port to listen on, for a test that points a control plane at it first; default a free one. */
+  clientPort?: number;
 }
 
 export interface EtcdProcess {
@@ -47,7 +49,7 @@ async function startOnce(options: StartEtcdOptions): Promise<EtcdProcess> {
   const binary = options.binary ?? (existsSync("/usr/bin/etcd") ? "/usr/bin/etcd" : "etcd");
   const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
   const dataDir = await mkdtemp(join(tmpdir(), "clawgate-etcd-"));
-  const clientPort = await freePort();
+  const clientPort = options.clientPort ?? (await freePort());
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
   const clientUrl = `http://127.0.0.1:${clientPort}`;

@@ -1,3 +1,6 @@
+// Jittered exponential backoff: the control plane waits for etcd with the same policy the data
+// plane reconnects with.
+export { Backoff, type BackoffOptions } from "../snapshot-client/backoff.js";
 export { DrainDelay } from "./drain-delay.js";
 export { type DrainResult, HttpDrain } from "./http-drain.js";
 export { withDrainingReadiness } from "./readiness.js";

@@ -1,6 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
+import { relative, resolve } from "node:path";
 import { type ControlPlane, startControlPlane } from "../support/control-plane-process.js";
 import { waitForConvergence } from "../support/convergence.js";
 import { type DataPlane, startDataPlane } from "../support/data-plane-process.js";
@@ -20,8 +19,10 @@ import { Teardown } from "../support/teardown.js";
  *   CLAWGATE_DEV_ADMIN_LISTEN     control plane admin API [127.0.0.1:9180]
  *   CLAWGATE_DEV_GRPC_LISTEN      control plane gRPC [127.0.0.1:9190]
  *   CLAWGATE_DEV_DEMO_PORTS       the two demo upstreams [9001,9002]
- *   CLAWGATE_DEV_DIR              store, cache and token files [./.clawgate/dev]
- *   CLAWGATE_ADMIN_TOKEN          admin token [a new random one each run]
+ *   CLAWGATE_DEV_DIR              store and cache [./.clawgate/dev]
+ *   CLAWGATE_ADMIN_TOKEN          admin token [none: the token file's]
+ *   CLAWGATE_ADMIN_TOKEN_FILE     token file, generated (mode 0600) when missing, kept otherwise
+ *                                 [./.clawgate/admin-token, where clawctl looks by default]
  *   CLAWGATE_DEV_VERBOSE          set to echo the processes' logs
  */
 const settings = {
@@ -31,7 +32,10 @@ const settings = {
   grpcListen: process.env.CLAWGATE_DEV_GRPC_LISTEN ?? "127.0.0.1:9190",
   demoPorts: (process.env.CLAWGATE_DEV_DEMO_PORTS ?? "9001,9002").split(",").map(Number),
   dir: resolve(process.env.CLAWGATE_DEV_DIR ?? ".clawgate/dev"),
-  token: process.env.CLAWGATE_ADMIN_TOKEN ?? randomBytes(24).toString("base64url"),
+  token: process.env.CLAWGATE_ADMIN_TOKEN,
+  // The file clawctl reads when run from this directory with no token given, so the README's
+  // next step (`npx clawctl get routes`) works as it is.
+  tokenFile: resolve(process.env.CLAWGATE_ADMIN_TOKEN_FILE ?? ".clawgate/admin-token"),
   echo: process.env.CLAWGATE_DEV_VERBOSE !== undefined,
 };
 
@@ -63,7 +67,9 @@ async function main(): Promise<void> {
       {
         CLAWGATE_ADMIN_LISTEN: settings.adminListen,
         CLAWGATE_GRPC_LISTEN: settings.grpcListen,
-        CLAWGATE_ADMIN_TOKEN: settings.token,
+        ...(settings.token === undefined
+          ? { CLAWGATE_ADMIN_TOKEN_FILE: settings.tokenFile }
+          : { CLAWGATE_ADMIN_TOKEN: settings.token }),
         CLAWGATE_STORE_PATH: resolve(settings.dir, "store.json"),
       },
       { cwd: settings.dir, echo: settings.echo },
@@ -106,14 +112,29 @@ async function main(): Promise<void> {
       });
     }
 
+    // Where the token is, never the token: this output ends up in terminals and CI logs.
+    const shown = relative(process.cwd(), settings.tokenFile);
+    const tokenFile = shown.startsWith("..") ? settings.tokenFile : shown;
+    const tokenWhere =
+      settings.token === undefined
+        ? `in ${tokenFile} (mode 0600), where clawctl run from here looks`
+        : "from CLAWGATE_ADMIN_TOKEN (export it for clawctl too)";
+    const tokenShell =
+      settings.token === undefined ? `$(cat ${tokenFile})` : "$CLAWGATE_ADMIN_TOKEN";
+    // clawctl's default admin URL is the dev default; a moved port needs saying.
+    const clawctl =
+      cp.adminUrl === "http://127.0.0.1:9180"
+        ? "npx clawctl"
+        : `CLAWGATE_ADMIN_URL=${cp.adminUrl} npx clawctl`;
     process.stdout.write(`
 Clawgate is running (Ctrl-C stops it).
 
   try it:     curl ${dp.proxyUrl}/demo/hello
               (upstream "demo": ${demo.map((u, i) => `${u.name} at ${u.address} weight ${i === 0 ? 3 : 1}`).join(", ")})
   admin API:  ${cp.adminUrl}   docs: ${cp.adminUrl}/docs
-  token:      ${settings.token}
-              curl -H "authorization: Bearer ${settings.token}" ${cp.adminUrl}/v1/dataplanes
+  token:      ${tokenWhere}
+              ${clawctl} get routes
+              curl -H "authorization: Bearer ${tokenShell}" ${cp.adminUrl}/v1/dataplanes
   data plane: ${dp.adminUrl}/metrics  ${dp.adminUrl}/config_dump
   state:      ${settings.dir}
 `);

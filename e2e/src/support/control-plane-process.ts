@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { AdminClient } from "./admin-client.js";
 import { freePorts } from "./free-port.js";
 import { httpStatus, splitHostPort, tcpReachable } from "./http-probe.js";
@@ -17,6 +18,11 @@ export interface StartControlPlaneOptions {
   readyTimeoutMs?: number;
   /** Echo the process's output to stderr; default when E2E_VERBOSE is set. */
   echo?: boolean;
+  /**
+   * Wait until the admin API and the gRPC port serve (default), or only until /healthz answers
+   * (false), for a control plane expected to wait for its store before serving.
+   */
+  untilServing?: boolean;
 }
 
 export interface ControlPlane {
@@ -36,7 +42,7 @@ export interface ControlPlane {
 
 /**
  * Starts clawgate-control-plane with `env` on top of test defaults: free loopback ports, a
- * random admin token, the embedded store in its work dir unless CLAWGATE_ETCD_ENDPOINTS is
+ * random admin token (unless `env` names only a CLAWGATE_ADMIN_TOKEN_FILE), the embedded store in its work dir unless CLAWGATE_ETCD_ENDPOINTS is
  * given. Resolves once the admin API answers and the gRPC port accepts connections.
  */
 export async function startControlPlane(
@@ -47,10 +53,13 @@ export async function startControlPlane(
   const ownsDir = options.cwd === undefined;
   const cwd = options.cwd ?? (await makeWorkDir("cp"));
   const [adminPort, grpcPort] = await freePorts(2);
+  // A token file and no token: the control plane reads or generates it, as it does for users.
+  const tokenFile =
+    env.CLAWGATE_ADMIN_TOKEN === undefined ? env.CLAWGATE_ADMIN_TOKEN_FILE : undefined;
   const full: Record<string, string> = {
     CLAWGATE_ADMIN_LISTEN: `127.0.0.1:${adminPort}`,
     CLAWGATE_GRPC_LISTEN: `127.0.0.1:${grpcPort}`,
-    CLAWGATE_ADMIN_TOKEN: randomBytes(16).toString("hex"),
+    ...(tokenFile === undefined ? { CLAWGATE_ADMIN_TOKEN: randomBytes(16).toString("hex") } : {}),
     CLAWGATE_STORE_PATH: join(cwd, "store.json"),
     CLAWGATE_LOG_LEVEL: "info",
     ...env,
@@ -64,7 +73,7 @@ export async function startControlPlane(
     echo: options.echo,
   });
   const adminUrl = `http://${full.CLAWGATE_ADMIN_LISTEN}`;
-  const admin = new AdminClient(adminUrl, full.CLAWGATE_ADMIN_TOKEN!);
+  let admin = new AdminClient(adminUrl, full.CLAWGATE_ADMIN_TOKEN ?? "");
   const grpc = splitHostPort(full.CLAWGATE_GRPC_LISTEN!);
   const stop = async () => {
     await process.stop();
@@ -74,13 +83,22 @@ export async function startControlPlane(
     await waitFor(
       async () => {
         process.assertRunning();
+        if (options.untilServing === false)
+          return (await httpStatus(`${adminUrl}/healthz`)) === 200;
         return (await adminReady(admin)) && (await tcpReachable(grpc.host, grpc.port));
       },
       {
-        what: `${name} admin API at ${adminUrl} and gRPC at ${full.CLAWGATE_GRPC_LISTEN}`,
+        what:
+          options.untilServing === false
+            ? `${name} /healthz at ${adminUrl}`
+            : `${name} admin API at ${adminUrl} and gRPC at ${full.CLAWGATE_GRPC_LISTEN}`,
         timeoutMs: options.readyTimeoutMs ?? 20_000,
       },
     );
+    // Written before the admin API listens, so it is there once the API answered.
+    if (tokenFile !== undefined) {
+      admin = new AdminClient(adminUrl, (await readFile(resolve(cwd, tokenFile), "utf8")).trim());
+    }
   } catch (error) {
     await stop();
     throw withTail(error, process);
@@ -90,7 +108,7 @@ export async function startControlPlane(
     env: full,
     adminUrl,
     grpcAddress: full.CLAWGATE_GRPC_LISTEN!,
-    token: full.CLAWGATE_ADMIN_TOKEN!,
+    token: admin.token,
     admin,
     stop,
     kill: async () => {
