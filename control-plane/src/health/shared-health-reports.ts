@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
-import type { Scheduler } from "../remediation/scheduler.js";
+import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
 import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
 import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
 import {
@@ -33,17 +33,6 @@ export interface SharedHealthReportsOptions {
    */
   pacer?: Scheduler;
 }
-
-/** Monotonic, so a wall-clock step cannot hold back or hurry a write. */
-const monotonicPacer: Scheduler = {
-  now: () => performance.now(),
-  after(ms, fn) {
-    const timer = setTimeout(fn, ms);
-    // A paced write must not keep a stopping process alive.
-    timer.unref();
-    return () => clearTimeout(timer);
-  },
-};
 
 /** Where the shared view goes: every replica's reports, as the store has them. */
 export interface SharedHealthHandlers {
@@ -131,7 +120,7 @@ export class SharedHealthReports {
     this.#retryMs = options.retryMs ?? 1_000;
     this.#logger = options.logger;
     this.#clock = options.clock ?? Date.now;
-    this.#pacer = options.pacer ?? monotonicPacer;
+    this.#pacer = options.pacer ?? monotonicScheduler;
     if (!(Number.isInteger(this.#ttlSeconds) && this.#ttlSeconds >= 1)) {
       throw new RangeError(`leaseTtlSeconds must be an integer >= 1, got ${this.#ttlSeconds}`);
     }
