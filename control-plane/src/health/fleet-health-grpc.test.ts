@@ -241,7 +241,12 @@ describe("fleet health over the snapshot stream", () => {
     const evicted = (await getHealth("x")).json().nodes[0];
     expect(evicted).toMatchObject({ address: NODE_1, evicted: 2, total: 2, majority: "evicted" });
     expect(evicted.remediation).toMatchObject({ attempts: 1, running: false, lastOutcome: "ok" });
-    expect(Date.parse(evicted.remediation.nextAttemptAt)).toBeGreaterThan(Date.now());
+    // The next attempt is scheduled after the first one's result (the backoff), compared with
+    // the journal's record of that result rather than with a wall clock read here.
+    const finished = events.find((e) => e.action === "remediation_result" && e.node === NODE_1);
+    expect(Date.parse(evicted.remediation.nextAttemptAt)).toBeGreaterThan(
+      Date.parse(finished!.time),
+    );
 
     // More reports while the 5 s backoff lasts: the node stays evicted, and nothing runs again.
     // Node 2's quarantine is journaled after those reports were handled (one stream, in order).

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
 import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
 import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
 import {
@@ -26,6 +27,11 @@ export interface SharedHealthReportsOptions {
   logger?: Pick<Logger, "debug" | "info" | "warn">;
   /** Wall clock for the time a report was received; default Date.now. */
   clock?: () => number;
+  /**
+   * Clock and timers that pace each data plane's writes (coalesceMs, retryMs); default the
+   * monotonic clock and real timers. Tests step a ManualScheduler instead of waiting.
+   */
+  pacer?: Scheduler;
 }
 
 /** Where the shared view goes: every replica's reports, as the store has them. */
@@ -51,8 +57,9 @@ interface Outbox {
   /** The store lags what this replica wants there (a newer report, or a withdrawal). */
   dirty: boolean;
   busy: boolean;
-  timer: NodeJS.Timeout | undefined;
-  /** performance.now() before which the next write waits. */
+  /** Cancels the paced write waiting to run, if one is. */
+  cancelTimer: (() => void) | undefined;
+  /** Pacer time before which the next write waits. */
   notBefore: number;
 }
 
@@ -88,6 +95,7 @@ export class SharedHealthReports {
   readonly #retryMs: number;
   readonly #logger: SharedHealthReportsOptions["logger"];
   readonly #clock: () => number;
+  readonly #pacer: Scheduler;
   readonly #latest = new Map<string, Outgoing>();
   readonly #outboxes = new Map<string, Outbox>();
   readonly #known = new Map<string, KnownKey>();
@@ -112,6 +120,7 @@ export class SharedHealthReports {
     this.#retryMs = options.retryMs ?? 1_000;
     this.#logger = options.logger;
     this.#clock = options.clock ?? Date.now;
+    this.#pacer = options.pacer ?? monotonicScheduler;
     if (!(Number.isInteger(this.#ttlSeconds) && this.#ttlSeconds >= 1)) {
       throw new RangeError(`leaseTtlSeconds must be an integer >= 1, got ${this.#ttlSeconds}`);
     }
@@ -139,7 +148,7 @@ export class SharedHealthReports {
     this.#generation++;
     clearTimeout(this.#keepAliveTimer);
     clearTimeout(this.#resyncTimer);
-    for (const outbox of this.#outboxes.values()) clearTimeout(outbox.timer);
+    for (const outbox of this.#outboxes.values()) outbox.cancelTimer?.();
     const watch = this.#watch;
     this.#watch = undefined;
     await watch?.close().catch(() => undefined);
@@ -162,7 +171,7 @@ export class SharedHealthReports {
   #markDirty(dataPlane: string): void {
     let outbox = this.#outboxes.get(dataPlane);
     if (outbox === undefined) {
-      outbox = { dirty: false, busy: false, timer: undefined, notBefore: 0 };
+      outbox = { dirty: false, busy: false, cancelTimer: undefined, notBefore: 0 };
       this.#outboxes.set(dataPlane, outbox);
     }
     outbox.dirty = true;
@@ -170,18 +179,17 @@ export class SharedHealthReports {
   }
 
   #kick(dataPlane: string, outbox: Outbox): void {
-    if (this.#stopped || outbox.busy || outbox.timer !== undefined) return;
+    if (this.#stopped || outbox.busy || outbox.cancelTimer !== undefined) return;
     if (!outbox.dirty) {
       if (!this.#latest.has(dataPlane)) this.#outboxes.delete(dataPlane);
       return;
     }
-    const now = performance.now();
+    const now = this.#pacer.now();
     if (now < outbox.notBefore) {
-      outbox.timer = setTimeout(() => {
-        outbox.timer = undefined;
+      outbox.cancelTimer = this.#pacer.after(outbox.notBefore - now, () => {
+        outbox.cancelTimer = undefined;
         this.#kick(dataPlane, outbox);
-      }, outbox.notBefore - now);
-      outbox.timer.unref();
+      });
       return;
     }
     outbox.dirty = false;
@@ -195,7 +203,7 @@ export class SharedHealthReports {
           "could not share a data plane's health report; trying again",
         );
         outbox.dirty = true;
-        outbox.notBefore = performance.now() + this.#retryMs;
+        outbox.notBefore = this.#pacer.now() + this.#retryMs;
       })
       .finally(() => {
         this.#inFlight.delete(run);
@@ -278,8 +286,8 @@ export class SharedHealthReports {
     const outbox = this.#outboxes.get(dataPlane);
     if (outbox !== undefined) {
       outbox.dirty = false;
-      clearTimeout(outbox.timer);
-      outbox.timer = undefined;
+      outbox.cancelTimer?.();
+      outbox.cancelTimer = undefined;
       if (!outbox.busy) this.#outboxes.delete(dataPlane);
     }
     this.#handlers?.onMoved(dataPlane);

@@ -120,7 +120,6 @@ describe.each(stores)("node registry on the %s store", (_kind, openStore) => {
           ttlSeconds: 1,
         }),
       ).toMatchObject({ ok: true, action: "created" });
-      const registeredAt = performance.now();
       const both = await published(cp.builder, (s) => nodesOf(s).length === 3);
       // Document nodes first, then registered ones by id ("lapse" < "stay").
       expect(nodesOf(both)).toEqual([
@@ -141,8 +140,9 @@ describe.each(stores)("node registry on the %s store", (_kind, openStore) => {
           cp.builder,
           (s) => !nodesOf(s).includes("127.0.0.1:9006:registry"),
         );
-        // A full TTL passed, and the renewed node outlived it.
-        expect(performance.now() - registeredAt).toBeGreaterThanOrEqual(900);
+        // "stay" was renewed while "lapse" ran out its TTL, and outlived it (the TTL itself is
+        // etcd's to keep: no elapsed time is compared here).
+        expect(renewals, "renewals before the other node lapsed").toContain("renewed");
         expect(nodesOf(without)).toEqual(["127.0.0.1:9001:config", "127.0.0.1:9005:registry"]);
 
         expect(await lapsed).toMatchObject({ upstream: "agents", verdict: "expired" });

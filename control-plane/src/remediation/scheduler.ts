@@ -15,3 +15,13 @@ export const realScheduler: Scheduler = {
     return () => clearTimeout(timer);
   },
 };
+
+/**
+ * The same on the monotonic clock, for pacing (debounces, coalescing) rather than for times
+ * shown to people: a wall-clock step can neither hold back nor hurry what it paces. Its now()
+ * counts from process start, not the epoch: only differences mean anything.
+ */
+export const monotonicScheduler: Scheduler = {
+  now: () => performance.now(),
+  after: realScheduler.after,
+};

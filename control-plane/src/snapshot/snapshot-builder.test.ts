@@ -1,6 +1,7 @@
 import { fromBinary, StreamSnapshotsResponseSchema } from "@clawgate/proto";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ManualScheduler } from "../remediation/manual-scheduler.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store, WatchHandlers } from "../store/store.js";
 import { type PublishedSnapshot, SnapshotBuilder } from "./snapshot-builder.js";
@@ -62,7 +63,19 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup(options: { store?: Store; coalesceMs?: number; maxDelayMs?: number } = {}) {
+/** Lets the embedded store deliver the watch events of writes already made (it batches per tick). */
+function delivered(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
+async function setup(
+  options: {
+    store?: Store;
+    coalesceMs?: number;
+    maxDelayMs?: number;
+    pacer?: ManualScheduler;
+  } = {},
+) {
   const store = options.store ?? (await openEmbeddedStore({}));
   const { logger, lines } = captureLogger();
   const builder = new SnapshotBuilder({
@@ -74,6 +87,7 @@ async function setup(options: { store?: Store; coalesceMs?: number; maxDelayMs?:
     maxDelayMs: options.maxDelayMs ?? 250,
     retryMinMs: 1,
     retryMaxMs: 20,
+    ...(options.pacer === undefined ? {} : { pacer: options.pacer }),
   });
   cleanups.push(async () => {
     await builder.stop();
@@ -126,8 +140,11 @@ describe("SnapshotBuilder", () => {
     });
   });
 
-  it("coalesces a burst of 100 writes into a few builds, the last holding everything", async () => {
-    const { store, builder } = await setup();
+  it("coalesces a burst of 100 writes into one build, the last holding everything", async () => {
+    // The coalescing clock moves only when the test steps it: however slow the writes are, the
+    // burst is one quiet window long.
+    const pacer = new ManualScheduler();
+    const { store, builder } = await setup({ pacer });
     await builder.start();
     const versions: number[] = [];
     builder.onPublish((published) => versions.push(published.version));
@@ -138,31 +155,36 @@ describe("SnapshotBuilder", () => {
         nodes: [{ address: `10.0.0.1:${i + 1}` }],
       });
     }
-    const last = await nextPublish(builder, (published) => published.version >= revision);
+    await delivered();
+    expect(versions).toEqual([]);
+    expect(pacer.pending()).toBe(1);
+    const last = nextPublish(builder, (published) => published.version >= revision);
+    pacer.advance(25);
+    const published = await last;
 
-    expect(last.version).toBe(revision);
-    expect(last.snapshot.upstreams).toHaveLength(100);
-    expect(versions.length).toBeGreaterThan(0);
-    expect(versions.length).toBeLessThanOrEqual(10);
-    // Versions only grow.
-    expect([...versions].sort((a, b) => a - b)).toEqual(versions);
+    expect(published.version).toBe(revision);
+    expect(published.snapshot.upstreams).toHaveLength(100);
+    expect(versions).toEqual([revision]);
   });
 
   it("rebuilds under a steady stream of writes no later than maxDelayMs", async () => {
-    const { store, builder } = await setup({ coalesceMs: 50, maxDelayMs: 100 });
+    const pacer = new ManualScheduler();
+    const { store, builder } = await setup({ coalesceMs: 50, maxDelayMs: 100, pacer });
     await builder.start();
-    let publishedWhileWriting = 0;
-    builder.onPublish(() => publishedWhileWriting++);
+    const publishedAt: number[] = [];
+    builder.onPublish(() => publishedAt.push(pacer.now()));
 
-    // Each write lands well inside the 50 ms quiet window, so a plain debounce would never
-    // fire while this loop runs; the maxDelayMs cap must.
-    const deadline = performance.now() + 5_000;
-    let i = 0;
-    while (publishedWhileWriting < 2 && performance.now() < deadline) {
-      await put(store, `upstreams/u-${i++ % 10}`, { nodes: [{ address: `10.0.0.1:${i}` }] });
-      await new Promise((resolve) => setImmediate(resolve));
+    // Writes at 0, 40 and 80 ms, each inside the 50 ms quiet window of the one before, so a
+    // plain debounce would wait until 130 ms; the maxDelayMs cap fires at 100 ms.
+    for (let i = 0; i < 3; i++) {
+      await put(store, `upstreams/u-${i}`, { nodes: [{ address: `10.0.0.1:${i + 1}` }] });
+      await delivered();
+      pacer.advance(i < 2 ? 40 : 19);
     }
-    expect(publishedWhileWriting).toBe(2);
+    await delivered();
+    expect(publishedAt).toEqual([]);
+    pacer.advance(1);
+    await vi.waitFor(() => expect(publishedAt).toEqual([100]));
   });
 
   it("does not publish an inconsistent state, says why, and publishes once it is fixed", async () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { performance } from "node:perf_hooks";
 import { compileSnapshot } from "@clawgate/data-plane/compiler";
 import {
   create,
@@ -10,6 +9,7 @@ import {
 } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
+import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
 import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
@@ -48,6 +48,11 @@ export interface SnapshotBuilderOptions {
   instanceId?: string;
   /** Wall clock for createdAtMs and builtAt; default Date.now. */
   clock?: () => number;
+  /**
+   * Clock and timers of the coalescing (coalesceMs, maxDelayMs); default the monotonic clock and
+   * real timers. Tests step a ManualScheduler instead of racing the machine.
+   */
+  pacer?: Scheduler;
   /** First delay before re-reading and re-watching after a watch failure; default 100 ms. */
   retryMinMs?: number;
   /** Cap on that delay as failures repeat; default 5 s. */
@@ -94,7 +99,9 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   /** Highest revision of a relevant change seen on the watch. */
   private wantedRevision = 0;
   private firstPendingAt: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly pacer: Scheduler;
+  /** Cancels the pending coalesced rebuild, if one is scheduled. */
+  private cancelTimer: (() => void) | undefined;
   private building = false;
   private chain: Promise<unknown> = Promise.resolve();
   private watch: Watch | undefined;
@@ -112,6 +119,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.maxDelayMs = options.maxDelayMs ?? 250;
     this.instanceId = options.instanceId ?? randomBytes(4).toString("hex");
     this.clock = options.clock ?? Date.now;
+    this.pacer = options.pacer ?? monotonicScheduler;
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
     // Only config documents and registered nodes make a snapshot; the journal, elections and
@@ -133,8 +141,8 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   async stop(): Promise<void> {
     this.stopped = true;
     this.stopSignal.abort();
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
     this.watchGeneration++;
     const watch = this.watch;
     this.watch = undefined;
@@ -200,15 +208,15 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   /** Debounces rebuilds by coalesceMs, but never past maxDelayMs after the first pending change. */
   private schedule(): void {
     if (this.stopped) return;
-    const now = performance.now();
+    const now = this.pacer.now();
     this.firstPendingAt ??= now;
     const due = Math.min(now + this.coalesceMs, this.firstPendingAt + this.maxDelayMs);
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.flush(), Math.max(0, due - now));
+    this.cancelTimer?.();
+    this.cancelTimer = this.pacer.after(Math.max(0, due - now), () => this.flush());
   }
 
   private flush(): void {
-    this.timer = undefined;
+    this.cancelTimer = undefined;
     // A rebuild in flight re-checks wantedRevision when it ends.
     if (this.building || this.stopped) return;
     this.firstPendingAt = undefined;

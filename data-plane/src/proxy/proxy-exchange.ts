@@ -154,8 +154,12 @@ export class ProxyExchange implements Dispatcher.DispatchHandler {
     if (statusCode < 200 || this.#settled || this.#discarding) return;
     let coolingDown = false;
     if (statusCode === 429 || statusCode === 503) {
-      // Binding (seed 004): nothing goes to this upstream before the time it named.
-      const waitMs = parseRetryAfter(first(headers["retry-after"]), Date.now());
+      // Binding (seed 004): nothing goes to this upstream before the time it named. An
+      // HTTP-date is read against the healing clock, the one the cooldown then counts down on.
+      const waitMs = parseRetryAfter(
+        first(headers["retry-after"]),
+        this.shared.healing.clock.now(),
+      );
       if (waitMs !== undefined && waitMs > 0) {
         this.#healing.cooldown.blockFor(waitMs);
         coolingDown = true;

@@ -66,7 +66,8 @@ describe("graceful drain and listeners that cannot bind (etcd, control plane, da
     expect(await tcpReachable(proxy.host, proxy.port)).toBe(false);
 
     const exit = await dp.process.exited;
-    const drainMs = performance.now() - signalledAt;
+    // A figure for the log, not a bound: a busy machine stretches it.
+    console.info(`drain after SIGTERM took ${Math.round(performance.now() - signalledAt)} ms`);
     await waves.stop();
     expect(describeExit(exit)).toBe("code 0");
 
@@ -77,8 +78,8 @@ describe("graceful drain and listeners that cannot bind (etcd, control plane, da
     expect(upstream.served - before).toBeGreaterThanOrEqual(WAVE);
     // Their responses told the clients not to reuse the connection.
     expect(wave.every((entry) => entry.connection === "close")).toBe(true);
-    // The drain took about one upstream response, far from the 10 s timeout.
-    expect(drainMs).toBeLessThan(5_000);
+    // The drain ended because the requests did, not because a deadline cut them.
+    expect(dp.process.output.grep("graceful stop did not finish in time")).toEqual([]);
     // Requests of later waves found the listener closed: refused, which is fine.
     const later = waves.requests.filter((entry) => entry.wave > inFlightWave);
     expect(later.every((entry) => entry.status === undefined)).toBe(true);
@@ -105,12 +106,11 @@ describe("graceful drain and listeners that cannot bind (etcd, control plane, da
     expect(await tcpReachable(proxy.host, proxy.port)).toBe(true);
     expect(dp.process.output.grep("not ready; serving on").length).toBeGreaterThan(0);
 
-    const signalledAt = performance.now();
     process.kill(dp.process.pid, "SIGTERM");
+    // The delay (120 s, past the test's timeout) was skipped, not waited out: the process says
+    // so, and then exits on its own.
     const exit = await dp.process.exited;
     expect(describeExit(exit)).toBe("code 0");
-    // The delay was skipped, not waited out.
-    expect(performance.now() - signalledAt).toBeLessThan(10_000);
     expect(dp.process.output.grep("second signal while stopping; draining now").length).toBe(1);
     expect(await tcpReachable(proxy.host, proxy.port)).toBe(false);
   });

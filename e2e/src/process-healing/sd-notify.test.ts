@@ -76,35 +76,46 @@ describe("sd_notify: READY, STATUS, WATCHDOG and STOPPING from the real binaries
     expect(dpNotify.messages.filter((m) => m.text === "READY=1")).toHaveLength(1);
   });
 
-  it("data plane: WATCHDOG=1 about every WATCHDOG_USEC/2 (500 ms)", async () => {
+  it("data plane: WATCHDOG=1 every WATCHDOG_USEC/2 (500 ms), again and again", async () => {
+    // The interval it chose, from its own log; the pacing itself is unit-tested on fake timers.
+    expect(dp.process.output.grep("systemd watchdog enabled").join("\n")).toContain(
+      '"intervalMs":500',
+    );
     const first = await dpNotify.next((text) => text === "WATCHDOG=1", {
       from: dpNotify.messages.length,
     });
-    const windowMs = 3_000;
-    await waitFor(() => performance.now() >= first.at + windowMs, {
-      what: "the 3 s counting window",
-      timeoutMs: windowMs + 1_000,
-    });
-    // Nominal 6 pings after the first in 3 s; allow for timer jitter on a busy test machine.
-    const pings = dpNotify.count("WATCHDOG=1", first.at + 1, first.at + windowMs);
-    expect(pings).toBeGreaterThanOrEqual(4);
-    expect(pings).toBeLessThanOrEqual(7);
+    let latest = first;
+    for (let i = 0; i < 4; i++) {
+      latest = await dpNotify.next((text) => text === "WATCHDOG=1", {
+        from: dpNotify.messages.indexOf(latest) + 1,
+      });
+    }
+    // A figure for the log, not a bound: a busy machine stretches it.
+    console.info(`4 watchdog intervals took ${Math.round(latest.at - first.at)} ms (nominal 2000)`);
   });
 
   it("data plane: WATCHDOG=1 stops while the event loop is blocked, and resumes after", async () => {
     const last = await dpNotify.next((text) => text === "WATCHDOG=1", {
       from: dpNotify.messages.length,
     });
-    const signalledAt = performance.now();
+    const resumedBefore = dp.process.output.grep("watchdog pings resumed").length;
     process.kill(dp.process.pid, "SIGUSR2"); // the test hook blocks the loop for 2 s
     const resumed = await dpNotify.next((text) => text === "WATCHDOG=1", {
       from: dpNotify.messages.indexOf(last) + 1,
       timeoutMs: 10_000,
     });
-    // 2 s of block, then at least one tick that sees the stall and withholds its ping.
-    expect(resumed.at - signalledAt).toBeGreaterThanOrEqual(2_300);
-    expect(resumed.at - last.at).toBeGreaterThanOrEqual(2_300);
-    expect(dp.process.output.grep("self-check failed").length).toBeGreaterThanOrEqual(1);
+    await waitFor(() => dp.process.output.grep("watchdog pings resumed").length > resumedBefore, {
+      what: "the log line saying pings resumed",
+    });
+    // In the process's own order: the tick after the block saw the stall and withheld its
+    // ping, then a later tick passed and pinged again.
+    const lines = dp.process.output.text(200).split("\n");
+    const failedAt = lines.findLastIndex((line) => line.includes("self-check failed"));
+    const resumedAt = lines.findLastIndex((line) => line.includes("watchdog pings resumed"));
+    expect(failedAt).toBeGreaterThanOrEqual(0);
+    expect(lines[failedAt]).toContain("event loop stalled");
+    expect(failedAt).toBeLessThan(resumedAt);
+    console.info(`no WATCHDOG=1 for ${Math.round(resumed.at - last.at)} ms around a 2 s block`);
     // It is a stall, not a crash: the process kept its state and serves on.
     expect(await dp.readyStatus()).toBe(200);
   });

@@ -11,21 +11,26 @@ export interface Outcome {
 export interface LoadOptions {
   /** Requests in flight at once. */
   workers: number;
-  /** Stop starting requests after this long. */
+  /** Stop starting requests after this long: a guard, so a story that never ends still does. */
   durationMs: number;
+  /**
+   * Stop starting requests once this returns true: the event a story waits for (say, enough
+   * requests after a kill), so the amount of load does not depend on how fast the machine is.
+   */
+  until?: () => boolean;
   /** Stop starting requests after this many. */
   maxRequests: number;
   /** Sends request `index` and resolves with its status (0 on a transport failure). */
   send: (index: number) => Promise<{ status: number; detail?: string }>;
 }
 
-/** Closed-loop load bounded in time and count; resolves with every request's outcome. */
+/** Closed-loop load bounded by an event, time and count; resolves with every request's outcome. */
 export async function runLoad(options: LoadOptions): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   const deadline = Date.now() + options.durationMs;
   let next = 0;
   const worker = async () => {
-    while (Date.now() < deadline && next < options.maxRequests) {
+    while (Date.now() < deadline && next < options.maxRequests && options.until?.() !== true) {
       const index = next++;
       const startedAt = Date.now();
       let result: { status: number; detail?: string };

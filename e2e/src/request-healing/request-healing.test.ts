@@ -188,8 +188,9 @@ describe("request-layer self-healing on real processes", () => {
     const url = `${dp.proxyUrl}/throttled/x`;
     const statuses: number[] = [];
     const codes = new Set<string>();
-    const deadline = Date.now() + 4_500;
-    for (let i = 0; i < 500 && Date.now() < deadline; i++) {
+    // A client at its own pace until the upstream answers again: the loop ends on that event,
+    // not after a fixed time a loaded machine might spend before the cooldown is even over.
+    for (let i = 0; i < 2_000 && (statuses.length < 2 || statuses.at(-1) !== 200); i++) {
       const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
       statuses.push(response.status);
       const text = await response.text();
@@ -200,29 +201,35 @@ describe("request-layer self-healing on real processes", () => {
     expect(statuses[0]).toBe(429);
     expect(t).toBeDefined();
     expect(rest.length, "the upstream got traffic again after the cooldown").toBeGreaterThan(0);
+    // A lower bound only, which a slow machine can only widen: the proxy starts the 3 s after
+    // the upstream sent the 429.
     const early = rest.filter((hit) => hit < t! + 3_000);
     expect(early, "requests inside [t, t+3s)").toEqual([]);
-    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(10);
+    const cooled = statuses.filter((s) => s === 503).length;
+    expect(cooled, "requests answered during the cooldown").toBeGreaterThan(0);
+    expect(statuses.slice(1, -1)).toEqual(Array(statuses.length - 2).fill(503));
     expect([...codes]).toEqual(["CLAWGATE_UPSTREAM_COOLDOWN"]);
-    expect(statuses.at(-1)).toBe(200);
     expect(
       metricValue(await dp.metrics(), "clawgate_breaker_retry_after_skips_total", {
         upstream: "throttled",
       }),
-    ).toBeGreaterThan(10);
+    ).toBe(cooled);
   }, 20_000);
 
   it("loses no GET and no later POST when one of two nodes is killed with SIGKILL mid-load", async () => {
     let killedAt = Number.POSITIVE_INFINITY;
     let completed = 0;
+    let completedAfterKill = 0;
     const body = JSON.stringify({ hello: "world" });
     // Three clients in a closed loop: never more retries in flight than the budget's floor
     // (3), so every GET that meets the dying node may go again. With more concurrency a burst
     // of resets beyond 20 % of active requests is, by design, not all retried.
     const load = runLoad({
       workers: 3,
-      durationMs: 4_000,
+      // Until 120 requests ran after the kill, however long a loaded machine takes; 25 s guard.
+      durationMs: 25_000,
       maxRequests: 20_000,
+      until: () => completedAfterKill >= 120,
       send: async (index) => {
         const post = index % 3 === 0;
         const result = await statusOf(`${dp.proxyUrl}/pair/${index}`, {
@@ -230,6 +237,7 @@ describe("request-layer self-healing on real processes", () => {
           ...(post ? { body, headers: { "content-type": "application/json" } } : {}),
         });
         completed++;
+        if (killedAt !== Number.POSITIVE_INFINITY) completedAfterKill++;
         return { ...result, detail: `${post ? "POST" : "GET"} ${result.detail ?? ""}` };
       },
     });
@@ -241,7 +249,7 @@ describe("request-layer self-healing on real processes", () => {
     const gets = outcomes.filter((o) => o.detail?.startsWith("GET"));
     const posts = outcomes.filter((o) => o.detail?.startsWith("POST"));
     const afterKill = outcomes.filter((o) => o.startedAt >= killedAt);
-    expect(afterKill.length, "load went on after the kill").toBeGreaterThan(100);
+    expect(afterKill.length, "load went on after the kill").toBeGreaterThanOrEqual(100);
     expect(gets.filter((o) => o.status !== 200)).toEqual([]);
     expect(posts.filter((o) => o.startedAt >= killedAt && o.status !== 200)).toEqual([]);
     // Only a POST in flight on the killed node may fail, and only with 502.

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import { type AddressInfo, createServer as createTcpServer } from "node:net";
-import { threadId } from "node:worker_threads";
+import { threadId, Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ProbeResult, ProbeTarget } from "./probe-protocol.js";
 import { ProbeWorker } from "./probe-worker-client.js";
@@ -46,6 +46,30 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * A TCP server on its own thread that counts the connections it accepts into shared memory, so
+ * the main thread can watch the count even while its own event loop is blocked.
+ */
+async function countingServer(): Promise<{ port: number; accepted: () => number }> {
+  const counter = new Int32Array(new SharedArrayBuffer(4));
+  const thread = new Worker(
+    `const { createServer } = require("node:net");
+     const { workerData, parentPort } = require("node:worker_threads");
+     const server = createServer((socket) => {
+       Atomics.add(workerData.counter, 0, 1);
+       socket.destroy();
+     });
+     server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port));`,
+    { eval: true, workerData: { counter } },
+  );
+  closers.push(() => void thread.terminate());
+  const port = await new Promise<number>((resolve, reject) => {
+    thread.once("message", resolve);
+    thread.once("error", reject);
+  });
+  return { port, accepted: () => Atomics.load(counter, 0) };
+}
+
 function target(port: number, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
   return {
     upstream: "agents",
@@ -83,23 +107,26 @@ describe("ProbeWorker", () => {
   });
 
   it("keeps probing while the main thread is blocked", async () => {
-    const port = await closedPort();
+    const upstream = await countingServer();
     const { worker, results } = start();
-    worker.setTargets([target(port, { intervalMs: 20 })]);
+    worker.setTargets([target(upstream.port, { intervalMs: 20 })]);
     await results.next();
 
-    const blockStart = Date.now();
-    while (Date.now() - blockStart < 300) {
-      // Busy: the main loop cannot run a timer or read a socket for 300 ms.
-    }
-    const blockEnd = Date.now();
-    // Results posted during the block are delivered once the loop is free again.
-    await results.next((r) => r.at > blockEnd);
+    // Busy: the main loop cannot run a timer or read a socket until the upstream has seen three
+    // more probes. A prober sharing this loop would never make them; the guard only keeps such
+    // a failure from hanging the run, it is not a timing assertion.
+    const before = upstream.accepted();
+    const guard = Date.now() + 30_000;
+    let seen = before;
+    while (seen < before + 3 && Date.now() < guard) seen = upstream.accepted();
+    expect(seen - before, "probes made while the main thread was blocked").toBeGreaterThanOrEqual(
+      3,
+    );
 
-    const during = results.all.filter((r) => r.at > blockStart && r.at < blockEnd);
-    // About 15 at a 20 ms interval; a prober sharing this loop would have produced none.
-    expect(during.length).toBeGreaterThanOrEqual(5);
-    expect(during.every((r) => !r.ok && r.evidence.error === "ECONNREFUSED")).toBe(true);
+    // Their results were posted meanwhile and are delivered once the loop is free again.
+    const mark = results.all.length;
+    await results.next();
+    expect(results.all.slice(mark).every((r) => r.ok)).toBe(true);
   });
 
   it("probes at once on request and tags the result with the ticket", async () => {
@@ -108,11 +135,10 @@ describe("ProbeWorker", () => {
     // First probe within 1 s, the next not before 9 s: a quick second result is the request's.
     worker.setTargets([target(port, { intervalMs: 10_000 })]);
     await results.next();
-    const asked = performance.now();
     worker.probeNow("agents", `127.0.0.1:${port}`, 42);
+    // The next result is the requested one (it carries the ticket), not the 10 s tick's.
     const result = await results.next();
     expect(result).toMatchObject({ ok: false, ticket: 42 });
-    expect(performance.now() - asked).toBeLessThan(5_000);
   });
 
   it("stops probing nodes removed from the targets", async () => {

@@ -1,6 +1,6 @@
 import { createServer, type RequestListener, type Server } from "node:http";
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_PROBE_BODY_BYTES, probeNode } from "./probe.js";
 import type { ProbeSpec } from "./probe-protocol.js";
 
@@ -17,15 +17,22 @@ async function httpServer(handler: RequestListener): Promise<number> {
 
 /** A TCP server that accepts and then never writes a byte. */
 async function silentServer(): Promise<number> {
+  return (await countingSilentServer()).port;
+}
+
+/** A silent server that also tells how many connections it has accepted. */
+async function countingSilentServer(): Promise<{ port: number; accepted: () => number }> {
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server = createTcpServer((socket) => {
+    accepted++;
     sockets.add(socket);
     socket.on("error", () => {});
   });
   cleanups.push(async () => {
     for (const socket of sockets) socket.destroy();
   });
-  return listen(server);
+  return { port: await listen(server), accepted: () => accepted };
 }
 
 async function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {
@@ -109,15 +116,35 @@ describe("probeNode", () => {
   });
 
   it("fails a server that accepts but never answers, within the timeout", async () => {
-    const port = await silentServer();
-    const started = performance.now();
-    const outcome = await probeNode(spec(port, { timeoutMs: 300 }));
-    const elapsed = performance.now() - started;
-    expect(outcome).toMatchObject({ ok: false, evidence: { error: "http timeout" } });
-    expect(outcome.evidence.tcpMs).toBeGreaterThanOrEqual(0);
-    // One deadline covers TCP and HTTP: the probe ends at 300 ms, not 300 ms after the connect.
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(1_000);
+    const server = await countingSilentServer();
+    // Sockets are real; the probe's timers and clock are stepped by hand, so the test sees
+    // when the deadline falls without measuring anything.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      let outcome: Awaited<ReturnType<typeof probeNode>> | undefined;
+      const probing = probeNode(spec(server.port, { timeoutMs: 300 })).then((o) => {
+        outcome = o;
+      });
+      // The connect "takes" 200 ms of the 300 ms budget.
+      vi.advanceTimersByTime(200);
+      // The TCP stage connected and closed; the HTTP stage is connected and waiting.
+      // (vi.waitFor would step the faked clock; setImmediate is left real.)
+      while (server.accepted() < 2) await new Promise((resolve) => setImmediate(resolve));
+      // One deadline covers TCP and HTTP: 100 ms are left, not a fresh 300 ms.
+      vi.advanceTimersByTime(99);
+      await Promise.resolve();
+      expect(outcome).toBeUndefined();
+      vi.advanceTimersByTime(1);
+      // Settled on this step: a per-stage deadline would still be 200 ms away.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(outcome).toBeDefined();
+      await probing;
+      expect(outcome).toMatchObject({ ok: false, evidence: { error: "http timeout" } });
+      expect(outcome?.evidence.tcpMs).toBeGreaterThanOrEqual(0);
+      expect(outcome?.durationMs).toBe(300);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("with no path, a TCP connect is enough", async () => {
