@@ -182,7 +182,7 @@ export function createProxyHandler(
         method === "GET" &&
         headers.authorization === undefined &&
         headers.cookie === undefined
-        ? `${route.name} ${headers.host ?? ""} ${url}`
+        ? `${route.name} ${headers.host ?? ""} ${path}${query}`
         : undefined,
       requestId,
       startedAt,
