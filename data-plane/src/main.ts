@@ -2,6 +2,17 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
 import type { Snapshot } from "@clawgate/proto";
+import {
+  CLOSE_GRACE_MS,
+  createNotifier,
+  DrainDelay,
+  HttpDrain,
+  logUnhandledRejections,
+  type Notifier,
+  onShutdownSignals,
+  startSupervision,
+  withDrainingReadiness,
+} from "@clawgate/runtime";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminHandler } from "./admin/admin-server.js";
@@ -11,18 +22,7 @@ import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
-import {
-  CLOSE_GRACE_MS,
-  createNotifier,
-  DrainDelay,
-  HttpDrain,
-  logUnhandledRejections,
-  type Notifier,
-  onShutdownSignals,
-  ServingStatus,
-  startSupervision,
-  withDrainingReadiness,
-} from "./process/index.js";
+import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { AppliedSnapshot, type SnapshotSource } from "./runtime/applied-snapshot.js";

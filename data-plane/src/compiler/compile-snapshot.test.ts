@@ -1,6 +1,5 @@
-import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
+import { create, ROUTE_PATH_RULE, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { ROUTE_PATH_RULE } from "./compile-route.js";
 import { compileSnapshot } from "./compile-snapshot.js";
 
 type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];

@@ -5,7 +5,7 @@ import { AppliedSnapshot, type CompiledSnapshot, type CompileResult } from "./ap
 // A stand-in compiler, so these tests pin the holder's behaviour, not the compiler's.
 function fakeCompile(snapshot: Snapshot): CompileResult {
   if (snapshot.routes.some((route) => route.upstream === "missing")) {
-    return { ok: false, reason: "route r uses unknown upstream missing" };
+    return { ok: false, reason: "route r uses unknown upstream missing", problems: [] };
   }
   const compiled = {
     version: Number(snapshot.version),
