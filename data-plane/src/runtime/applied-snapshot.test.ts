@@ -57,6 +57,7 @@ describe("AppliedSnapshot", () => {
     expect(applied.apply(bad(6))).toEqual({
       ok: false,
       reason: "route r uses unknown upstream missing",
+      problems: [],
     });
     expect(applied.state()).toBe(before);
     expect(applied.version()).toBe(5);
