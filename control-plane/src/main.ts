@@ -4,7 +4,7 @@ import {
   onShutdownSignals,
   settlesWithin,
   startSupervision,
-} from "@clawgate/data-plane/process";
+} from "@clawgate/runtime";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { buildAdminApp } from "./admin/app.js";

@@ -1,3 +1,4 @@
+export { Backoff, type BackoffOptions } from "@clawgate/runtime";
 export { type AdminOptions, createAdminHandler, createAdminServer } from "./admin/admin-server.js";
 export { compileSnapshot } from "./compiler/compile-snapshot.js";
 export * from "./config/index.js";
@@ -13,7 +14,6 @@ export {
   type CompileResult,
 } from "./runtime/applied-snapshot.js";
 export { ListenError, listen } from "./runtime/listen.js";
-export { Backoff, type BackoffOptions } from "./snapshot-client/backoff.js";
 export type {
   ConnectionState,
   ConnectionStateListener,

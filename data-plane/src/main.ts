@@ -2,6 +2,17 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
 import type { Snapshot } from "@clawgate/proto";
+import {
+  CLOSE_GRACE_MS,
+  createNotifier,
+  DrainDelay,
+  HttpDrain,
+  logUnhandledRejections,
+  type Notifier,
+  onShutdownSignals,
+  startSupervision,
+  withDrainingReadiness,
+} from "@clawgate/runtime";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createAdminHandler } from "./admin/admin-server.js";
@@ -11,20 +22,10 @@ import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
-import {
-  CLOSE_GRACE_MS,
-  createNotifier,
-  DrainDelay,
-  HttpDrain,
-  logUnhandledRejections,
-  type Notifier,
-  onShutdownSignals,
-  ServingStatus,
-  startSupervision,
-  withDrainingReadiness,
-} from "./process/index.js";
+import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
+import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
 import { AppliedSnapshot, type SnapshotSource } from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
@@ -92,14 +93,11 @@ export async function startDataPlane(
     lastAppliedVersion: () => applied.version(),
     logger,
     tls: cpTls,
-    apply: (snapshot) => {
-      const result = applySnapshot(snapshot, "control-plane");
-      if (result.ok) {
-        lastGood.delivered(snapshot);
-        status.applied(applied.version(), "control-plane");
-      }
-      return result;
-    },
+    apply: (snapshot) =>
+      applySnapshot(snapshot, "control-plane", [
+        ["snapshot cache", () => lastGood.delivered(snapshot)],
+        ["serving status", () => status.applied(applied.version(), "control-plane")],
+      ]),
   });
   client.onStateChange((state) => {
     snapshotMetrics.connected(state.status === "connected");
@@ -118,20 +116,37 @@ export async function startDataPlane(
     apply: (snapshot) => applySnapshot(snapshot, "cache"),
     onServedFromCache: (version) => status.applied(version, "cache"),
   });
-  function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
+  /**
+   * Validates and compiles the snapshot, then swaps it in, last: only a refusal before the swap
+   * is a NACK, and then the previous version is still the one served. Everything after the
+   * swap follows the version now served and is logged, never NACKed, if it fails.
+   */
+  function applySnapshot(
+    snapshot: Snapshot,
+    source: SnapshotSource,
+    more: readonly AfterSwapStep[] = [],
+  ): ApplyResult {
     const result = applied.apply(snapshot, source);
     if (!result.ok) {
       snapshotMetrics.nacked();
       return result;
     }
-    snapshotMetrics.applied(result.value.version, applied.state()!.appliedAtMs);
-    // Pools of removed nodes, and those built with settings no route uses any more (a changed
-    // keepAliveTimeoutMs), close once their requests in flight are done.
-    pools.retain(result.value.poolKeys());
-    health.sync(healthTargets(result.value.upstreams.values()));
-    healing.sync(result.value);
-    // Nodes added or removed change the view without any state change to report it.
-    reportHealth();
+    const compiled = result.value;
+    runAfterSwap(
+      [
+        ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
+        // Pools of removed nodes, and those built with settings no route uses any more (a
+        // changed keepAliveTimeoutMs), close once their requests in flight are done.
+        ["pools", () => pools.retain(compiled.poolKeys())],
+        ["health", () => health.sync(healthTargets(compiled.upstreams.values()))],
+        ["healing", () => healing.sync(compiled)],
+        // Nodes added or removed change the view without any state change to report it.
+        ["health report", reportHealth],
+        ...more,
+      ],
+      compiled.version,
+      logger,
+    );
     return { ok: true };
   }
 

@@ -1,3 +1,5 @@
+// What both binaries need to run under a supervisor: sd_notify, watchdog, drain, backoff.
+export * from "./process/index.js";
 export {
   ConfigError,
   type ConfigProblem,

@@ -1,6 +1,6 @@
+import { RESOURCE_KINDS, resourceName } from "@clawgate/proto";
 import { z } from "zod";
 import { ERROR_CATALOG, type ErrorCode } from "../resources/errors.js";
-import { RESOURCE_KINDS, resourceName } from "../resources/schemas.js";
 
 /** Request and response shapes of the admin API, declared once for validation and OpenAPI. */
 

@@ -1,7 +1,7 @@
+import type { ResourceKind } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { ConfigService, ResourceChange } from "../resources/config-service.js";
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
-import type { ResourceKind } from "../resources/schemas.js";
 import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
 import { sendError } from "./errors.js";
 import { parseKind } from "./kind-name.js";

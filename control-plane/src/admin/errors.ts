@@ -1,3 +1,4 @@
+import { resourceSchemas } from "@clawgate/proto";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaCompiler } from "fastify";
 import type { $ZodType } from "zod/v4/core";
 import { safeParse } from "zod/v4/core";
@@ -7,7 +8,6 @@ import {
   type ErrorCode,
   fieldProblems,
 } from "../resources/errors.js";
-import { resourceSchemas } from "../resources/schemas.js";
 import { parseKind } from "./kind-name.js";
 
 /** The one error body the admin API answers with. */

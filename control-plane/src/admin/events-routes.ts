@@ -1,9 +1,9 @@
+import { resourceName } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { HEAL_ACTIONS, HEAL_OUTCOMES } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
 import { clawgateError } from "../resources/errors.js";
-import { resourceName } from "../resources/schemas.js";
 import { errorResponse } from "./api-schemas.js";
 import { sendError } from "./errors.js";
 

@@ -1,4 +1,4 @@
-import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
+import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 
 /**
  * Reads a kind as people write it: plural ("routes") as the API and the store spell it, or

@@ -1,3 +1,4 @@
+import { RESOURCE_KINDS, resourceName, resourceSchemas } from "@clawgate/proto";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
@@ -6,7 +7,6 @@ import {
   createJsonSchemaTransformObject,
 } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { RESOURCE_KINDS, resourceName, resourceSchemas } from "../resources/schemas.js";
 import { applyBody, errorResponse } from "./api-schemas.js";
 import { singularKind } from "./kind-name.js";
 import { DOCS_PREFIX, isPublicRoute } from "./public-routes.js";

@@ -1,8 +1,8 @@
+import { resourceName } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import { registrationSchema } from "../registry/registered-node.js";
-import { resourceName } from "../resources/schemas.js";
 import { errorResponse, nameParams } from "./api-schemas.js";
 import { sendError } from "./errors.js";
 

@@ -1,7 +1,7 @@
+import { RESOURCE_KINDS, type ResourceKind, resourceSchemas } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { ConfigService } from "../resources/config-service.js";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
-import { RESOURCE_KINDS, type ResourceKind, resourceSchemas } from "../resources/schemas.js";
 import {
   deleteResponse,
   errorResponse,

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import { packageVersion } from "@clawgate/runtime";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
@@ -7,7 +8,6 @@ import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { NodeHealthSummary } from "../health/fleet-health.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import type { ListedNode } from "../registry/node-registry.js";
-import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import { type AdminClient, createAdminClient } from "./admin-client.js";
 import { ClawctlError, EXIT_USAGE } from "./clawctl-error.js";

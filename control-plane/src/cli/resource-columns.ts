@@ -1,4 +1,10 @@
-import type { Breaker, ResourceKind, Route, Tenant, Upstream } from "../resources/schemas.js";
+import type {
+  BreakerDocument as Breaker,
+  ResourceKind,
+  RouteDocument as Route,
+  TenantDocument as Tenant,
+  UpstreamDocument as Upstream,
+} from "@clawgate/proto";
 
 /** Kind-specific columns `clawctl get` shows after NAME and REVISION. */
 export interface KindColumns {

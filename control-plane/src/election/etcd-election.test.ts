@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { upstreamSchema } from "@clawgate/proto";
 import { Etcd3 } from "etcd3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FleetHealth } from "../health/fleet-health.js";
@@ -10,7 +11,6 @@ import {
   type RemediationAttemptResult,
   RemediationRunner,
 } from "../remediation/remediation-runner.js";
-import { upstreamSchema } from "../resources/schemas.js";
 import { type EtcdProcess, startEtcd } from "../testing/index.js";
 import { createEtcdElection } from "./etcd-election.js";
 import type { LeaderElection } from "./leader-election.js";

@@ -1,5 +1,5 @@
+import { resourceName } from "@clawgate/proto";
 import { z } from "zod";
-import { resourceName } from "../resources/schemas.js";
 
 /**
  * What the self-healing chain did, as the journal records it. The lists are closed on purpose:

@@ -1,3 +1,4 @@
+import { RESOURCE_NAME, upstreamSchema } from "@clawgate/proto";
 import { resourceKey } from "../resources/config-state.js";
 import {
   type ClawgateError,
@@ -5,7 +6,6 @@ import {
   fieldProblems,
   type Outcome,
 } from "../resources/errors.js";
-import { RESOURCE_NAME, upstreamSchema } from "../resources/schemas.js";
 import type { KeyValue, Store } from "../store/store.js";
 import { type MergedNode, mergeNodes } from "./merge-nodes.js";
 import {

@@ -1,6 +1,6 @@
+import { nodeSchema } from "@clawgate/proto";
 import { z } from "zod";
 import { describeIssue } from "../resources/config-state.js";
-import { nodeSchema } from "../resources/schemas.js";
 import type { KeyValue } from "../store/store.js";
 import { parseRegistryKey } from "./registry-key.js";
 

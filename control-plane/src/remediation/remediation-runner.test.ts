@@ -1,9 +1,9 @@
+import { upstreamSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { alwaysLeader, type LeaderElection, LeadershipState } from "../election/leader-election.js";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { FleetHealth } from "../health/fleet-health.js";
 import type { HealEvent, HealEventInput } from "../journal/heal-event.js";
-import { upstreamSchema } from "../resources/schemas.js";
 import type { ActionResult } from "./action-result.js";
 import { backoffDelay } from "./backoff.js";
 import { ManualScheduler } from "./manual-scheduler.js";

@@ -1,9 +1,9 @@
+import type { UpstreamDocument as Upstream } from "@clawgate/proto";
 import type { Logger } from "pino";
 import type { LeaderElection } from "../election/leader-election.js";
 import type { FleetHealth, NodeHealthSummary, VerdictChange } from "../health/fleet-health.js";
 import type { HealEventInput, HealOutcome } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
-import type { Upstream } from "../resources/schemas.js";
 import type { ActionResult } from "./action-result.js";
 import { backoffDelay } from "./backoff.js";
 import { callWebhook } from "./call-webhook.js";

@@ -1,3 +1,10 @@
+import {
+  RESOURCE_KINDS,
+  RESOURCE_NAME,
+  type ResourceDocuments,
+  type ResourceKind,
+  validateResource,
+} from "@clawgate/proto";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import {
   type ConfigState,
@@ -6,20 +13,7 @@ import {
   type StoredResource,
 } from "./config-state.js";
 import { type ConsistencyProblem, consistencyProblems } from "./consistency.js";
-import {
-  type ClawgateError,
-  clawgateError,
-  type FieldProblem,
-  fieldProblems,
-  type Outcome,
-} from "./errors.js";
-import {
-  RESOURCE_KINDS,
-  RESOURCE_NAME,
-  type ResourceDocuments,
-  type ResourceKind,
-  resourceSchemas,
-} from "./schemas.js";
+import { type ClawgateError, clawgateError, type FieldProblem, type Outcome } from "./errors.js";
 
 /**
  * Conditions a change is made under, checked against the revision read and pinned by the same
@@ -220,15 +214,15 @@ function parseChanges(
     let value: string | undefined;
     let document: unknown;
     if (!("delete" in change)) {
-      const result = resourceSchemas[kind].safeParse(change.document);
-      if (!result.success) {
-        for (const problem of fieldProblems(result.error.issues)) {
-          problems.push({ kind, name, ...problem });
+      const result = validateResource(kind, name, change.document);
+      if (!result.ok) {
+        for (const { field, message } of result.problems) {
+          problems.push({ kind, name, path: field, message });
         }
         continue;
       }
-      document = result.data;
-      value = JSON.stringify(result.data);
+      document = result.document;
+      value = JSON.stringify(result.document);
     }
     out.push({
       kind,

@@ -1,10 +1,10 @@
-import type { RangeResult } from "../store/store.js";
 import {
   RESOURCE_KINDS,
   type ResourceDocuments,
   type ResourceKind,
-  resourceSchemas,
-} from "./schemas.js";
+  validateResource,
+} from "@clawgate/proto";
+import type { RangeResult } from "../store/store.js";
 
 /** Where a resource lives in the store: `{prefix}{kind}/{name}`, kind in its plural form. */
 export function resourceKey(prefix: string, kind: ResourceKind, name: string): string {
@@ -51,18 +51,22 @@ export function readConfigState(prefix: string, range: RangeResult): ConfigRead 
       invalid.push({ key: item.key, reason: "not JSON" });
       continue;
     }
-    const parsed = resourceSchemas[kind].safeParse(json);
-    if (!parsed.success) {
-      invalid.push({ key: item.key, reason: parsed.error.issues.map(describeIssue).join("; ") });
+    const parsed = validateResource(kind, name, json);
+    if (!parsed.ok) {
+      invalid.push({ key: item.key, reason: parsed.problems.map(describeProblem).join("; ") });
       continue;
     }
     (state[kind] as Map<string, StoredResource<ResourceKind>>).set(name, {
       name,
-      document: parsed.data,
+      document: parsed.document,
       revision: item.modRevision,
     });
   }
   return { revision: range.revision, state, invalid };
+}
+
+function describeProblem(problem: { field: string; message: string }): string {
+  return problem.field ? `${problem.field}: ${problem.message}` : problem.message;
 }
 
 export function describeIssue(issue: { path: PropertyKey[]; message: string }): string {

@@ -1,5 +1,5 @@
+import { referenceProblems } from "@clawgate/proto";
 import type { ConfigState } from "./config-state.js";
-import { DEFAULT_BREAKER_NAME } from "./schemas.js";
 
 /** One broken reference: which resource, which field, and what it points at. */
 export interface ConsistencyProblem {
@@ -10,44 +10,29 @@ export interface ConsistencyProblem {
 }
 
 /**
- * The invariant every published snapshot keeps: every upstream a route names exists and every
- * breaker policy an upstream names exists. The admin API checks a write's result with this
- * before committing it; the snapshot builder checks each snapshot before publishing it.
+ * The shared reference check (@clawgate/proto referenceProblems) over a config state, with each
+ * message naming its resource ("route api names upstream agents, which does not exist"), as
+ * the admin API's 409 body and the snapshot status say it. The admin API checks a write's
+ * result with this before committing it; the snapshot builder checks each snapshot with it.
  */
 export function consistencyProblems(state: ConfigState): ConsistencyProblem[] {
-  const problems: ConsistencyProblem[] = [];
-  for (const { name, document: route } of state.routes.values()) {
-    const targets = route.upstream !== undefined ? [route.upstream] : [];
-    route.split?.forEach((part, index) => {
-      if (!state.upstreams.has(part.upstream)) {
-        problems.push({
-          kind: "routes",
-          name,
-          field: `split.${index}.upstream`,
-          message: `route ${name} names upstream ${part.upstream}, which does not exist`,
-        });
-      }
-    });
-    for (const upstream of targets) {
-      if (!state.upstreams.has(upstream)) {
-        problems.push({
-          kind: "routes",
-          name,
-          field: "upstream",
-          message: `route ${name} names upstream ${upstream}, which does not exist`,
-        });
-      }
-    }
-  }
-  for (const { name, document: upstream } of state.upstreams.values()) {
-    if (upstream.breaker !== DEFAULT_BREAKER_NAME && !state.breakers.has(upstream.breaker)) {
-      problems.push({
-        kind: "upstreams",
-        name,
-        field: "breaker",
-        message: `upstream ${name} names breaker ${upstream.breaker}, which does not exist`,
-      });
-    }
-  }
-  return problems;
+  const problems = referenceProblems({
+    routes: [...state.routes.values()].map(({ name, document }) => ({
+      name,
+      upstream: document.upstream,
+      split: document.split,
+    })),
+    upstreams: [...state.upstreams.values()].map(({ name, document }) => ({
+      name,
+      breaker: document.breaker,
+    })),
+    upstreamNames: state.upstreams,
+    breakerNames: state.breakers,
+  });
+  return problems.map((problem) => ({
+    kind: problem.kind as ConsistencyProblem["kind"],
+    name: problem.name,
+    field: problem.field,
+    message: `${problem.kind.slice(0, -1)} ${problem.name} ${problem.message}`,
+  }));
 }

@@ -1,3 +1,5 @@
+import { issueFields } from "@clawgate/proto";
+
 /**
  * The control plane's error catalog: every error the config service and the admin API return
  * has one of these codes and its HTTP status. Callers branch on `code`, never on message text.
@@ -64,28 +66,7 @@ export function clawgateError(code: ErrorCode, message?: string, details?: unkno
 /** A tagged result: the value's fields with `ok: true`, or the error. */
 export type Outcome<T extends object> = ({ ok: true } & T) | { ok: false; error: ClawgateError };
 
-interface ZodLikeIssue {
-  path: PropertyKey[];
-  message: string;
-  code?: string;
-  keys?: string[];
-}
-
-/**
- * Turns zod issues into field problems. A strict object reports unknown keys once, at the
- * object; they are split here so each misspelt field is named by its own path.
- */
-export function fieldProblems(issues: readonly ZodLikeIssue[]): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  for (const issue of issues) {
-    const base = issue.path.map(String);
-    if (issue.code === "unrecognized_keys" && issue.keys !== undefined) {
-      for (const key of issue.keys) {
-        problems.push({ path: [...base, key].join("."), message: "unknown field" });
-      }
-      continue;
-    }
-    problems.push({ path: base.join("."), message: issue.message });
-  }
-  return problems;
+/** Zod issues as field problems, each unknown key named by its own path (see issueFields). */
+export function fieldProblems(issues: Parameters<typeof issueFields>[0]): FieldProblem[] {
+  return issueFields(issues).map(({ field, message }) => ({ path: field, message }));
 }

@@ -230,7 +230,7 @@ describe("SnapshotBuilder", () => {
     expect(builder.status().problems).toBeUndefined();
   });
 
-  it("does not publish what the data plane's compiler refuses; the previous snapshot stays", async () => {
+  it("does not publish what data planes would refuse; the previous snapshot stays", async () => {
     const { store, builder } = await setup();
     await put(store, "upstreams/agents", { nodes: [{ address: "127.0.0.1:9001" }] });
     let good = await put(store, "routes/api", { match: { pathPrefix: "/" }, upstream: "agents" });
@@ -265,9 +265,9 @@ describe("SnapshotBuilder", () => {
     }
   });
 
-  it("runs the data plane's compiler on the whole snapshot before publishing it", async () => {
+  it("checks the whole snapshot with the shared validation before publishing it", async () => {
     // A clock past 2^53 ms makes createdAtMs something no data plane accepts; no document
-    // check can see it, only compiling the snapshot as a data plane would.
+    // check can see it, only checking the snapshot as a data plane will.
     const store = await openEmbeddedStore({});
     const { logger } = captureLogger();
     const builder = new SnapshotBuilder({

@@ -1,18 +1,19 @@
 import { randomBytes } from "node:crypto";
-import { compileSnapshot } from "@clawgate/data-plane/compiler";
 import {
+  type ConfigProblem,
   create,
   encodeResponse,
-  fromBinary,
+  formatProblem,
+  RESOURCE_KINDS,
   type Snapshot,
   StreamSnapshotsResponseSchema,
+  validateSnapshot,
 } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
-import { RESOURCE_KINDS, type ResourceKind } from "../resources/schemas.js";
 import type { Store, Watch, WatchEvent } from "../store/store.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "./snapshot-status.js";
 import { toSnapshot } from "./to-snapshot.js";
@@ -261,7 +262,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     const problems = this.problemsOf(read);
     const candidate = problems.length === 0 ? this.prepare(read, registry.nodes) : undefined;
     if (candidate === undefined) this.refuse(read.revision, problems, counts);
-    else if ("problem" in candidate) this.refuse(read.revision, [candidate.problem], counts);
+    else if ("problems" in candidate) this.refuse(read.revision, candidate.problems, counts);
     else this.publish(candidate, counts);
     for (const listener of this.statusListeners) {
       try {
@@ -314,44 +315,35 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   }
 
   /**
-   * Builds and encodes the snapshot, then compiles the encoded bytes with the data plane's own
-   * compiler: config the API validation missed (a document or registration written around the
-   * API, an older control plane's looser rules) would otherwise be refused by every data plane.
+   * Builds the snapshot, checks it with the shared validation a data plane runs on it (config
+   * the document checks cannot see, such as registered nodes or the clock, would otherwise be
+   * refused by every data plane), and only then encodes it, once.
    */
   private prepare(
     read: ConfigRead,
     registry: RegistryNodes,
-  ): { published: PublishedSnapshot; builtAtMs: number } | { problem: Problem } {
+  ): { published: PublishedSnapshot; builtAtMs: number } | { problems: Problem[] } {
     const version = read.revision;
     const nonce = `${this.instanceId}-${version}`;
     const now = this.clock();
     const snapshot = toSnapshot(read.state, { version, nonce, createdAtMs: now }, registry);
+    const problems = validateSnapshot(snapshot);
+    if (problems.length > 0) {
+      return { problems: problems.map((problem) => this.keyed(problem)) };
+    }
     const encoded = encodeResponse(
       create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: snapshot } }),
     );
-    // Decoded afresh because the compiler freezes what it is given, and because these bytes
-    // are exactly what a data plane receives.
-    const decoded = fromBinary(StreamSnapshotsResponseSchema, encoded).message;
-    const compiled =
-      decoded.case === "snapshot"
-        ? compileSnapshot(decoded.value)
-        : { ok: false as const, reason: "encoded response carries no snapshot" };
-    if (!compiled.ok) {
-      return {
-        problem: {
-          key: this.keyNamedBy(compiled.reason),
-          message: `data planes would refuse the snapshot: ${compiled.reason}`,
-        },
-      };
-    }
     return { published: { version, nonce, snapshot, encoded }, builtAtMs: now };
   }
 
-  /** The document a compiler reason names (`route "x": ...`), else the config prefix. */
-  private keyNamedBy(reason: string): string {
-    const named = /^(route|upstream|breaker|tenant) "([^"]*)"/.exec(reason);
-    if (named?.[1] === undefined || named[2] === undefined) return this.prefix;
-    return resourceKey(this.prefix, `${named[1]}s` as ResourceKind, named[2]);
+  /** A problem under the key of the document it names; the config prefix for the snapshot. */
+  private keyed(problem: ConfigProblem): Problem {
+    const key =
+      problem.kind === "snapshot" || problem.name === ""
+        ? this.prefix
+        : resourceKey(this.prefix, problem.kind, problem.name);
+    return { key, message: `data planes would refuse the snapshot: ${formatProblem(problem)}` };
   }
 
   private publish(

@@ -1,28 +1,26 @@
 import {
+  type BreakerDocument as Breaker,
   type BreakerPolicy,
   BreakerPolicySchema,
   create,
+  DEFAULT_BREAKER,
+  DEFAULT_BREAKER_NAME,
+  type ResourceKind,
   type Route,
+  type RouteDocument,
   RouteSchema,
   type Snapshot,
   SnapshotSchema,
   type Tenant,
+  type TenantDocument,
   TenantSchema,
   type Upstream,
+  type UpstreamDocument,
   UpstreamSchema,
 } from "@clawgate/proto";
 import { mergeNodes } from "../registry/merge-nodes.js";
 import type { RegisteredNode, RegistryNodes } from "../registry/registered-node.js";
 import type { ConfigState, StoredResource } from "../resources/config-state.js";
-import {
-  type Breaker,
-  DEFAULT_BREAKER,
-  DEFAULT_BREAKER_NAME,
-  type ResourceKind,
-  type Route as RouteDocument,
-  type Tenant as TenantDocument,
-  type Upstream as UpstreamDocument,
-} from "../resources/schemas.js";
 
 export interface SnapshotStamp {
   /** Store revision the state was read at. */

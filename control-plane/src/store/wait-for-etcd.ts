@@ -1,4 +1,4 @@
-import { Backoff } from "@clawgate/data-plane/process";
+import { Backoff } from "@clawgate/runtime";
 import type { Store } from "./store.js";
 
 export interface WaitForEtcdOptions {

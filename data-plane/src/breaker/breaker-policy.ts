@@ -1,4 +1,4 @@
-import type { BreakerPolicy } from "@clawgate/proto";
+import { type BreakerPolicy, DEFAULT_BREAKER_POLICY } from "@clawgate/proto";
 
 /** The policy fields a breaker reads; a generated `BreakerPolicy` message fits, so does a literal. */
 export type BreakerPolicyInput = Partial<
@@ -38,17 +38,8 @@ export interface BreakerSettings {
   readonly halfOpenSuccesses: number;
 }
 
-export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
-  windowMs: 30_000,
-  minRequests: 20,
-  failureRatio: 0.6,
-  consecutiveFailures: 5,
-  cooldownMs: 30_000,
-  cooldownMultiplier: 2,
-  maxCooldownMs: 300_000,
-  halfOpenMaxInFlight: 1,
-  halfOpenSuccesses: 2,
-});
+/** The shared breaker defaults (seed 004), the same the control plane fills into documents. */
+export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = DEFAULT_BREAKER_POLICY;
 
 /**
  * Fills in defaults. proto3 sends an unset number as 0, and 0 is never a meaningful value for any

@@ -1,6 +1,12 @@
-import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
+import {
+  create,
+  DEFAULT_HEALTH_CHECK,
+  DEFAULT_ROUTE_TIMEOUTS,
+  ROUTE_PATH_RULE,
+  type Snapshot,
+  SnapshotSchema,
+} from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { ROUTE_PATH_RULE } from "./compile-route.js";
 import { compileSnapshot } from "./compile-snapshot.js";
 
 type SnapshotInit = Parameters<typeof create<typeof SnapshotSchema>>[1];
@@ -105,9 +111,31 @@ describe("compileSnapshot", () => {
     expect(
       [...result.value.poolKeys()].map(([address, keys]) => [address, [...keys]]).sort(),
     ).toEqual([
-      ["10.0.0.1:80", ["0/0/4000"]],
+      // Route "a" carries no timeouts: the shared default connect timeout, 1 s.
+      ["10.0.0.1:80", ["1000/0/4000"]],
       ["10.0.0.2:80", ["500/0/60000"]],
     ]);
+  });
+
+  it("fills what an older control plane left out from the shared defaults, never its own", () => {
+    const result = compileSnapshot(
+      snapshot({
+        upstreams: [{ name: "bare", nodes: [{ address: "10.0.0.9:80", weight: 1 }] }],
+        routes: [{ name: "bare", match: { path: "/bare" }, upstream: "bare" }],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const route = result.value.match("GET", "h", "/bare", {})!;
+    expect({
+      connectMs: route.connectTimeoutMs,
+      headersMs: route.headersTimeoutMs,
+      bodyMs: route.bodyTimeoutMs,
+      totalMs: route.totalTimeoutMs,
+    }).toEqual(DEFAULT_ROUTE_TIMEOUTS);
+    // One probe path default for both planes: the control plane's documents say /healthz.
+    const upstream = result.value.upstreams.get("bare")!;
+    expect(upstream.source.healthCheck?.path).toBe(DEFAULT_HEALTH_CHECK.path);
+    expect(DEFAULT_HEALTH_CHECK.path).toBe("/healthz");
   });
 
   it("normalizes route paths so they match the normalized request paths", () => {
@@ -166,22 +194,22 @@ describe("compileSnapshot", () => {
     [
       "unknown upstream",
       { routes: [{ name: "r", match: { path: "/" }, upstream: "nope" }] },
-      'route "r": upstream "nope" is not in the snapshot',
+      'route "r": upstream names upstream nope, which does not exist',
     ],
     [
       "unknown split upstream",
       { routes: [{ name: "r", match: { path: "/" }, split: [{ upstream: "nope", weight: 1 }] }] },
-      'route "r": split[0].upstream "nope" is not in the snapshot',
+      'route "r": split.0.upstream names upstream nope, which does not exist',
     ],
     [
       "split weight 0",
       { routes: [{ name: "r", match: { path: "/" }, split: [{ upstream: "agents" }] }] },
-      'route "r": split[0].weight must be 1..1000000, got 0',
+      'route "r": split.0.weight must be 1..1000000, got 0',
     ],
     [
       "empty route name",
       { routes: [{ match: { path: "/" }, upstream: "agents" }] },
-      "routes[0]: name is empty",
+      "routes: name is empty (routes[0])",
     ],
     [
       "duplicate route name",
@@ -201,12 +229,12 @@ describe("compileSnapshot", () => {
     [
       "neither path nor prefix",
       { routes: [{ name: "r", match: {}, upstream: "agents" }] },
-      'route "r": match.path or match.pathPrefix must be set',
+      'route "r": match sets neither path nor pathPrefix; set one',
     ],
     [
       "both path and prefix",
       { routes: [{ name: "r", match: { path: "/a", pathPrefix: "/a" }, upstream: "agents" }] },
-      'route "r": match.path and match.pathPrefix are both set; set one',
+      'route "r": match sets both path and pathPrefix; set one',
     ],
     [
       "relative path",
@@ -230,22 +258,22 @@ describe("compileSnapshot", () => {
           },
         ],
       },
-      'route "r": upstream and split are both set; set one',
+      'route "r": sets both upstream and split; set one',
     ],
     [
       "no target",
       { routes: [{ name: "r", match: { path: "/" } }] },
-      'route "r": upstream or split must be set',
+      'route "r": sets neither upstream nor split; set one',
     ],
     [
       "host with port",
       { routes: [{ name: "r", match: { path: "/", hosts: ["a.com:80"] }, upstream: "agents" }] },
-      'route "r": match.hosts[0] must be a host name (or *.suffix) without port',
+      'route "r": match.hosts.0 must be a host name (or *.suffix) without port',
     ],
     [
       "lower-case method",
       { routes: [{ name: "r", match: { path: "/", methods: ["get"] }, upstream: "agents" }] },
-      'route "r": match.methods[0] must be upper case',
+      'route "r": match.methods.0 must be upper case',
     ],
     [
       "bad rewrite prefix",
@@ -312,17 +340,17 @@ describe("compileSnapshot", () => {
     [
       "node address without port",
       { upstreams: [{ name: "u", nodes: [{ address: "10.0.0.1", weight: 1 }] }], routes: [] },
-      'upstream "u": nodes[0].address is not host:port',
+      'upstream "u": nodes.0.address is not host:port',
     ],
     [
       "node port out of range",
       { upstreams: [{ name: "u", nodes: [{ address: "h:70000", weight: 1 }] }], routes: [] },
-      'upstream "u": nodes[0].address has a port outside 1..65535',
+      'upstream "u": nodes.0.address has a port outside 1..65535',
     ],
     [
       "node weight 0",
       { upstreams: [{ name: "u", nodes: [{ address: "h:80" }] }], routes: [] },
-      'upstream "u": nodes[0].weight must be 1..1000, got 0',
+      'upstream "u": nodes.0.weight must be 1..1000, got 0',
     ],
     [
       "duplicate node",
@@ -338,7 +366,7 @@ describe("compileSnapshot", () => {
         ],
         routes: [],
       },
-      'upstream "u": nodes[1].address repeats "h:80"',
+      'upstream "u": nodes.1.address repeats "h:80"',
     ],
     [
       "duplicate upstream",
@@ -348,10 +376,32 @@ describe("compileSnapshot", () => {
     [
       "unknown breaker",
       { upstreams: [{ name: "u", breaker: "strict" }], routes: [] },
-      'upstream "u": breaker "strict" is not in the snapshot',
+      'upstream "u": breaker names breaker strict, which does not exist',
     ],
   ])("refuses %s with a reason", (_, init, reason) => {
     expect(reasonOf(init)).toBe(reason);
+  });
+
+  it("returns the shared validation's structured problems with the reason", () => {
+    const result = compileSnapshot(
+      snapshot({
+        upstreams: [{ name: "u", nodes: [{ address: "10.0.0.1", weight: 1 }] }],
+        routes: [{ name: "r", match: { path: "/" }, upstream: "nope" }],
+      }),
+    );
+    if (result.ok) throw new Error("compiled a snapshot with two problems");
+    expect(result.problems).toEqual([
+      { kind: "upstreams", name: "u", field: "nodes.0.address", message: "is not host:port" },
+      {
+        kind: "routes",
+        name: "r",
+        field: "upstream",
+        message: "names upstream nope, which does not exist",
+      },
+    ]);
+    expect(result.reason).toBe(
+      'upstream "u": nodes.0.address is not host:port; route "r": upstream names upstream nope, which does not exist',
+    );
   });
 
   it("accepts an origin-form health check path with a query, and no path (TCP only)", () => {

@@ -1,5 +1,10 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { BreakerPolicy, Snapshot } from "@clawgate/proto";
+import {
+  type BreakerPolicy,
+  formatProblems,
+  type Snapshot,
+  validateSnapshot,
+} from "@clawgate/proto";
 import { compileRoute, type PoolSettingsCache } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type {
@@ -14,42 +19,29 @@ import { RouteTable } from "./route-table.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 
 /**
- * Compiles a snapshot from the wire into the immutable object the request path reads.
- * Everything the wire may carry but the proxy cannot serve is a reason (naming the resource
- * and field) for the DP to NACK, never an exception. The snapshot itself is frozen in place
- * and kept as `source` (for /config_dump).
+ * Compiles a snapshot from the wire into the immutable object the request path reads. The
+ * snapshot is checked first with the shared validation (the control plane's own rules), and
+ * everything it refuses is a reason for the DP to NACK, never an exception: its problems name
+ * the resource and field. The snapshot itself is frozen in place and kept as `source` (for
+ * /config_dump).
  */
 export function compileSnapshot(snapshot: Snapshot): CompileResult {
+  const problems = validateSnapshot(snapshot);
+  if (problems.length > 0) return { ok: false, reason: formatProblems(problems), problems };
   const version = Number(snapshot.version);
-  if (!Number.isSafeInteger(version)) return fail("snapshot: version is beyond 2^53");
   const createdAtMs = Number(snapshot.createdAtMs);
-  if (!Number.isSafeInteger(createdAtMs)) return fail("snapshot: createdAtMs is beyond 2^53");
 
   const breakers = new Map<string, BreakerPolicy>();
-  for (const [i, breaker] of snapshot.breakers.entries()) {
-    if (breaker.name === "") return fail(`breakers[${i}]: name is empty`);
-    if (breakers.has(breaker.name)) return fail(`breaker "${breaker.name}": name is repeated`);
-    breakers.set(breaker.name, breaker);
-  }
+  for (const breaker of snapshot.breakers) breakers.set(breaker.name, breaker);
 
   const upstreams = new Map<string, CompiledUpstream>();
-  for (const [i, upstream] of snapshot.upstreams.entries()) {
-    const compiled = compileUpstream(upstream, i, breakers);
-    if (!compiled.ok) return compiled;
-    if (upstreams.has(upstream.name)) return fail(`upstream "${upstream.name}": name is repeated`);
-    upstreams.set(upstream.name, compiled.value);
+  for (const upstream of snapshot.upstreams) {
+    upstreams.set(upstream.name, compileUpstream(upstream, breakers));
   }
 
   const routes: CompiledRoute[] = [];
-  const routeNames = new Set<string>();
   const poolSettings: PoolSettingsCache = new Map();
-  for (const [i, route] of snapshot.routes.entries()) {
-    const compiled = compileRoute(route, i, upstreams, poolSettings);
-    if (!compiled.ok) return compiled;
-    if (routeNames.has(route.name)) return fail(`route "${route.name}": name is repeated`);
-    routeNames.add(route.name);
-    routes.push(compiled.value);
-  }
+  for (const route of snapshot.routes) routes.push(compileRoute(route, upstreams, poolSettings));
 
   const addresses = new Set<string>();
   for (const upstream of upstreams.values()) {
@@ -120,8 +112,4 @@ class FrozenCompiledSnapshot implements CompiledSnapshot {
   poolKeys(): ReadonlyMap<string, ReadonlySet<string>> {
     return this.#poolKeys;
   }
-}
-
-function fail(reason: string): CompileResult {
-  return { ok: false, reason };
 }

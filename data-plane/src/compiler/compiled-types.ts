@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { BreakerPolicy, Route, Snapshot, Upstream } from "@clawgate/proto";
+import type { BreakerPolicy, ConfigProblem, Route, Snapshot, Upstream } from "@clawgate/proto";
 import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 
 /** One backend instance, as the proxy dials it. */
@@ -25,7 +25,7 @@ export interface CompiledUpstream {
   readonly picker: SmoothWrrPicker<CompiledNode>;
   /** Breaker policy name; "" when none. */
   readonly breaker: string;
-  /** The policy `breaker` names; undefined when none (the breaker then runs on defaults). */
+  /** The policy `breaker` names; undefined when none (the breaker runs on the shared defaults). */
   readonly breakerPolicy: BreakerPolicy | undefined;
   /** 0 means no limit. */
   readonly maxConnectionsPerNode: number;
@@ -83,9 +83,9 @@ export interface CompiledRoute {
   readonly bodyTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly totalTimeoutMs: number;
-  /** Retries after the first attempt (retry.attempts); 2 when the snapshot carries no policy. */
+  /** Retries after the first attempt (retry.attempts); the shared default without a policy. */
   readonly retryAttempts: number;
-  /** retry.on; DEFAULT_RETRY_ON (connect-failure, reset) when the snapshot carries no policy. */
+  /** retry.on; the shared DEFAULT_RETRY_ON when the snapshot carries no policy. */
   readonly retryOn: readonly string[];
   /** fallback.staleIfErrorSeconds in ms; 0 is off. */
   readonly staleIfErrorMs: number;
@@ -118,4 +118,10 @@ export interface CompiledSnapshot {
   readonly source: Snapshot;
 }
 
-export type CompileResult = { ok: true; value: CompiledSnapshot } | { ok: false; reason: string };
+/**
+ * A compiled snapshot, or why the snapshot is refused: the shared validation's problems and
+ * the one line made of them that goes into the NACK.
+ */
+export type CompileResult =
+  | { ok: true; value: CompiledSnapshot }
+  | { ok: false; reason: string; problems: ConfigProblem[] };

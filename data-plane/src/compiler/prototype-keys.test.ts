@@ -106,7 +106,7 @@ describe.each(PROTOTYPE_KEYS)("prototype key %s", (key) => {
     if (!/^[a-z]+$/i.test(key)) {
       expect(result).toMatchObject({
         ok: false,
-        reason: expect.stringContaining("match.hosts[0]"),
+        reason: expect.stringContaining("match.hosts.0"),
       });
       return;
     }

@@ -1,5 +1,5 @@
+import type { Notifier } from "@clawgate/runtime";
 import { describe, expect, it } from "vitest";
-import type { Notifier } from "./sd-notify.js";
 import { ServingStatus } from "./serving-status.js";
 
 function recordingNotifier() {

@@ -1,6 +1,6 @@
+import type { Notifier } from "@clawgate/runtime";
 import type { SnapshotSource } from "../runtime/applied-snapshot.js";
 import type { ConnectionState } from "../snapshot-client/connection-state.js";
-import type { Notifier } from "./sd-notify.js";
 
 export type { SnapshotSource };
 

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { normalizePath } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
-import { normalizePath } from "../compiler/normalize-path.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { ReplayableBody } from "../retry/replayable-body.js";

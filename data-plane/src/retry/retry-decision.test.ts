@@ -1,5 +1,5 @@
+import { DEFAULT_RETRY_ON } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_RETRY_ON } from "../compiler/compile-route.js";
 import { FAILURE_KINDS, type FailureKind } from "./failure-kind.js";
 import { type RetryInput, retryDecision } from "./retry-decision.js";
 

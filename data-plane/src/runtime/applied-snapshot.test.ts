@@ -5,7 +5,7 @@ import { AppliedSnapshot, type CompiledSnapshot, type CompileResult } from "./ap
 // A stand-in compiler, so these tests pin the holder's behaviour, not the compiler's.
 function fakeCompile(snapshot: Snapshot): CompileResult {
   if (snapshot.routes.some((route) => route.upstream === "missing")) {
-    return { ok: false, reason: "route r uses unknown upstream missing" };
+    return { ok: false, reason: "route r uses unknown upstream missing", problems: [] };
   }
   const compiled = {
     version: Number(snapshot.version),
@@ -57,6 +57,7 @@ describe("AppliedSnapshot", () => {
     expect(applied.apply(bad(6))).toEqual({
       ok: false,
       reason: "route r uses unknown upstream missing",
+      problems: [],
     });
     expect(applied.state()).toBe(before);
     expect(applied.version()).toBe(5);

@@ -191,7 +191,7 @@ async function controlPlane(onHello?: (call: ServerCall, hello: Hello) => void) 
 // Compiles by a rule the test controls, so a NACK is provoked without depending on compiler rules.
 function fakeCompile(wire: Snapshot): CompileResult {
   if (wire.routes.some((route) => route.upstream === "missing")) {
-    return { ok: false, reason: "route r: unknown upstream missing" };
+    return { ok: false, reason: "route r: unknown upstream missing", problems: [] };
   }
   const compiled = { version: Number(wire.version), source: wire };
   return { ok: true, value: compiled as unknown as CompiledSnapshot };

@@ -9,9 +9,9 @@ import {
   type StreamSnapshotsResponse,
   snapshotServiceDefinition,
 } from "@clawgate/proto";
+import { Backoff } from "@clawgate/runtime";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { Backoff } from "./backoff.js";
 import {
   type ChannelSecurity,
   describeChannelSecurity,

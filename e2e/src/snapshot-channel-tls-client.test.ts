@@ -1,15 +1,12 @@
+import { makeTestPki, type TestPki } from "@clawgate/control-plane/testing";
 import { type ConnectionState, readCpTls, SnapshotClient } from "@clawgate/data-plane";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { readGrpcServerTls } from "../config/grpc-tls.js";
-import { Fleet } from "../fleet/fleet.js";
-import { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
-import { openEmbeddedStore } from "../store/embedded-store.js";
-import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { startSnapshotServer } from "./snapshot-server.js";
+import { startControlPlane, Teardown, waitFor } from "./support/index.js";
 
-const PREFIX = "/clawgate/";
-const quiet = pino({ level: "silent" });
+// The data plane's real snapshot client against the real control-plane binary over TLS: each
+// certificate and name check, one attempt at a time. (It lived in the control plane's tests,
+// which cannot import the data plane any more.)
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 let pki: TestPki;
 beforeAll(async () => {
@@ -17,41 +14,36 @@ beforeAll(async () => {
 });
 afterAll(() => pki?.remove());
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const teardown = new Teardown();
+afterEach(() => teardown.run());
 
-/** A control plane's snapshot service with one upstream published, secured as `mutual` says. */
+/** A control plane with one upstream published, its snapshot channel secured as `mutual` says. */
 async function controlPlane(
   mutual: boolean,
   server = { cert: pki.serverCert, key: pki.serverKey },
 ) {
-  const store = await openEmbeddedStore({});
-  await store.commit([], [{ type: "put", key: `${PREFIX}upstreams/first`, value: "{}" }]);
-  const builder = new SnapshotBuilder({ store, prefix: PREFIX, logger: quiet, instanceId: "cp" });
-  await builder.start();
-  const fleet = new Fleet();
-  const snapshotServer = await startSnapshotServer({
-    address: "127.0.0.1:0",
-    builder,
-    fleet,
-    logger: quiet,
-    tls: readGrpcServerTls({
-      grpcTlsCertFile: server.cert,
-      grpcTlsKeyFile: server.key,
-      grpcTlsClientCaFile: mutual ? pki.caCert : undefined,
-    }),
+  const cp = await startControlPlane({
+    CLAWGATE_GRPC_TLS_CERT_FILE: server.cert,
+    CLAWGATE_GRPC_TLS_KEY_FILE: server.key,
+    ...(mutual ? { CLAWGATE_GRPC_TLS_CLIENT_CA_FILE: pki.caCert } : {}),
   });
-  cleanups.push(async () => {
-    await snapshotServer.close(1_000);
-    await builder.stop();
-    await store.close();
-  });
+  teardown.add("control plane", () => cp.stop());
+  await cp.admin.putUpstream("first", {});
+  // The version a data plane is sent once the write is published.
+  const version = await waitFor(
+    async () => {
+      const status = await cp.admin.snapshot();
+      const counts = status.counts as { upstreams: number } | undefined;
+      return status.published && counts?.upstreams === 1 ? status.version : false;
+    },
+    { what: "the upstream to be published" },
+  );
   return {
-    fleet,
-    address: `127.0.0.1:${snapshotServer.port}`,
-    version: builder.current()!.version,
+    address: cp.grpcAddress,
+    version,
+    /** The data plane the control plane lists under `nodeId`, if any. */
+    listed: async (nodeId: string) =>
+      (await cp.admin.dataplanes()).find((item) => item.nodeId === nodeId),
   };
 }
 
@@ -93,7 +85,7 @@ function firstAttempt(
       cpTlsServerName: tls.serverName,
     }),
   });
-  cleanups.push(() => client.stop());
+  teardown.add(nodeId, () => client.stop());
   return new Promise((resolve) => {
     client.onStateChange((state: ConnectionState) => {
       if (state.status === "waiting") resolve({ refused: state.reason });
@@ -103,7 +95,7 @@ function firstAttempt(
       clearInterval(poll);
       resolve({ applied: applied[0]! });
     }, 5);
-    cleanups.push(async () => clearInterval(poll));
+    teardown.add(`${nodeId} poll`, async () => clearInterval(poll));
     client.start();
   });
 }
@@ -114,7 +106,7 @@ describe("snapshot channel over TLS", () => {
     expect(await firstAttempt(cp.address, "dp-tls", { ca: pki.caCert })).toEqual({
       applied: cp.version,
     });
-    expect(cp.fleet.get("dp-tls")?.connected).toBe(true);
+    expect(await cp.listed("dp-tls")).toBeDefined();
   });
 
   it("refuses a client that trusts a different CA, before any Hello", async () => {
@@ -123,7 +115,7 @@ describe("snapshot channel over TLS", () => {
     expect(outcome).toMatchObject({
       refused: expect.stringMatching(/UNAVAILABLE.*unable to verify the first certificate/),
     });
-    expect(cp.fleet.get("dp-other-ca")).toBeUndefined();
+    expect(await cp.listed("dp-other-ca")).toBeUndefined();
   });
 
   it("checks an IP address against the certificate's IP SANs", async () => {
@@ -137,7 +129,7 @@ describe("snapshot channel over TLS", () => {
     expect(outcome).toMatchObject({
       refused: expect.stringMatching(/IP: 127\.0\.0\.1 is not in the cert's list/),
     });
-    expect(cp.fleet.get("dp-ip")).toBeUndefined();
+    expect(await cp.listed("dp-ip")).toBeUndefined();
     // The same certificate passes when the data plane is told the name it carries.
     const named = await firstAttempt(cp.address, "dp-named", {
       ca: pki.caCert,
@@ -170,7 +162,7 @@ describe("snapshot channel over mutual TLS", () => {
       key: pki.clientKey,
     });
     expect(outcome).toEqual({ applied: cp.version });
-    expect(cp.fleet.get("dp-mtls")).toMatchObject({ connected: true, hostname: "dp-mtls" });
+    expect(await cp.listed("dp-mtls")).toMatchObject({ nodeId: "dp-mtls" });
   });
 
   it.each<[string, () => ClientTls, RegExp]>([
@@ -185,7 +177,7 @@ describe("snapshot channel over mutual TLS", () => {
     const cp = await controlPlane(true);
     const outcome = await firstAttempt(cp.address, "dp-refused", tls());
     expect(outcome).toMatchObject({ refused: expect.stringMatching(reason) });
-    expect(cp.fleet.get("dp-refused")).toBeUndefined();
+    expect(await cp.listed("dp-refused")).toBeUndefined();
   });
 
   it("refuses to start a client whose key is not its certificate's", () => {
@@ -202,6 +194,6 @@ describe("snapshot channel over mutual TLS", () => {
     const cp = await controlPlane(true);
     const outcome = await firstAttempt(cp.address, "dp-plaintext", {});
     expect(outcome).toMatchObject({ refused: expect.stringMatching(/UNAVAILABLE/) });
-    expect(cp.fleet.get("dp-plaintext")).toBeUndefined();
+    expect(await cp.listed("dp-plaintext")).toBeUndefined();
   });
 });

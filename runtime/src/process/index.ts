@@ -1,6 +1,6 @@
 // Jittered exponential backoff: the control plane waits for etcd with the same policy the data
 // plane reconnects with.
-export { Backoff, type BackoffOptions } from "../snapshot-client/backoff.js";
+export { Backoff, type BackoffOptions } from "./backoff.js";
 export { DrainDelay } from "./drain-delay.js";
 export { type DrainResult, HttpDrain } from "./http-drain.js";
 export { withDrainingReadiness } from "./readiness.js";
@@ -16,7 +16,6 @@ export {
   type SelfCheck,
   type SelfCheckOptions,
 } from "./self-check.js";
-export { ServingStatus, type SnapshotSource } from "./serving-status.js";
 export { onShutdownSignals, type ShutdownOptions } from "./shutdown-signals.js";
 export { type Supervision, type SupervisionOptions, startSupervision } from "./supervision.js";
 export { BLOCK_ON_SIGUSR2_ENV, installTestHooks } from "./test-hooks.js";
