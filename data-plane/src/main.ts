@@ -8,7 +8,7 @@ import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
-import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
+import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import {
@@ -105,8 +105,12 @@ export async function startDataPlane(
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
   });
-  // The control plane journals, counts and remediates from these reports (state of the world).
-  const reportHealth = () => client.sendHealth(health.snapshot());
+  // The control plane journals, counts and remediates from these reports (state of the world),
+  // coalesced to one per second so a burst of changes costs one report, not one per change.
+  const healthReports = new HealthReportPacer({
+    send: () => client.sendHealth(health.snapshot()),
+  });
+  const reportHealth = () => healthReports.request();
   health.onChange(reportHealth);
   // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
   const lastGood = new LastGoodSnapshot({
@@ -168,6 +172,7 @@ export async function startDataPlane(
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
     }
     await closeServer(admin);
+    healthReports.close();
     await client.stop();
     await lastGood.stop();
     await health.close();
