@@ -108,10 +108,9 @@ export async function startDataPlane(
   // The control plane journals, counts and remediates from these reports (state of the world),
   // coalesced to one per second so a burst of changes costs one report, not one per change.
   const healthReports = new HealthReportPacer({
-    send: () => client.sendHealth(health.snapshot()),
+    send: (held) => client.sendHealth(health.snapshot(held)),
   });
-  const reportHealth = () => healthReports.request();
-  health.onChange(reportHealth);
+  health.onChange((change) => healthReports.request(change));
   // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
   const lastGood = new LastGoodSnapshot({
     cache: new SnapshotCache(config.cacheDir),
@@ -135,7 +134,7 @@ export async function startDataPlane(
     health.sync(healthTargets(result.value.upstreams.values()));
     healing.sync(result.value);
     // Nodes added or removed change the view without any state change to report it.
-    reportHealth();
+    healthReports.request();
     return { ok: true };
   }
 

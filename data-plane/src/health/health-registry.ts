@@ -149,16 +149,20 @@ export class HealthRegistry {
     };
   }
 
-  /** Every watched node, for the NodeHealthReport sent to the control plane. */
-  snapshot(): NodeHealth[] {
+  /**
+   * Every watched node, for the NodeHealthReport sent to the control plane. With `held`, that
+   * node is reported in `held.from`, the state it just left (see `HealthReportPacer`).
+   */
+  snapshot(held?: HealthChange): NodeHealth[] {
     const report: NodeHealth[] = [];
     for (const [upstream, byAddress] of this.nodes) {
+      const heldHere = held?.upstream === upstream ? held : undefined;
       for (const [address, tracker] of byAddress) {
         report.push(
           create(NodeHealthSchema, {
             upstream,
             address,
-            state: tracker.state,
+            state: heldHere?.address === address ? heldHere.from : tracker.state,
             evidence: formatEvidence(tracker.lastEvidence),
             changedAtMs: BigInt(Math.trunc(tracker.lastChangeAt)),
           }),
