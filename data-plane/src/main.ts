@@ -19,7 +19,7 @@ import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
-import { HealthMetrics, HealthRegistry, healthTargets } from "./health/index.js";
+import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { ServingStatus } from "./process/serving-status.js";
@@ -103,9 +103,12 @@ export async function startDataPlane(
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
   });
-  // The control plane journals, counts and remediates from these reports (state of the world).
-  const reportHealth = () => client.sendHealth(health.snapshot());
-  health.onChange(reportHealth);
+  // The control plane journals, counts and remediates from these reports (state of the world),
+  // coalesced to one per second so a burst of changes costs one report, not one per change.
+  const healthReports = new HealthReportPacer({
+    send: (held) => client.sendHealth(health.snapshot(held)),
+  });
+  health.onChange((change) => healthReports.request(change));
   // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
   const lastGood = new LastGoodSnapshot({
     cache: new SnapshotCache(config.cacheDir),
@@ -141,7 +144,7 @@ export async function startDataPlane(
         ["health", () => health.sync(healthTargets(compiled.upstreams.values()))],
         ["healing", () => healing.sync(compiled)],
         // Nodes added or removed change the view without any state change to report it.
-        ["health report", reportHealth],
+        ["health report", () => healthReports.request()],
         ...more,
       ],
       compiled.version,
@@ -183,6 +186,7 @@ export async function startDataPlane(
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
     }
     await closeServer(admin);
+    healthReports.close();
     await client.stop();
     await lastGood.stop();
     await health.close();

@@ -325,6 +325,22 @@ describe("HealthRegistry.snapshot and close", () => {
     expect(report[0]?.$typeName).toBe("clawgate.v1.NodeHealth");
   });
 
+  it("reports a held node in the state it left, the others as they are", () => {
+    const { registry, prober, probe, changes } = setup();
+    registry.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
+    registry.reportRefused("agents", "10.0.0.1:80");
+    const ticket = prober.probeNows.at(-1)!.ticket;
+    probe("10.0.0.1:80", false, { ticket });
+    probe("10.0.0.1:80", false, { ticket });
+    const evicted = changes.at(-1)!;
+    expect([evicted.from, evicted.to]).toEqual(["quarantined", "evicted"]);
+    expect(registry.snapshot(evicted).map((n) => [n.address, n.state])).toEqual([
+      ["10.0.0.1:80", "quarantined"],
+      ["10.0.0.2:80", "healthy"],
+    ]);
+    expect(registry.snapshot().map((n) => n.state)).toEqual(["evicted", "healthy"]);
+  });
+
   it("closes the prober and ignores later calls", async () => {
     const { registry, prober, changes } = setup();
     registry.sync([node("10.0.0.1:80")]);

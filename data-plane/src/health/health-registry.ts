@@ -1,7 +1,7 @@
 import { create, type NodeHealth, NodeHealthSchema } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../clock/clock.js";
-import { logHealthChange } from "./health-log.js";
+import { HealthLog } from "./health-log.js";
 import type { HealthSink } from "./health-metrics.js";
 import { type HealthTarget, healthCheckSettings } from "./health-targets.js";
 import { type HealthChange, type HealthState, NodeHealthTracker } from "./node-health.js";
@@ -17,7 +17,7 @@ export interface HealthRegistryOptions {
   prober?: ProberFactory;
   /** Metric hooks (`HealthMetrics`); default none. */
   metrics?: HealthSink;
-  /** One line per state change and per prober crash; default none. */
+  /** State changes (a burst summarized, see `HealthLog`) and prober crashes; default none. */
   logger?: Logger;
 }
 
@@ -31,6 +31,7 @@ export class HealthRegistry {
   private readonly listeners = new Set<HealthChangeListener>();
   private readonly clock: Clock;
   private readonly prober: Prober;
+  private readonly log: HealthLog | undefined;
   private nextTicket = 1;
   private closed = false;
   /** Watched nodes out of rotation; kept in step with every state change and removal. */
@@ -38,6 +39,7 @@ export class HealthRegistry {
 
   constructor(private readonly options: HealthRegistryOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.log = options.logger && new HealthLog({ logger: options.logger });
     const onResult = (result: ProbeResult) => this.onProbeResult(result);
     this.prober =
       options.prober?.(onResult) ??
@@ -147,16 +149,20 @@ export class HealthRegistry {
     };
   }
 
-  /** Every watched node, for the NodeHealthReport sent to the control plane. */
-  snapshot(): NodeHealth[] {
+  /**
+   * Every watched node, for the NodeHealthReport sent to the control plane. With `held`, that
+   * node is reported in `held.from`, the state it just left (see `HealthReportPacer`).
+   */
+  snapshot(held?: HealthChange): NodeHealth[] {
     const report: NodeHealth[] = [];
     for (const [upstream, byAddress] of this.nodes) {
+      const heldHere = held?.upstream === upstream ? held : undefined;
       for (const [address, tracker] of byAddress) {
         report.push(
           create(NodeHealthSchema, {
             upstream,
             address,
-            state: tracker.state,
+            state: heldHere?.address === address ? heldHere.from : tracker.state,
             evidence: formatEvidence(tracker.lastEvidence),
             changedAtMs: BigInt(Math.trunc(tracker.lastChangeAt)),
           }),
@@ -171,6 +177,7 @@ export class HealthRegistry {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
+    this.log?.flush();
     await this.prober.close();
   }
 
@@ -188,7 +195,7 @@ export class HealthRegistry {
     if (change.from === "healthy") this.unusable += 1;
     else if (change.to === "healthy") this.unusable -= 1;
     this.options.metrics?.change(change);
-    if (this.options.logger) logHealthChange(this.options.logger, change);
+    this.log?.change(change);
     for (const listener of this.listeners) {
       try {
         listener(change);

@@ -360,6 +360,28 @@ describe("SnapshotClient", () => {
     });
   });
 
+  it("while the control plane does not read, only the latest report waits (no queue of old views)", async () => {
+    // A control plane that stops reading: flow control fills the stream, and writes back up.
+    const cp = await controlPlane((call) => call.pause());
+    const dp = startClient({ addresses: [cp.address] });
+    await cp.until(() => cp.hellos[0]);
+    const reports = 1_000;
+    // Report i is 200 nodes, the first of which says which report it is.
+    const report = (i: number) => [
+      nodeHealth(`10.9.${Math.floor(i / 250)}.${i % 250}:80`, "evicted"),
+      ...Array.from({ length: 199 }, (_, k) =>
+        nodeHealth(`10.0.${k >> 8}.${k & 255}:80`, "evicted"),
+      ),
+    ];
+    for (let i = 0; i < reports; i++) dp.client.sendHealth(report(i));
+    const latest = `10.9.${Math.floor((reports - 1) / 250)}.${(reports - 1) % 250}:80 evicted`;
+    cp.calls[0]!.resume();
+    await cp.until(() => reportsOn(cp, 0).at(-1)?.[0] === latest);
+    // Those the stream took before it was full, then the latest: not a thousand stale views.
+    expect(reportsOn(cp, 0).length).toBeLessThan(100);
+    expect(reportsOn(cp, 0).at(-1)?.[0]).toBe(latest);
+  });
+
   it("resends the latest report right after every Hello, so a new control plane learns it", async () => {
     const first = await controlPlane();
     const second = await controlPlane();

@@ -67,6 +67,10 @@ interface Attempt {
   delivered: boolean;
   timedOut: boolean;
   ended: boolean;
+  /** The stream's buffer was full at the last health write; the next waits for "drain". */
+  healthBlocked: boolean;
+  /** A newer health report arrived while blocked; it is written on "drain". */
+  healthPending: boolean;
   readonly closed: Promise<void>;
   markClosed(): void;
 }
@@ -132,7 +136,8 @@ export class SnapshotClient {
    * Sends the data plane's whole node-health view (state of the world) on the open stream, and
    * keeps it to send again right after every Hello: a control plane reached after a reconnect,
    * or restarted, knows nothing of this data plane's view until then. Without an open stream it
-   * is only kept.
+   * is only kept. While the stream cannot take more (a slow control plane), only the latest
+   * report waits: each report replaces the whole view, so older ones are worth nothing.
    */
   sendHealth(nodes: readonly NodeHealth[]): void {
     if (this.#stopped) return;
@@ -140,7 +145,24 @@ export class SnapshotClient {
       message: { case: "health", value: { nodes: [...nodes] } },
     });
     const attempt = this.#attempt;
-    if (attempt !== undefined && !attempt.ended) attempt.call.write(this.#health);
+    if (attempt !== undefined && !attempt.ended) this.#writeHealth(attempt);
+  }
+
+  #writeHealth(attempt: Attempt): void {
+    const report = this.#health;
+    if (report === undefined) return;
+    if (attempt.healthBlocked) {
+      attempt.healthPending = true;
+      return;
+    }
+    if (attempt.call.write(report)) return;
+    attempt.healthBlocked = true;
+    attempt.call.once("drain", () => {
+      attempt.healthBlocked = false;
+      if (!attempt.healthPending || attempt.ended || this.#stopped) return;
+      attempt.healthPending = false;
+      this.#writeHealth(attempt);
+    });
   }
 
   #connect(): void {
@@ -169,6 +191,8 @@ export class SnapshotClient {
       delivered: false,
       timedOut: false,
       ended: false,
+      healthBlocked: false,
+      healthPending: false,
       closed,
       markClosed,
     };
@@ -202,7 +226,7 @@ export class SnapshotClient {
         },
       }),
     );
-    if (this.#health !== undefined) call.write(this.#health);
+    this.#writeHealth(attempt);
   }
 
   #onResponse(attempt: Attempt, response: StreamSnapshotsResponse): void {

@@ -36,7 +36,7 @@ function manualProbe() {
   return { probe, started, pending, finish };
 }
 
-function setup(random = 0.5) {
+function setup(random = 0.5, maxInFlight?: number) {
   const p = manualProbe();
   const results: ProbeResult[] = [];
   const scheduler = new ProbeScheduler({
@@ -44,6 +44,7 @@ function setup(random = 0.5) {
     emit: (r) => results.push(r),
     random: () => random,
     now: () => Date.now(),
+    maxInFlight,
   });
   return { ...p, results, scheduler };
 }
@@ -172,5 +173,42 @@ describe("ProbeScheduler", () => {
       [true, 0],
       [false, 3],
     ]);
+  });
+
+  it("keeps at most maxInFlight probes running; the rest wait their turn and all get probed", async () => {
+    // A rack whose probes all hang until their timeout: thousands due at once.
+    const t = setup(0.5, 4);
+    const targets = Array.from({ length: 100 }, (_, i) => target(`10.0.1.${i}:80`));
+    t.scheduler.setTargets(targets);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(t.started).toHaveLength(4);
+    expect(t.scheduler.inFlight).toBe(4);
+    expect(t.scheduler.queued).toBe(96);
+    let peak = 0;
+    while (t.pending.length > 0) {
+      await t.finish(false);
+      peak = Math.max(peak, t.scheduler.inFlight);
+    }
+    expect(peak).toBe(4);
+    expect(new Set(t.results.map((r) => r.address)).size).toBe(100);
+    expect(t.scheduler.queued).toBe(0);
+  });
+
+  it("drops a removed node from the wait queue", async () => {
+    const t = setup(0.5, 1);
+    t.scheduler.setTargets([target("10.0.0.1:80"), target("10.0.0.2:80")]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(t.scheduler.queued).toBe(1);
+    t.scheduler.setTargets([target("10.0.0.1:80")]);
+    expect(t.scheduler.queued).toBe(0);
+    await t.finish();
+    expect(t.started.map((spec) => spec.port)).toEqual([80]);
+    expect(t.started).toHaveLength(1);
+  });
+
+  it("refuses a maxInFlight below 1, naming it", () => {
+    expect(
+      () => new ProbeScheduler({ probe: manualProbe().probe, emit: () => {}, maxInFlight: 0 }),
+    ).toThrow(/maxInFlight must be an integer >= 1, got 0/);
   });
 });

@@ -4,6 +4,14 @@ import type { ProbeResult, ProbeSpec, ProbeTarget } from "./probe-protocol.js";
 /** Share of the interval added or removed at random, so probes of many nodes do not march in step. */
 export const PROBE_JITTER = 0.1;
 
+/**
+ * Probes in flight at once, across every node. A rack gone dark (packets dropped, not refused)
+ * leaves each probe open until its timeout; without a bound, 6,000 such nodes mean 6,000 sockets
+ * and timers at once. Due probes past the bound wait their turn in order, so intervals stretch
+ * under such a burst instead of memory growing.
+ */
+export const MAX_PROBES_IN_FLIGHT = 256;
+
 export interface ProbeSchedulerOptions {
   /** Runs one probe; `probeNode` in the worker, a fake in tests. Must not throw. */
   probe: (spec: ProbeSpec) => Promise<ProbeOutcome>;
@@ -13,6 +21,8 @@ export interface ProbeSchedulerOptions {
   random?: () => number;
   /** Wall clock for `ProbeResult.at`; default Date.now. */
   now?: () => number;
+  /** Probes running at once at most; default `MAX_PROBES_IN_FLIGHT`. */
+  maxInFlight?: number;
 }
 
 interface Entry {
@@ -31,12 +41,20 @@ interface Entry {
  */
 export class ProbeScheduler {
   private readonly entries = new Map<string, Entry>();
+  /** Due entries waiting for a free slot, oldest first (a Set: O(1) removal, insertion order). */
+  private readonly waiting = new Set<Entry>();
   private readonly random: () => number;
   private readonly now: () => number;
+  private readonly maxInFlight: number;
+  private running = 0;
 
   constructor(private readonly options: ProbeSchedulerOptions) {
     this.random = options.random ?? Math.random;
     this.now = options.now ?? Date.now;
+    this.maxInFlight = options.maxInFlight ?? MAX_PROBES_IN_FLIGHT;
+    if (!Number.isInteger(this.maxInFlight) || this.maxInFlight < 1) {
+      throw new RangeError(`maxInFlight must be an integer >= 1, got ${options.maxInFlight}`);
+    }
   }
 
   /** Replaces the target set: new nodes start, gone nodes stop, changed settings apply. */
@@ -71,6 +89,7 @@ export class ProbeScheduler {
       if (seen.has(key)) continue;
       clearTimeout(entry.timer);
       entry.removed = true;
+      this.waiting.delete(entry);
       this.entries.delete(key);
     }
   }
@@ -86,7 +105,8 @@ export class ProbeScheduler {
     }
     clearTimeout(entry.timer);
     entry.timer = undefined;
-    void this.run(entry);
+    // Already waiting for a slot: its probe starts as soon as one frees, carrying the ticket.
+    if (!this.waiting.has(entry)) this.start(entry);
   }
 
   stop(): void {
@@ -95,18 +115,48 @@ export class ProbeScheduler {
       entry.removed = true;
     }
     this.entries.clear();
+    this.waiting.clear();
   }
 
   get size(): number {
     return this.entries.size;
   }
 
+  /** Probes running now; never above `maxInFlight`. */
+  get inFlight(): number {
+    return this.running;
+  }
+
+  /** Nodes whose probe is due but waits for a free slot. */
+  get queued(): number {
+    return this.waiting.size;
+  }
+
   private schedule(entry: Entry, delayMs: number): void {
     clearTimeout(entry.timer);
     entry.timer = setTimeout(() => {
       entry.timer = undefined;
-      void this.run(entry);
+      this.start(entry);
     }, delayMs);
+  }
+
+  /** Runs the entry's probe now if a slot is free, else queues it for the next free slot. */
+  private start(entry: Entry): void {
+    if (this.running >= this.maxInFlight) {
+      this.waiting.add(entry);
+      return;
+    }
+    this.running += 1;
+    void this.run(entry);
+  }
+
+  /** A probe ended: hand its slot to the oldest waiting entry. */
+  private release(): void {
+    this.running -= 1;
+    const next = this.waiting.values().next();
+    if (next.done) return;
+    this.waiting.delete(next.value);
+    this.start(next.value);
   }
 
   private async run(entry: Entry): Promise<void> {
@@ -122,7 +172,10 @@ export class ProbeScheduler {
       outcome = { ok: false, evidence: { error: String(err) }, durationMs: 0 };
     }
     entry.inFlight = false;
-    if (entry.removed) return;
+    if (entry.removed) {
+      this.release();
+      return;
+    }
     this.options.emit({
       type: "result",
       upstream: target.upstream,
@@ -133,8 +186,9 @@ export class ProbeScheduler {
       at: this.now(),
       ticket,
     });
-    if (entry.rerun) void this.run(entry);
+    if (entry.rerun) this.waiting.add(entry);
     else this.schedule(entry, this.jittered(entry.target.intervalMs));
+    this.release();
   }
 
   private jittered(intervalMs: number): number {
