@@ -70,6 +70,8 @@ export type StagedApplyResult =
   | { ok: false; reason: "failed"; error: unknown };
 
 const DEFAULT_LEASE_TTL_SECONDS = 30;
+/** Batch transactions sent before waiting for one to finish. */
+const BATCHES_IN_FLIGHT = 4;
 /** Per undo entry: the JSON punctuation around key and value. */
 const UNDO_ENTRY_OVERHEAD = 32;
 
@@ -119,9 +121,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
   const revisions = new Map<string, number>();
   try {
     const batches = splitBatches(writes, store.txnLimits, held.length);
-    for (const [index, batch] of batches.entries()) {
-      await input.hooks?.beforeBatch?.(index);
-      await renew();
+    const writeBatch = async (index: number, batch: StagedWrite[]) => {
       const undo: UndoEntry[] = batch.map((write) => ({
         key: write.operation.key,
         value: write.before?.value ?? null,
@@ -145,7 +145,31 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
         );
       }
       for (const write of batch) revisions.set(write.operation.key, result.revision);
+    };
+    // Batches touch disjoint keys and each carries its own undo record, so several can be in
+    // flight at once; etcd's per-request latency, not its throughput, is what bounds one at a time.
+    const inFlight = new Set<Promise<void>>();
+    let failure: { error: unknown } | undefined;
+    for (const [index, batch] of batches.entries()) {
+      if (failure !== undefined) break;
+      try {
+        await input.hooks?.beforeBatch?.(index);
+        await renew();
+      } catch (error) {
+        failure = { error };
+        break;
+      }
+      const pending: Promise<void> = writeBatch(index, batch)
+        .catch((error: unknown) => {
+          failure ??= { error };
+        })
+        .finally(() => inFlight.delete(pending));
+      inFlight.add(pending);
+      if (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
     }
+    // Every batch settles before deciding: a rollback must see every undo record written.
+    await Promise.all(inFlight);
+    if (failure !== undefined) throw failure.error;
     const closed = await store.commit(held, [
       { type: "delete", key: gateKey },
       { type: "delete", key: ownerKey },
