@@ -77,6 +77,9 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private readonly clock: () => number;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
+  /** What a rebuild reads: the config kinds and the registry. */
+  private readonly readPrefixes: string[];
+  /** Changes that call for a rebuild: those, and the apply gate. */
   private readonly configPrefixes: string[];
   private readonly listeners = new Set<PublishListener>();
   private readonly statusListeners = new Set<StatusListener>();
@@ -125,7 +128,8 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
     // Only config documents and registered nodes make a snapshot; the journal, elections and
     // the CP's own bookkeeping share the prefix but must not trigger rebuilds.
-    this.configPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
+    this.readPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
+    this.configPrefixes = [...this.readPrefixes];
     // The end of a big apply is the gate's deletion: that must trigger the rebuild it waited for.
     this.configPrefixes.push(applyGateKey(this.prefix));
     if (!(this.coalesceMs >= 0 && this.maxDelayMs >= this.coalesceMs)) {
@@ -248,7 +252,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     if (this.applyInProgress(gate.items, gate.revision)) return;
     // Only the config kinds and the registry: the journal and health reports share the prefix
     // but are not part of a snapshot, and can be far bigger than the config.
-    const range = await this.store.range([gateKey, ...this.configPrefixes.slice(0, -1)]);
+    const range = await this.store.range([gateKey, ...this.readPrefixes]);
     if (this.applyInProgress(range.items, range.revision)) return;
     const first = !this.storeRead;
     this.storeRead = true;
