@@ -25,6 +25,7 @@ import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
+import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
 import { SnapshotBuilder } from "./snapshot/snapshot-builder.js";
 import { openStore } from "./store/open-store.js";
@@ -77,6 +78,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     instanceId: settings.instanceId,
   });
   await builder.start();
+  // Big applies are staged behind a gate (resources/staged-apply.ts); only etcd needs them.
+  const sweeper = store.kind === "etcd" ? startApplySweeper(config, logger) : undefined;
 
   const fleet = new Fleet({ graceMs: settings.staleGraceMs });
   const metrics = new Registry();
@@ -200,6 +203,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await election.stop();
       await fleetHealth.close();
       await expiries.stop();
+      sweeper?.stop();
       await builder.stop();
       await store.close();
     },

@@ -58,8 +58,8 @@ const kindInput = z.string().describe(`One of ${RESOURCE_KINDS.join(", ")}, plur
 
 export const applyBody = z.strictObject({
   resources: z
-    .array(z.strictObject({ kind: kindInput, name: z.string(), spec: z.unknown() }))
-    .max(10_000),
+    // The count cap (APPLY_MAX_RESOURCES) is checked by the route, which answers 413 for it.
+    .array(z.strictObject({ kind: kindInput, name: z.string(), spec: z.unknown() })),
   /** Check everything, write nothing; default false. */
   dryRun: z.boolean().default(false),
   /** Delete resources (of every kind, or of the kinds listed) the request does not name; default false. */

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { ConfigService, ResourceChange } from "../resources/config-service.js";
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
 import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
+import { APPLY_BODY_LIMIT_BYTES, APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { sendError } from "./errors.js";
 import { parseKind } from "./kind-name.js";
 
@@ -15,6 +16,7 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (app, 
   app.post(
     "/v1/apply",
     {
+      bodyLimit: APPLY_BODY_LIMIT_BYTES,
       schema: {
         tags: ["apply"],
         summary: "Create or update several resources atomically",
@@ -25,11 +27,21 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (app, 
           401: errorResponse,
           404: errorResponse,
           409: errorResponse,
+          413: errorResponse,
         },
       },
     },
     async (request, reply) => {
       const { resources, dryRun, prune } = request.body;
+      if (resources.length > APPLY_MAX_RESOURCES) {
+        return sendError(
+          reply,
+          clawgateError(
+            "CLAWGATE_PAYLOAD_TOO_LARGE",
+            `resources lists ${resources.length} resources; one apply may hold at most ${APPLY_MAX_RESOURCES}`,
+          ),
+        );
+      }
       const problems: FieldProblem[] = [];
       const changes: ResourceChange[] = [];
       resources.forEach((resource, index) => {

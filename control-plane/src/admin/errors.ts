@@ -78,6 +78,17 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AdminHttpError) return sendError(reply, err.clawgate);
     const bodyCode = BODY_ERRORS[err.code];
+    if (bodyCode === "CLAWGATE_PAYLOAD_TOO_LARGE") {
+      // fastify's own text gives no number; say which limit, so the client can split its request.
+      const limit = request.routeOptions.bodyLimit;
+      return sendError(
+        reply,
+        clawgateError(
+          bodyCode,
+          `request body is larger than the ${limit}-byte limit of ${request.method} ${request.routeOptions.url ?? request.url.split("?")[0]}`,
+        ),
+      );
+    }
     if (bodyCode !== undefined) return sendError(reply, clawgateError(bodyCode, err.message));
     // JSON syntax errors from the body parser arrive as plain errors with status 400.
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {

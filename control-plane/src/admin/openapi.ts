@@ -8,6 +8,7 @@ import {
 } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { applyBody, errorResponse } from "./api-schemas.js";
+import { APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { singularKind } from "./kind-name.js";
 import { DOCS_PREFIX, isPublicRoute } from "./public-routes.js";
 
@@ -40,7 +41,7 @@ const applyItems = RESOURCE_KINDS.map((kind) =>
 const documentedApplyBody = applyBody.extend({
   resources: z
     .array(z.union(applyItems as [(typeof applyItems)[0], ...typeof applyItems]))
-    .max(10_000),
+    .max(APPLY_MAX_RESOURCES),
 });
 
 /**

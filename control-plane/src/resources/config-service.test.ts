@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
+import { applyGateKey } from "./apply-gate.js";
 import { ConfigService, configGuardKey } from "./config-service.js";
 
 const PREFIX = "/clawgate/";
@@ -308,7 +309,7 @@ describe("ConfigService.apply", () => {
     expect(result.ok).toBe(true);
   });
 
-  it("commits changes, their compares and the guard key in one transaction", async () => {
+  it("commits changes, their compares, the guard key and the closed gate in one transaction", async () => {
     const commits: { compares: unknown[]; operations: unknown[] }[] = [];
     const spy: Store = {
       ...store,
@@ -328,6 +329,8 @@ describe("ConfigService.apply", () => {
       { key: `${PREFIX}upstreams/agents`, modRevision: 0 },
       { key: `${PREFIX}routes/api`, modRevision: 0 },
       { key: configGuardKey(PREFIX), modRevision: 0 },
+      // No big apply may be half-way through (staged-apply.ts).
+      { key: applyGateKey(PREFIX), modRevision: 0 },
     ]);
     expect(commits[0]?.operations).toMatchObject([
       { type: "put", key: `${PREFIX}upstreams/agents` },

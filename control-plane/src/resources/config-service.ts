@@ -7,13 +7,32 @@ import {
 } from "@clawgate/proto";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import {
+  applyGateKey,
+  findGate,
+  gateMessage,
+  kindPrefixes,
+  readOutsideApply,
+} from "./apply-gate.js";
+import {
   type ConfigState,
   readConfigState,
   resourceKey,
   type StoredResource,
 } from "./config-state.js";
 import { type ConsistencyProblem, consistencyProblems } from "./consistency.js";
-import { type ClawgateError, clawgateError, type FieldProblem, type Outcome } from "./errors.js";
+import {
+  type ClawgateError,
+  clawgateError,
+  type FieldProblem,
+  type Outcome,
+} from "./errors.js";
+import {
+  type Recovery,
+  recoverAbandonedApply,
+  type StagedApplyHooks,
+  stagedApply,
+  writeBytes,
+} from "./staged-apply.js";
 
 /**
  * Conditions a change is made under, checked against the revision read and pinned by the same
@@ -61,6 +80,10 @@ export type ApplyResult = Outcome<{
 export interface ConfigServiceOptions {
   /** Commits tried before giving up with CLAWGATE_STORE_CONFLICT; default 5. */
   maxAttempts?: number;
+  /** Hooks into applies too big for one transaction (tests fail them half-way). */
+  stagedHooks?: StagedApplyHooks;
+  /** Owner lease of such an apply: how long a dead control plane blocks writes; default 30 s. */
+  applyLeaseTtlSeconds?: number;
 }
 
 /** Key every config write puts, so any two concurrent config writes conflict. */
@@ -94,11 +117,21 @@ export class ConfigService {
   readonly #store: Store;
   readonly #prefix: string;
   readonly #maxAttempts: number;
+  readonly #options: ConfigServiceOptions;
 
   constructor(store: Store, prefix: string, options: ConfigServiceOptions = {}) {
     this.#store = store;
     this.#prefix = prefix;
     this.#maxAttempts = options.maxAttempts ?? 5;
+    this.#options = options;
+  }
+
+  /**
+   * Rolls back an apply whose control plane died half-way (see staged-apply.ts); the control
+   * plane runs this periodically. Cheap when there is nothing to do.
+   */
+  recoverAbandonedApply(): Promise<Recovery> {
+    return recoverAbandonedApply(this.#store, this.#prefix, configGuardKey(this.#prefix));
   }
 
   async list<K extends ResourceKind>(
@@ -106,7 +139,12 @@ export class ConfigService {
   ): Promise<Outcome<{ revision: number; items: StoredResource<K>[] }>> {
     if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
     try {
-      const range = await this.#store.range(`${this.#prefix}${kind}/`);
+      // During a big apply, the config as it was before it: never a half-applied one.
+      const range = await readOutsideApply(
+        this.#store,
+        this.#prefix,
+        kindPrefixes(this.#prefix, [kind]),
+      );
       const read = readConfigState(this.#prefix, range);
       const items = [...(read.state[kind] as Map<string, StoredResource<K>>).values()].sort(
         (a, b) => a.name.localeCompare(b.name),
@@ -124,8 +162,11 @@ export class ConfigService {
     if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
     if (!RESOURCE_NAME.test(name)) return invalidName(name);
     let item: KeyValue | undefined;
+    const key = resourceKey(this.#prefix, kind, name);
     try {
-      item = await this.#store.get(resourceKey(this.#prefix, kind, name));
+      // Read as a prefix with the gate in one consistent read, then kept to the exact key.
+      const range = await readOutsideApply(this.#store, this.#prefix, [key]);
+      item = range.items.find((candidate) => candidate.key === key);
     } catch (error) {
       return storeUnavailable(error);
     }
@@ -155,19 +196,57 @@ export class ConfigService {
           ? []
           : (options.prune ?? []);
     const dryRun = options.dryRun ?? false;
+    const tooBig = oversizedDocument(parsed.changes, this.#store);
+    if (tooBig !== undefined) return { ok: false, error: tooBig };
     const guard = configGuardKey(this.#prefix);
+    const gateKey = applyGateKey(this.#prefix);
     try {
       for (let attempt = 0; attempt < this.#maxAttempts; attempt++) {
-        const range = await this.#store.range(this.#prefix);
+        // Only the config kinds and the two coordination keys: never the journal, health
+        // reports or registry, which share the prefix and can dwarf the config.
+        const range = await this.#store.range([guard, gateKey, ...kindPrefixes(this.#prefix)]);
+        const gate = findGate(this.#prefix, range.items);
+        if (gate !== undefined) {
+          // A gate whose control plane died is rolled back here rather than blocking writes.
+          if ((await this.recoverAbandonedApply()) === "rolled-back") continue;
+          return {
+            ok: false,
+            error: clawgateError("CLAWGATE_STORE_CONFLICT", gateMessage(gate)),
+          };
+        }
         const raw = new Map(range.items.map((item) => [item.key, item]));
         const plan = planChanges(this.#prefix, parsed.changes, pruneKinds, raw, range.revision);
         if (!plan.ok) return plan;
         if (dryRun || plan.operations.length === 0) {
           return { ok: true, revision: range.revision, dryRun, results: plan.results };
         }
+        const guardRead = { key: guard, modRevision: raw.get(guard)?.modRevision ?? 0 };
+        if (!fitsOneCommit(plan, this.#store)) {
+          const staged = await stagedApply({
+            store: this.#store,
+            prefix: this.#prefix,
+            guard: guardRead,
+            writes: plan.operations.map((operation) => ({
+              operation,
+              before: raw.get(operation.key),
+            })),
+            hooks: this.#options.stagedHooks,
+            leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
+          });
+          if (!staged.ok && staged.reason === "conflict") continue;
+          if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
+          const results = plan.results.map((result) => {
+            const key = resourceKey(this.#prefix, result.kind, result.name);
+            const revision = staged.revisions.get(key);
+            return revision === undefined ? result : { ...result, revision };
+          });
+          return { ok: true, revision: staged.revision, dryRun, results };
+        }
         const compares = [
           ...plan.compares,
-          { key: guard, modRevision: raw.get(guard)?.modRevision ?? 0 },
+          guardRead,
+          // No big apply may be in flight: its half-written keys are not to be built upon.
+          { key: gateKey, modRevision: 0 },
         ];
         const operations: Operation[] = [
           ...plan.operations,
@@ -447,10 +526,48 @@ function notFound(kind: ResourceKind, name: string): { ok: false; error: Clawgat
   };
 }
 
-function storeUnavailable(error: unknown): { ok: false; error: ClawgateError } {
+function storeUnavailable(error: unknown, outcome?: string): { ok: false; error: ClawgateError } {
   const reason = error instanceof Error ? error.message : String(error);
+  const suffix = outcome === undefined ? "" : `; ${outcome}`;
   return {
     ok: false,
-    error: clawgateError("CLAWGATE_STORE_UNAVAILABLE", `config store failed: ${reason}`),
+    error: clawgateError("CLAWGATE_STORE_UNAVAILABLE", `config store failed: ${reason}${suffix}`),
   };
+}
+
+/** True when the plan, with the guard and gate compares, fits the store's transaction limits. */
+function fitsOneCommit(plan: { compares: Compare[]; operations: Operation[] }, store: Store) {
+  const limits = store.txnLimits;
+  if (plan.compares.length + 2 > limits.maxOps) return false;
+  if (plan.operations.length + 1 > limits.maxOps) return false;
+  let bytes = 0;
+  for (const operation of plan.operations) {
+    bytes += Buffer.byteLength(operation.key);
+    if (operation.type === "put") bytes += Buffer.byteLength(operation.value);
+  }
+  return bytes <= limits.maxBytes;
+}
+
+/**
+ * One document must fit a transaction together with its previous version (the undo record of
+ * a staged apply carries both), so half of what the store takes per commit is the limit.
+ */
+function oversizedDocument(
+  changes: readonly ParsedChange[],
+  store: Store,
+): ClawgateError | undefined {
+  const limit = Math.floor(store.txnLimits.maxBytes / 2);
+  for (const change of changes) {
+    if (change.value === undefined) continue;
+    const size = writeBytes({
+      operation: { type: "put", key: change.key, value: change.value },
+      before: undefined,
+    });
+    if (size <= limit) continue;
+    return clawgateError(
+      "CLAWGATE_PAYLOAD_TOO_LARGE",
+      `${change.kind}/${change.name} is ${size} bytes stored; one resource may be at most ${limit} bytes`,
+    );
+  }
+  return undefined;
 }

@@ -12,9 +12,10 @@ import {
 import type { Logger } from "pino";
 import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
+import { applyGateKey, findGate } from "../resources/apply-gate.js";
 import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
 import { consistencyProblems } from "../resources/consistency.js";
-import type { Store, Watch, WatchEvent } from "../store/store.js";
+import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "./snapshot-status.js";
 import { toSnapshot } from "./to-snapshot.js";
 
@@ -77,6 +78,9 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private readonly clock: () => number;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
+  /** What a rebuild reads: the config kinds and the registry. */
+  private readonly readPrefixes: string[];
+  /** Changes that call for a rebuild: those, and the apply gate. */
   private readonly configPrefixes: string[];
   private readonly listeners = new Set<PublishListener>();
   private readonly statusListeners = new Set<StatusListener>();
@@ -125,7 +129,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
     // Only config documents and registered nodes make a snapshot; the journal, elections and
     // the CP's own bookkeeping share the prefix but must not trigger rebuilds.
-    this.configPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
+    this.readPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
+    this.configPrefixes = [...this.readPrefixes];
+    // The end of a big apply is the gate's deletion: that must trigger the rebuild it waited for.
+    this.configPrefixes.push(applyGateKey(this.prefix));
     if (!(this.coalesceMs >= 0 && this.maxDelayMs >= this.coalesceMs)) {
       throw new RangeError(
         `maxDelayMs (${this.maxDelayMs}) must be at least coalesceMs (${this.coalesceMs}) and both non-negative`,
@@ -239,7 +246,15 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   private async rebuild(): Promise<void> {
     if (this.stopped) return;
-    const range = await this.store.range(this.prefix);
+    // While a big apply holds the gate, the config keys hold part of it: publish nothing, and
+    // skip the full read too, checking only the gate, until its deletion triggers a rebuild.
+    const gateKey = applyGateKey(this.prefix);
+    const gate = await this.store.range(gateKey);
+    if (this.applyInProgress(gate.items, gate.revision)) return;
+    // Only the config kinds and the registry: the journal and health reports share the prefix
+    // but are not part of a snapshot, and can be far bigger than the config.
+    const range = await this.store.range([gateKey, ...this.readPrefixes]);
+    if (this.applyInProgress(range.items, range.revision)) return;
     const first = !this.storeRead;
     this.storeRead = true;
     // Equal means nothing changed; lower would be a lagging replica's answer. The first read is
@@ -271,6 +286,16 @@ export class SnapshotBuilder implements SnapshotStatusSource {
         this.logger.error({ err: error }, "snapshot status listener failed");
       }
     }
+  }
+
+  /** True (and logged) when `items` hold an apply gate: nothing read now may be published. */
+  private applyInProgress(items: readonly KeyValue[], revision: number): boolean {
+    const gate = findGate(this.prefix, items);
+    if (gate === undefined) return false;
+    // Remembered as read so later batches of the apply only re-check the gate.
+    this.readRevision = Math.max(this.readRevision, revision);
+    this.logger.debug({ apply: gate.id, revision }, "apply in progress; snapshot not rebuilt");
+    return true;
   }
 
   private problemsOf(read: ConfigRead): { key: string; message: string }[] {

@@ -113,6 +113,15 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     if (closed) throw storeError("CLAWGATE_STORE_CLOSED", "embedded store is closed");
   }
 
+  /** Only the present can be read: the embedded store keeps events, not past values. */
+  function assertCurrent(wanted: number | undefined): void {
+    if (wanted === undefined || wanted === revision) return;
+    throw storeError(
+      "CLAWGATE_STORE_COMPACTED",
+      `embedded store cannot read revision ${wanted}: it keeps only the current revision (${revision})`,
+    );
+  }
+
   /** Runs `task` after every earlier commit has finished, so commits never interleave. */
   function serialize<T>(task: () => Promise<T>): Promise<T> {
     const run = tail.then(task);
@@ -242,19 +251,28 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   const store: Store = {
     kind: "embedded",
 
-    async get(key) {
+    // Commits are applied whole in memory, so one commit never needs splitting.
+    txnLimits: { maxOps: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY },
+
+    async get(key, options) {
       assertOpen();
+      assertCurrent(options?.revision);
       const entry = data.get(key);
       return entry === undefined ? undefined : snapshotOf(key, entry);
     },
 
-    async range(prefix): Promise<RangeResult> {
+    async range(prefix, options): Promise<RangeResult> {
       assertOpen();
+      assertCurrent(options?.revision);
       const items: KeyValue[] = [];
-      for (const [key, entry] of data) {
-        if (key.startsWith(prefix)) items.push(snapshotOf(key, entry));
+      for (const one of typeof prefix === "string" ? [prefix] : prefix) {
+        const found: KeyValue[] = [];
+        for (const [key, entry] of data) {
+          if (key.startsWith(one)) found.push(snapshotOf(key, entry));
+        }
+        found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+        items.push(...found);
       }
-      items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       return { revision, items };
     },
 

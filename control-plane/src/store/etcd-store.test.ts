@@ -34,6 +34,52 @@ describeStoreContract(
 );
 
 describe("etcd store", () => {
+  it("reads a range in pages, all pinned to the first page's revision", async () => {
+    const store = await openEtcdStore({ endpoints: [etcd.endpoint], pageSize: 2 });
+    try {
+      const puts = ["a", "b", "c", "d", "e"].map((name) => ({
+        type: "put" as const,
+        key: `/paged/${name}`,
+        value: `${name}1`,
+      }));
+      const first = await store.commit([], puts);
+      // A later write must not show in a read pinned before it, whatever page it lands on.
+      await store.commit([], [{ type: "put", key: "/paged/e", value: "e2" }]);
+
+      const now = await store.range("/paged/");
+      const then = await store.range("/paged/", { revision: first.revision });
+
+      expect(now.items.map((kv) => kv.value)).toEqual(["a1", "b1", "c1", "d1", "e2"]);
+      expect(then.revision).toBe(first.revision);
+      expect(then.items.map((kv) => kv.value)).toEqual(["a1", "b1", "c1", "d1", "e1"]);
+      expect((await store.get("/paged/e", { revision: first.revision }))?.value).toBe("e1");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("reads a config far over gRPC's 4 MB message limit", async () => {
+    const store = await openEtcdStore({ endpoints: [etcd.endpoint] });
+    try {
+      // 6 MB in 600 keys of 10 KB: one unpaged response would be refused by the client.
+      const value = "v".repeat(10_000);
+      for (let batch = 0; batch < 6; batch++) {
+        await store.commit(
+          [],
+          Array.from({ length: 100 }, (_, i) => ({
+            type: "put" as const,
+            key: `/big/${String(batch * 100 + i).padStart(4, "0")}`,
+            value,
+          })),
+        );
+      }
+      const result = await store.range("/big/");
+      expect(result.items).toHaveLength(600);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("fails a watch whose start revision etcd has compacted", async () => {
     const store = await openEtcdStore({ endpoints: [etcd.endpoint] });
     const admin = new Etcd3({ hosts: etcd.endpoint });

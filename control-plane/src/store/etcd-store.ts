@@ -14,7 +14,25 @@ export interface EtcdStoreOptions {
   endpoints: string[];
   /** How long to wait for a connection before a call fails; default 5000 ms. */
   dialTimeoutMs?: number;
+  /** Keys per range response; default 500 (a few MB at most for config documents). */
+  pageSize?: number;
+  /** The cluster's --max-txn-ops; default 128, etcd's own default. */
+  maxTxnOps?: number;
+  /** The cluster's --max-request-bytes; default 1.5 MiB, etcd's own default. */
+  maxRequestBytes?: number;
 }
+
+/** etcd's defaults: `--max-txn-ops 128`, `--max-request-bytes 1572864`. */
+const ETCD_DEFAULT_MAX_TXN_OPS = 128;
+const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+/** Room left in each request for protobuf framing, compares and the guard keys. */
+const REQUEST_BYTES_HEADROOM = 256 * 1024;
+const DEFAULT_PAGE_SIZE = 500;
+/**
+ * A belt only: reads are paged, so no response should come near gRPC's 4 MB default; this just
+ * keeps one oversized page (a few huge documents) from failing every read.
+ */
+const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
 /** Bounds the watch cancels in close() so shutdown never hangs on a dead etcd. */
 const CLOSE_REVOKE_TIMEOUT_MS = 2000;
@@ -54,9 +72,15 @@ function toKeyValue(kv: IKeyValue): KeyValue {
 /** Store backed by an etcd v3 cluster; every call maps to one etcd RPC. */
 export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
   if (options.endpoints.length === 0) throw new RangeError("endpoints must not be empty");
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  if (!(Number.isInteger(pageSize) && pageSize > 0)) {
+    throw new RangeError(`pageSize must be a positive integer, got ${pageSize}`);
+  }
+  const maxRequestBytes = options.maxRequestBytes ?? ETCD_DEFAULT_MAX_REQUEST_BYTES;
   const client = new Etcd3({
     hosts: options.endpoints,
     dialTimeout: options.dialTimeoutMs ?? 5000,
+    grpcOptions: { "grpc.max_receive_message_length": MAX_RECEIVE_BYTES },
   });
   const watchers = new Set<Watcher>();
   let closed = false;
@@ -100,25 +124,68 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
     );
   }
 
+  /**
+   * Reads everything under `prefix` in pages of `pageSize` keys, each page pinned to `revision`
+   * (0: the first page's), so the pages together are one consistent read however large.
+   */
+  async function rangePaged(
+    prefix: string,
+    revision: number,
+  ): Promise<{ revision: number; items: KeyValue[] }> {
+    const start = bytes(prefix);
+    const end = prefixEnd(start);
+    let from = start.length === 0 ? Buffer.from([0]) : start;
+    let pinned = revision;
+    const items: KeyValue[] = [];
+    while (true) {
+      const res = await client.kv.range({
+        key: from,
+        range_end: end,
+        limit: pageSize,
+        ...(pinned > 0 ? { revision: pinned } : {}),
+      });
+      if (pinned === 0) pinned = Number(res.header.revision);
+      for (const kv of res.kvs) items.push(toKeyValue(kv));
+      const last = res.kvs[res.kvs.length - 1];
+      if (!res.more || last === undefined) return { revision: pinned, items };
+      // The next page starts just after the last key read: that key plus a zero byte.
+      from = Buffer.concat([last.key, Buffer.from([0])]);
+    }
+  }
+
   const store: Store = {
     kind: "etcd",
+    txnLimits: {
+      maxOps: options.maxTxnOps ?? ETCD_DEFAULT_MAX_TXN_OPS,
+      maxBytes: Math.max(64 * 1024, maxRequestBytes - REQUEST_BYTES_HEADROOM),
+    },
 
-    async get(key) {
+    async get(key, readOptions) {
       assertOpen();
-      const res = await client.kv.range({ key: bytes(key) });
+      const revision = readOptions?.revision;
+      const res = await client.kv.range({
+        key: bytes(key),
+        ...(revision !== undefined ? { revision } : {}),
+      });
       const kv = res.kvs[0];
       return kv === undefined ? undefined : toKeyValue(kv);
     },
 
-    async range(prefix) {
+    async range(prefix, readOptions) {
       assertOpen();
-      const key = bytes(prefix);
-      // One Range RPC is served from one MVCC revision, reported in its header.
-      const res = await client.kv.range({
-        key: key.length === 0 ? Buffer.from([0]) : key,
-        range_end: prefixEnd(key),
-      });
-      return { revision: Number(res.header.revision), items: res.kvs.map(toKeyValue) };
+      let revision = readOptions?.revision ?? 0;
+      const items: KeyValue[] = [];
+      for (const one of typeof prefix === "string" ? [prefix] : prefix) {
+        const read = await rangePaged(one, revision);
+        revision = read.revision;
+        items.push(...read.items);
+      }
+      if (revision === 0) {
+        // No prefixes at all: still report the revision the store is at.
+        const res = await client.kv.range({ key: Buffer.from([0]), limit: 1, count_only: true });
+        revision = Number(res.header.revision);
+      }
+      return { revision, items };
     },
 
     async commit(compares, operations) {

@@ -150,6 +150,25 @@ export function describeStoreContract(
         for (const kv of result.items) expect(kv.modRevision).toBeLessThanOrEqual(result.revision);
       });
 
+      it("reads several prefixes in one read, each sorted, leaving the rest out", async () => {
+        const p = fresh();
+        await store.commit(
+          [],
+          [
+            { type: "put", key: `${p}x/2`, value: "x2" },
+            { type: "put", key: `${p}x/1`, value: "x1" },
+            { type: "put", key: `${p}y/1`, value: "y1" },
+            { type: "put", key: `${p}z/1`, value: "not asked for" },
+          ],
+        );
+        const last = await store.commit([], [{ type: "put", key: `${p}a/1`, value: "a1" }]);
+
+        const result = await store.range([`${p}x/`, `${p}a/`, `${p}y/`]);
+
+        expect(result.revision).toBe(last.revision);
+        expect(result.items.map((kv) => kv.value)).toEqual(["x1", "x2", "a1", "y1"]);
+      });
+
       it("gets one key with its create and mod revisions", async () => {
         const p = fresh();
         const created = await store.commit([], [{ type: "put", key: `${p}k`, value: "v1" }]);

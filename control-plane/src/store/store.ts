@@ -59,11 +59,31 @@ export interface Watch {
   close(): Promise<void>;
 }
 
+export interface ReadOptions {
+  /**
+   * Read the store as it was at this revision (etcd's MVCC history); default the current one.
+   * The embedded store keeps no history and refuses any revision but its current one.
+   */
+  revision?: number;
+}
+
+/** The most one commit may carry; the config service splits bigger writes to fit. */
+export interface TxnLimits {
+  /** Compares, and operations, per commit (etcd's --max-txn-ops, default 128). */
+  maxOps: number;
+  /** Bytes of keys and values per commit, with room left under etcd's --max-request-bytes. */
+  maxBytes: number;
+}
+
 export interface Store {
   readonly kind: "etcd" | "embedded";
-  get(key: string): Promise<KeyValue | undefined>;
-  /** Every key under `prefix`, all read at one revision. */
-  range(prefix: string): Promise<RangeResult>;
+  readonly txnLimits: TxnLimits;
+  get(key: string, options?: ReadOptions): Promise<KeyValue | undefined>;
+  /**
+   * Every key under `prefix` (or under each of several prefixes), all read at one revision,
+   * sorted by key within each prefix. Large results are read in pages, never as one response.
+   */
+  range(prefix: string | readonly string[], options?: ReadOptions): Promise<RangeResult>;
   /** Applies `operations` atomically if every compare holds. */
   commit(compares: readonly Compare[], operations: readonly Operation[]): Promise<CommitResult>;
   /** Streams every change under `prefix` whose revision is >= `fromRevision`. */

@@ -1,0 +1,82 @@
+import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
+import type { KeyValue, RangeResult, Store } from "../store/store.js";
+
+/**
+ * The publish gate of an apply too big for one etcd transaction (see staged-apply.ts): while
+ * this key exists, the config keys may hold part of an apply, so nobody publishes them, no
+ * other write starts, and readers read the config as it was at the gate's own revision.
+ */
+export function applyGateKey(prefix: string): string {
+  return `${prefix}meta/apply-gate`;
+}
+
+/** Bound to the applying control plane's lease: gone when that control plane is. */
+export function applyOwnerKey(prefix: string, id: string): string {
+  return `${prefix}meta/apply-owner/${id}`;
+}
+
+/** The before-images of one apply, one key per written batch. */
+export function applyUndoPrefix(prefix: string, id?: string): string {
+  return `${prefix}meta/apply-undo/${id === undefined ? "" : `${id}/`}`;
+}
+
+export interface ApplyGate {
+  id: string;
+  /** Writes the apply makes; for messages. */
+  changes: number;
+  /** ISO time the apply started; for messages. */
+  startedAt: string;
+  /** The gate key's mod revision: the config as it was before the apply's first batch. */
+  revision: number;
+}
+
+export function encodeGate(gate: Omit<ApplyGate, "revision">): string {
+  return JSON.stringify({ id: gate.id, changes: gate.changes, startedAt: gate.startedAt });
+}
+
+/** The gate among `items`, if one is set; a gate nobody can parse still closes the gate. */
+export function findGate(prefix: string, items: readonly KeyValue[]): ApplyGate | undefined {
+  const key = applyGateKey(prefix);
+  const item = items.find((candidate) => candidate.key === key);
+  if (item === undefined) return undefined;
+  let parsed: Partial<ApplyGate> = {};
+  try {
+    parsed = JSON.parse(item.value) as Partial<ApplyGate>;
+  } catch {
+    // Written around the API; recovery still needs its revision, and readers must wait.
+  }
+  return {
+    id: typeof parsed.id === "string" ? parsed.id : "unknown",
+    changes: typeof parsed.changes === "number" ? parsed.changes : 0,
+    startedAt: typeof parsed.startedAt === "string" ? parsed.startedAt : "unknown",
+    revision: item.modRevision,
+  };
+}
+
+export function gateMessage(gate: ApplyGate): string {
+  return `apply ${gate.id} of ${gate.changes} changes is in progress (started ${gate.startedAt}); try again when it ends`;
+}
+
+/** Key prefixes of the config documents, one per kind. */
+export function kindPrefixes(prefix: string, kinds: readonly ResourceKind[] = RESOURCE_KINDS) {
+  return kinds.map((kind) => `${prefix}${kind}/`);
+}
+
+/**
+ * Reads `prefixes` as the config is outside any apply: at the current revision when no gate
+ * is set, else at the gate's revision, before the apply's first write. The gate and the
+ * prefixes come from one read, so an apply that starts meanwhile cannot leak into it.
+ */
+export async function readOutsideApply(
+  store: Store,
+  prefix: string,
+  prefixes: readonly string[],
+): Promise<RangeResult & { gate: ApplyGate | undefined }> {
+  const gateKey = applyGateKey(prefix);
+  const read = await store.range([gateKey, ...prefixes]);
+  const gate = findGate(prefix, read.items);
+  const items = read.items.filter((item) => item.key !== gateKey);
+  if (gate === undefined) return { revision: read.revision, items, gate };
+  const before = await store.range(prefixes, { revision: gate.revision });
+  return { revision: before.revision, items: before.items, gate };
+}
