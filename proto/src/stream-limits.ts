@@ -14,8 +14,11 @@ export const STREAM_LIMITS = {
   nonceLength: 256,
   /** Nack.errorDetail is free text: kept and logged only up to this length, never refused. */
   nackDetailLength: 2048,
-  /** NodeHealthReport.nodes: 10 upstreams at the 1000-node cap each. */
-  healthNodes: 10_000,
+  /**
+   * NodeHealthReport.nodes: a data plane reports every node of its config, and a config of
+   * 20,000 nodes is one the gateway is built for (issue 9's scale target); 2.5x that.
+   */
+  healthNodes: 50_000,
   /** NodeHealth.upstream: a resource name is at most 63 characters. */
   healthUpstreamLength: 63,
   /** NodeHealth.address: a 253-character host, a colon and a port, or a bracketed IPv6. */

@@ -22,7 +22,11 @@ import { Fleet } from "../fleet/fleet.js";
 import { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
-import { type SnapshotServer, startSnapshotServer } from "./snapshot-server.js";
+import {
+  MAX_RECEIVE_MESSAGE_BYTES,
+  type SnapshotServer,
+  startSnapshotServer,
+} from "./snapshot-server.js";
 
 const PREFIX = "/clawgate/";
 const method = snapshotServiceDefinition.streamSnapshots;
@@ -360,8 +364,8 @@ describe("snapshot server bounds what a data plane may send", () => {
   it("refuses a message over the receive limit before decoding it", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
-    // The 3 MB hostname of issue 8: larger than the 1 MiB a data plane may send at once.
-    helloWith(dp, { hostname: "h".repeat(3 * 1024 * 1024) });
+    // Past the largest message a data plane may send at once.
+    helloWith(dp, { hostname: "h".repeat(MAX_RECEIVE_MESSAGE_BYTES + 1) });
     const status = await dp.status;
     expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(h.fleet.list()).toEqual([]);

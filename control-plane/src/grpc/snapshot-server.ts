@@ -35,19 +35,20 @@ export interface SnapshotServerOptions {
   tls?: GrpcServerTls;
   /** Streams open at once, across all connections; one more is refused. Default 1024. */
   maxStreams?: number;
-  /** Largest message a data plane may send; default MAX_RECEIVE_MESSAGE_BYTES (1 MiB). */
+  /** Largest message a data plane may send; default MAX_RECEIVE_MESSAGE_BYTES (8 MiB). */
   maxReceiveMessageBytes?: number;
   /** A stream that sends no Hello this long is ended with DEADLINE_EXCEEDED; default 10 s. */
   helloTimeoutMs?: number;
 }
 
 /**
- * Data planes send small messages: a Hello or Ack is under 1 KiB within STREAM_LIMITS, and a
- * node-health report costs about 150 bytes a node, so 1 MiB holds ~7000 nodes' report. The
- * bound is checked by grpc-js before a message is decoded, so a client cannot make the server
- * buffer more than this per stream (gRPC's own default is 4 MiB).
+ * Data planes send small messages but one: a Hello or Ack is under 1 KiB within STREAM_LIMITS,
+ * while a node-health report costs about 150 bytes a node, so a data plane of 20,000 nodes
+ * sends about 3 MB; 8 MiB holds some 55,000 nodes' report. The bound is checked by grpc-js
+ * before a message is decoded, so a client cannot make the server buffer more than this per
+ * stream (gRPC's own default is 4 MiB, which a 20,000-node report would nearly reach).
  */
-export const MAX_RECEIVE_MESSAGE_BYTES = 1024 * 1024;
+export const MAX_RECEIVE_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /** Default of maxStreams: room for a large fleet and its reconnects, but a bounded one. */
 export const DEFAULT_MAX_STREAMS = 1024;
