@@ -20,12 +20,7 @@ import {
   type StoredResource,
 } from "./config-state.js";
 import { type ConsistencyProblem, consistencyProblems } from "./consistency.js";
-import {
-  type ClawgateError,
-  clawgateError,
-  type FieldProblem,
-  type Outcome,
-} from "./errors.js";
+import { type ClawgateError, clawgateError, type FieldProblem, type Outcome } from "./errors.js";
 import {
   type Recovery,
   recoverAbandonedApply,
