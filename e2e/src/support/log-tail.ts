@@ -2,6 +2,7 @@
 export class LogTail {
   private readonly lines: string[] = [];
   private partial = "";
+  private readonly listeners = new Set<(line: string) => void>();
 
   /** @param capacity lines kept; default 200. */
   constructor(private readonly capacity = 200) {}
@@ -19,12 +20,23 @@ export class LogTail {
     return all.slice(-count).join("\n");
   }
 
+  /**
+   * Calls `listener` with every complete line from now on, kept or not: for a caller that must
+   * see a line the tail may already have dropped (a benchmark timing what a process logs).
+   * Returns the function that stops it.
+   */
+  onLine(listener: (line: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   /** Every kept line that contains `needle`. */
   grep(needle: string): string[] {
     return this.lines.filter((line) => line.includes(needle));
   }
 
   private add(line: string): void {
+    for (const listener of this.listeners) listener(line);
     this.lines.push(line);
     if (this.lines.length > this.capacity) this.lines.shift();
   }
