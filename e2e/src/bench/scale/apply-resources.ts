@@ -3,7 +3,12 @@ import type { ControlPlane } from "../../support/control-plane-process.js";
 
 export type ApplyOutcome =
   | { ok: true; revision: number; ms: number; batches: number }
-  | { ok: false; reason: string; ms: number };
+  | {
+      ok: false;
+      reason: string;
+      ms: number /** Batches written before the refusal. */;
+      batches: number;
+    };
 
 /**
  * POST /v1/apply of `resources` in batches of `batchSize` (all at once when it is at least
@@ -37,6 +42,7 @@ export async function applyResources(
         ok: false,
         reason: `batch ${batches + 1} (${batch.length} resources): ${(error as Error).message}`,
         ms: performance.now() - start,
+        batches,
       };
     }
     if (status < 200 || status > 299) {
@@ -44,6 +50,7 @@ export async function applyResources(
         ok: false,
         reason: `batch ${batches + 1} (${batch.length} resources) answered ${status}: ${text.slice(0, 200)}`,
         ms: performance.now() - start,
+        batches,
       };
     }
     // The answer names the store revision the whole batch was written at.
