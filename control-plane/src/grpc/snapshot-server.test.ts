@@ -106,6 +106,8 @@ interface Harness {
   client: grpc.Client;
   logs: Array<{ level: number; msg: string; nodeId?: string }>;
   nacks: number;
+  /** Bytes the server counted as sent on streams. */
+  bytesSent: number;
   /** Writes a config change and resolves with the version it gets published as. */
   change(name: string): Promise<number>;
   waitForState(nodeId: string, state: DataPlaneState): Promise<void>;
@@ -131,7 +133,7 @@ async function harness(
     maxDelayMs: 5,
   });
   const fleet = new Fleet();
-  const h: Partial<Harness> = { store, builder, fleet, logs, nacks: 0 };
+  const h: Partial<Harness> = { store, builder, fleet, logs, nacks: 0, bytesSent: 0 };
   await store.commit([], [{ type: "put", key: `${PREFIX}upstreams/first`, value: "{}" }]);
   await builder.start();
   const server = await startSnapshotServer({
@@ -139,7 +141,12 @@ async function harness(
     builder,
     fleet,
     logger,
-    metrics: { recordNack: () => h.nacks!++ },
+    metrics: {
+      recordNack: () => h.nacks!++,
+      recordSent: (bytes) => {
+        h.bytesSent! += bytes;
+      },
+    },
     ...limits,
   });
   const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
@@ -308,6 +315,19 @@ describe("snapshot server", () => {
     expect(statusA.code).toBe(grpc.status.UNAVAILABLE);
     expect(statusB.code).toBe(grpc.status.UNAVAILABLE);
     expect(h.fleet.counts().DISCONNECTED).toBe(2);
+  });
+
+  it("counts the bytes of every snapshot it writes to a stream", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    const first = h.builder.current()!;
+    expect(h.bytesSent).toBe(first.encoded.byteLength);
+
+    await h.change("second");
+    await dp.next();
+    expect(h.bytesSent).toBe(first.encoded.byteLength + h.builder.current()!.encoded.byteLength);
   });
 
   it("sends every stream the same build of a version", async () => {

@@ -26,7 +26,7 @@ export interface SnapshotServerOptions {
   fleet: Fleet;
   logger: ServerLogger;
   /** Counts NACKs for clawgate_snapshot_nacks_total; default none. */
-  metrics?: { recordNack(): void };
+  metrics?: { recordNack(): void; recordSent?(bytes: number): void };
   /** Interval of HTTP/2 pings that detect a dead data plane; default 10 s. */
   keepaliveTimeMs?: number;
   /** A ping unanswered this long drops the connection; default 5 s. */

@@ -18,7 +18,7 @@ export interface StreamSessionOptions {
   builder: Pick<SnapshotBuilder, "current" | "onPublish">;
   fleet: Fleet;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
-  metrics?: { recordNack(): void } | undefined;
+  metrics?: { recordNack(): void; recordSent?(bytes: number): void } | undefined;
   /** Called once when the stream is over, however it ended. */
   onClosed(): void;
   /** A stream without a Hello this long is ended, freeing its grpcMaxStreams slot. */
@@ -239,6 +239,7 @@ export class StreamSession {
     this.outstanding.set(published.nonce, version);
     this.logger.debug({ nodeId: identity.nodeId, version }, "sending snapshot");
     // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
+    this.metrics?.recordSent?.(published.encoded.byteLength);
     if (!this.call.write(published.encoded)) this.blocked = true;
   }
 

@@ -44,4 +44,23 @@ describe("control plane metrics", () => {
     expect(text).toContain('clawgate_dataplanes{state="SYNCED"} 3\n');
     expect(text).toContain("clawgate_snapshot_nacks_total 2\n");
   });
+
+  it("adds up the snapshot bytes written to data-plane streams", async () => {
+    const registry = new Registry();
+    const metrics = registerControlPlaneMetrics(registry, {
+      builder: {
+        status: () => ({
+          version: 0,
+          published: false,
+          publishedVersion: null,
+          counts: { routes: 0, upstreams: 0, breakers: 0, tenants: 0 },
+        }),
+      },
+      fleet: { counts: () => ({ SYNCED: 0, SYNCING: 0, STALE: 0, NACKED: 0, DISCONNECTED: 0 }) },
+    });
+    expect(await registry.metrics()).toContain("clawgate_snapshot_bytes_sent_total 0\n");
+    metrics.recordSent(1200);
+    metrics.recordSent(34);
+    expect(await registry.metrics()).toContain("clawgate_snapshot_bytes_sent_total 1234\n");
+  });
 });

@@ -2,6 +2,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { DataPlaneState } from "../fleet/data-plane-view.js";
 import { DATA_PLANE_STATES } from "../fleet/fleet.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
+import { registerSnapshotBytesMetric } from "./snapshot-bytes-metric.js";
 
 export interface ControlPlaneMetricSources {
   builder: SnapshotStatusSource;
@@ -11,6 +12,8 @@ export interface ControlPlaneMetricSources {
 export interface ControlPlaneMetrics {
   /** Counts one NACK from a data plane (clawgate_snapshot_nacks_total). */
   recordNack(): void;
+  /** Counts the bytes of one snapshot written to a stream (clawgate_snapshot_bytes_sent_total). */
+  recordSent(bytes: number): void;
 }
 
 /**
@@ -52,9 +55,11 @@ export function registerControlPlaneMetrics(
     help: "Snapshots data planes refused to apply.",
     registers: [registry],
   });
+  const recordSent = registerSnapshotBytesMetric(registry);
   return {
     recordNack() {
       nacks.inc();
     },
+    recordSent,
   };
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { CompiledRoute } from "./compiled-types.js";
+import { PrefixTree } from "./prefix-tree.js";
 import { normalizeRequestHost } from "./request-host.js";
 
 /*
@@ -17,36 +18,26 @@ import { normalizeRequestHost } from "./request-host.js";
  *   3. among routes with the same path: a route that constrains methods beats one that does
  *      not, then more header conditions beat fewer; a route whose conditions fail is skipped.
  *   4. then priority, higher first; then name, so the order never depends on input order.
- * Each snapshot builds these indexes once; a request does a map lookup per host tier, a map
- * lookup for the exact path and walks only the prefixes of its host tier, longest first.
+ * Each snapshot builds these indexes once, so a match costs the same with 10 routes or 10,000:
+ * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
+ * then ".example.com", ...: longest suffix first), then per host tier a map lookup for the
+ * exact path and a walk down a radix tree of its prefixes (prefix-tree.ts), longest first.
  */
-
-interface PrefixBucket {
-  readonly prefix: string;
-  /** False when the prefix ends with "/": any continuation matches. */
-  readonly boundary: boolean;
-  readonly routes: readonly CompiledRoute[];
-}
 
 interface HostTier {
   readonly exact: ReadonlyMap<string, readonly CompiledRoute[]>;
-  readonly prefixes: readonly PrefixBucket[];
-}
-
-interface WildcardTier {
-  /** ".example.com" for "*.example.com". */
-  readonly suffix: string;
-  readonly tier: HostTier;
+  readonly prefixes: PrefixTree<readonly CompiledRoute[]>;
 }
 
 export class RouteTable {
   readonly #byHost: ReadonlyMap<string, HostTier>;
-  readonly #wildcards: readonly WildcardTier[];
+  /** Keyed by the suffix with its dot: ".example.com" for "*.example.com". */
+  readonly #wildcards: ReadonlyMap<string, HostTier>;
   readonly #anyHost: HostTier | undefined;
 
   private constructor(
     byHost: ReadonlyMap<string, HostTier>,
-    wildcards: readonly WildcardTier[],
+    wildcards: ReadonlyMap<string, HostTier>,
     anyHost: HostTier | undefined,
   ) {
     this.#byHost = byHost;
@@ -72,14 +63,9 @@ export class RouteTable {
     }
     const byHost = new Map<string, HostTier>();
     for (const [host, list] of exactHosts) byHost.set(host, buildTier(list));
-    const wildcards: WildcardTier[] = [];
-    for (const [suffix, list] of wildcardHosts) wildcards.push({ suffix, tier: buildTier(list) });
-    wildcards.sort((a, b) => b.suffix.length - a.suffix.length || compare(a.suffix, b.suffix));
-    return new RouteTable(
-      byHost,
-      Object.freeze(wildcards),
-      anyHost.length > 0 ? buildTier(anyHost) : undefined,
-    );
+    const wildcards = new Map<string, HostTier>();
+    for (const [suffix, list] of wildcardHosts) wildcards.set(suffix, buildTier(list));
+    return new RouteTable(byHost, wildcards, anyHost.length > 0 ? buildTier(anyHost) : undefined);
   }
 
   match(
@@ -90,16 +76,20 @@ export class RouteTable {
   ): CompiledRoute | undefined {
     const query = rawPath.indexOf("?");
     const path = query < 0 ? rawPath : rawPath.slice(0, query);
-    if (this.#byHost.size > 0 || this.#wildcards.length > 0) {
+    if (this.#byHost.size > 0 || this.#wildcards.size > 0) {
       const host = normalizeRequestHost(rawHost);
       const tier = this.#byHost.get(host);
       if (tier !== undefined) {
         const route = matchTier(tier, method, path, headers);
         if (route !== undefined) return route;
       }
-      for (const wildcard of this.#wildcards) {
-        if (host.length > wildcard.suffix.length && host.endsWith(wildcard.suffix)) {
-          const route = matchTier(wildcard.tier, method, path, headers);
+      if (this.#wildcards.size > 0) {
+        // Leftmost dot first is longest suffix first; a dot at 0 would leave no label for
+        // the "*", which must stand for at least one character.
+        for (let dot = host.indexOf(".", 1); dot > 0; dot = host.indexOf(".", dot + 1)) {
+          const wildcard = this.#wildcards.get(host.slice(dot));
+          if (wildcard === undefined) continue;
+          const route = matchTier(wildcard, method, path, headers);
           if (route !== undefined) return route;
         }
       }
@@ -121,16 +111,7 @@ function matchTier(
     const route = firstSatisfied(exact, method, headers);
     if (route !== undefined) return route;
   }
-  for (const bucket of tier.prefixes) {
-    const prefix = bucket.prefix;
-    if (path.length < prefix.length || !path.startsWith(prefix)) continue;
-    if (bucket.boundary && path.length > prefix.length && path.charCodeAt(prefix.length) !== 47) {
-      continue;
-    }
-    const route = firstSatisfied(bucket.routes, method, headers);
-    if (route !== undefined) return route;
-  }
-  return undefined;
+  return tier.prefixes.find(path, firstSatisfied, method, headers);
 }
 
 function firstSatisfied(
@@ -173,18 +154,8 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
     else index.set(route.pathValue, [route]);
   }
   for (const list of exact.values()) Object.freeze(list.sort(byPrecedence));
-  const buckets: PrefixBucket[] = [];
-  for (const [prefix, list] of prefixes) {
-    buckets.push(
-      Object.freeze({
-        prefix,
-        boundary: !prefix.endsWith("/"),
-        routes: Object.freeze(list.sort(byPrecedence)),
-      }),
-    );
-  }
-  buckets.sort((a, b) => b.prefix.length - a.prefix.length || compare(a.prefix, b.prefix));
-  return Object.freeze({ exact, prefixes: Object.freeze(buckets) });
+  for (const list of prefixes.values()) Object.freeze(list.sort(byPrecedence));
+  return Object.freeze({ exact, prefixes: PrefixTree.build(prefixes) });
 }
 
 function byPrecedence(a: CompiledRoute, b: CompiledRoute): number {

@@ -2,8 +2,7 @@
 export class LogTail {
   private readonly lines: string[] = [];
   private partial = "";
-  /** Needles being counted, with how many lines held each since `count` began watching it. */
-  private readonly counts = new Map<string, number>();
+  private readonly listeners = new Set<(line: string) => void>();
 
   /** @param capacity lines kept; default 200. */
   constructor(private readonly capacity = 200) {}
@@ -21,9 +20,14 @@ export class LogTail {
     return all.slice(-count).join("\n");
   }
 
-  /** Every kept line that contains `needle`. */
-  grep(needle: string): string[] {
-    return this.lines.filter((line) => line.includes(needle));
+  /**
+   * Calls `listener` with every complete line from now on, kept or not: for a caller that must
+   * see a line the tail may already have dropped (a benchmark timing what a process logs).
+   * Returns the function that stops it.
+   */
+  onLine(listener: (line: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /**
@@ -31,14 +35,20 @@ export class LogTail {
    * function that reads the count so far (for asserting how many lines a burst produced).
    */
   count(needle: string): () => number {
-    this.counts.set(needle, this.counts.get(needle) ?? 0);
-    return () => this.counts.get(needle) ?? 0;
+    let seen = 0;
+    this.onLine((line) => {
+      if (line.includes(needle)) seen++;
+    });
+    return () => seen;
+  }
+
+  /** Every kept line that contains `needle`. */
+  grep(needle: string): string[] {
+    return this.lines.filter((line) => line.includes(needle));
   }
 
   private add(line: string): void {
-    for (const [needle, seen] of this.counts) {
-      if (line.includes(needle)) this.counts.set(needle, seen + 1);
-    }
+    for (const listener of this.listeners) listener(line);
     this.lines.push(line);
     if (this.lines.length > this.capacity) this.lines.shift();
   }

@@ -1,0 +1,384 @@
+import { cpus } from "node:os";
+import { startEtcd } from "@clawgate/control-plane/testing";
+import { type ControlPlane, startControlPlane } from "../../support/control-plane-process.js";
+import { type DataPlane, startDataPlane } from "../../support/data-plane-process.js";
+import { metricValue } from "../../support/metrics-text.js";
+import { Teardown } from "../../support/teardown.js";
+import { waitFor } from "../../support/wait-for.js";
+import { residentMiB } from "../process-usage.js";
+import { AppliedVersions } from "./applied-versions.js";
+import { applyResources } from "./apply-resources.js";
+import { measureRouteMatch } from "./route-match.js";
+import { routeShape, routeSpec, type ScaleSize, scaleResources } from "./scale-config.js";
+import { formatScaleReport, type ScaleRow } from "./scale-report.js";
+import { SimulatedStreams } from "./simulated-streams.js";
+
+/**
+ * `npm run bench:scale`: the config path at issue 9's scale. Real etcd, one control plane on
+ * it, real data planes, and a few hundred simulated data-plane streams; it applies 10,000
+ * routes, 2,000 upstreams and 20,000 nodes, then times one-route changes end to end and
+ * prints every figure in one table. It measures and reports; it asserts nothing. Every
+ * process it starts is stopped by its PID, also on Ctrl-C or when CLAWGATE_BENCH_TIMEOUT_MS
+ * runs out.
+ *
+ * Environment (full size by default; CLAWGATE_BENCH_SIZE=small for a quick run):
+ * CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES, _DATAPLANES (real ones), _STREAMS (simulated),
+ * _CHANGES (one-route changes timed on the data planes), _STREAM_CHANGES (on the simulated
+ * streams), _BATCH (resources per POST /v1/apply after one apply of everything fails,
+ * halved until one goes through), _TIMEOUT_MS (the whole run).
+ */
+const small = process.env.CLAWGATE_BENCH_SIZE === "small";
+const size: ScaleSize = {
+  routes: setting("ROUTES", small ? 100 : 10_000),
+  upstreams: setting("UPSTREAMS", small ? 20 : 2_000),
+  nodes: setting("NODES", small ? 200 : 20_000),
+};
+const dataPlaneCount = setting("DATAPLANES", small ? 2 : 10);
+const streamCount = setting("STREAMS", small ? 20 : 200);
+const changes = setting("CHANGES", small ? 10 : 50);
+const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
+const batchSize = setting("BATCH", 1_000);
+const timeoutMs = setting("TIMEOUT_MS", small ? 180_000 : 1_800_000);
+/** Longest wait for one step (an apply, a snapshot reaching everyone). */
+const STEP_MS = small ? 60_000 : 300_000;
+
+async function main(): Promise<void> {
+  const teardown = new Teardown();
+  const stopAll = (why: string, code: number) => {
+    process.stderr.write(`\nbench:scale: ${why}: stopping everything\n`);
+    void teardown.run().finally(() => process.exit(code));
+  };
+  process.once("SIGINT", () => stopAll("interrupted", 130));
+  process.once("SIGTERM", () => stopAll("terminated", 143));
+  const deadline = setTimeout(() => stopAll(`over ${timeoutMs} ms`, 124), timeoutMs);
+  const rows: ScaleRow[] = [];
+  const row = (figure: string, value: string, target = "") => {
+    rows.push({ figure, value: value.length > 110 ? `${value.slice(0, 107)}...` : value, target });
+    log(`${figure}: ${value}`);
+  };
+  try {
+    log(
+      `${size.routes} routes, ${size.upstreams} upstreams, ${size.nodes} nodes; ${dataPlaneCount} data planes, ${streamCount} simulated streams; ${cpus().length} cores, node ${process.version}`,
+    );
+
+    const matchSmall = measureRouteMatch(10);
+    const matchLarge = measureRouteMatch(size.routes);
+    row("route match, 10 routes", `${matchSmall.nsPerMatch.toFixed(0)} ns`);
+    row(`route match, ${size.routes} routes`, `${matchLarge.nsPerMatch.toFixed(0)} ns`);
+    row(
+      "route match ratio",
+      `${(matchLarge.nsPerMatch / matchSmall.nsPerMatch).toFixed(2)}x`,
+      "< 1.2x",
+    );
+
+    const etcd = await startEtcd();
+    teardown.add("etcd", () => etcd.stop());
+    const cp = await startControlPlane({
+      CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint,
+      CLAWGATE_LOG_LEVEL: "info",
+    });
+    teardown.add("control plane", () => cp.stop());
+    log(`etcd pid ${etcd.pid}, control plane pid ${cp.process.pid}`);
+    let refusedStreamMessages = 0;
+    cp.process.output.onLine((line) => {
+      if (line.includes("refusing a stream message over its size limit")) refusedStreamMessages++;
+    });
+
+    // Apply: everything in one transaction first, as the issue asks; batches when refused.
+    const { upstreams, routes } = scaleResources(size);
+    const everything = [...upstreams, ...routes];
+    let applied = await applyResources(cp, everything, everything.length, STEP_MS);
+    row(
+      `one apply of ${everything.length} resources`,
+      applied.ok ? `${ms(applied.ms)}` : `refused after ${ms(applied.ms)}: ${applied.reason}`,
+      "succeeds",
+    );
+    // Halving until a batch goes through finds the limit in force (an apply is an upsert, so
+    // batches a refused attempt already wrote are merely written again).
+    // A refusal after some batches went through is a limit on the whole config, not on one
+    // batch: smaller batches would meet it too.
+    for (
+      let batch = batchSize;
+      !applied.ok && applied.batches === 0 && batch >= 1;
+      batch = Math.floor(batch / 2)
+    ) {
+      applied = await applyResources(cp, everything, batch, STEP_MS);
+      // The control plane's etcd client stops calling etcd for a while after failures; a
+      // refusal then says nothing about this batch size, so it is tried again once that ends.
+      for (let retry = 0; !applied.ok && /circuit breaker is open/.test(applied.reason); retry++) {
+        if (retry === 60) break;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        applied = await applyResources(cp, everything, batch, STEP_MS);
+      }
+      row(
+        `apply in batches of ${batch}`,
+        applied.ok
+          ? `${ms(applied.ms)} (${applied.batches} batches)`
+          : `refused after ${ms(applied.ms)}: ${applied.reason}`,
+      );
+    }
+    // When only part of it went in, the rest is measured at what the control plane published.
+    if (!applied.ok && applied.batches === 0) {
+      throw new Error(`the config could not be applied: ${applied.reason}`);
+    }
+    const atLeast = applied.ok ? applied.revision : 1;
+    const published = await waitFor(
+      async () => {
+        const snapshot = await cp.admin.snapshot();
+        return snapshot.published && (snapshot.publishedVersion ?? snapshot.version) >= atLeast
+          ? snapshot
+          : undefined;
+      },
+      { what: `the control plane to publish version ${atLeast}`, timeoutMs: STEP_MS },
+    );
+    const version = published.publishedVersion ?? published.version;
+    row(
+      "config measured below",
+      `${JSON.stringify(published.counts)} at version ${version}`,
+      applied.ok ? "" : "all of it",
+    );
+
+    // Data planes start after the apply: each gets the whole config as its first snapshot.
+    const dataPlanes: DataPlane[] = [];
+    const startedAt: number[] = [];
+    for (let i = 0; i < dataPlaneCount; i++) {
+      startedAt.push(Date.now());
+      const dp = await startDataPlane(
+        { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_LOG_LEVEL: "info" },
+        { waitUntil: "none" },
+      );
+      teardown.add(`data plane ${i}`, () => dp.stop());
+      dataPlanes.push(dp);
+    }
+    const appliedVersions = new AppliedVersions(dataPlanes);
+    const firstApplied = await appliedVersions.waitAll(version, STEP_MS);
+    const boot = firstApplied.map((at, i) => at - startedAt[i]!);
+    row(
+      `DP start to full snapshot applied (${dataPlaneCount} DPs at once)`,
+      `p50 ${ms(percentile(boot, 0.5))}, max ${ms(Math.max(...boot))}`,
+    );
+    // Since the process started: its boot and the full snapshot (the histogram resets per scrape).
+    const bootLag = await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds");
+    row("DP event-loop block, boot + full snapshot", `max ${secondsAsMs(bootLag)}`, "< 250 ms");
+
+    // One-route changes reaching the real data planes. A refused change is reported, and
+    // what needs no change is still measured.
+    await measureChanges(cp, dataPlanes, appliedVersions, row).catch((error: unknown) =>
+      row("one-route changes stopped", firstLine(error), "succeed"),
+    );
+
+    const heap = await scrapeAll(dataPlanes, "nodejs_heap_size_used_bytes");
+    row("DP heap used", `max ${bytes(Math.max(...heap))}`, "< 512 MB");
+    const rss = dataPlanes.map((dp) => residentMiB([dp.process.pid]));
+    row("DP resident memory", `max ${Math.max(...rss).toFixed(0)} MiB`);
+
+    // Simulated data planes: how one control plane copes with many streams.
+    const full = new SimulatedStreams(cp.grpcAddress, 1, 0, "full-snapshot");
+    const helloAt = Date.now();
+    let fullAt: number | undefined;
+    full.onArrival((arrival) => {
+      fullAt ??= arrival.atMs;
+    });
+    const fullArrival = await waitFor(() => fullAt, {
+      what: "a new stream to receive the full snapshot",
+      timeoutMs: STEP_MS,
+      intervalMs: 2,
+    }).finally(() => full.close());
+    row("full snapshot over a new stream (Hello to last byte)", ms(fullArrival - helloAt));
+
+    await measureStreams(cp, appliedVersions, teardown, row).catch((error: unknown) =>
+      row("simulated-stream changes stopped", firstLine(error), "succeed"),
+    );
+    row("stream messages the CP refused as over a size limit", String(refusedStreamMessages), "0");
+    clearTimeout(deadline);
+  } catch (error) {
+    row(
+      "benchmark stopped",
+      error instanceof Error ? error.message.split("\n")[0]! : String(error),
+    );
+    process.exitCode = 1;
+  } finally {
+    clearTimeout(deadline);
+    await teardown.run();
+    process.stdout.write(`\n${formatScaleReport(rows)}\n\n`);
+  }
+}
+
+type Row = (figure: string, value: string, target?: string) => void;
+
+/** One-route changes timed to every real data plane, with their event-loop block and bytes. */
+async function measureChanges(
+  cp: ControlPlane,
+  dataPlanes: DataPlane[],
+  appliedVersions: AppliedVersions,
+  row: Row,
+): Promise<void> {
+  const bytesBefore = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
+  const changeLatencies: number[] = [];
+  const changeLags: number[] = [];
+  const idleLags: number[] = [];
+  for (let k = 1; k <= changes; k++) {
+    // Resets the lag histograms; then a quiet window as long as a change, for the baseline.
+    await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    idleLags.push(...(await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds")));
+    const revision = await changeOneRoute(cp, k);
+    const sentAt = revision.sentAt;
+    const times = await appliedVersions.waitAll(revision.revision, STEP_MS);
+    changeLatencies.push(...times.map((at) => at - sentAt));
+    changeLags.push(...(await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds")));
+  }
+  const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
+  row(
+    `one-route change to ${dataPlaneCount} DPs applied (${changes} changes)`,
+    `p50 ${ms(percentile(changeLatencies, 0.5))}, p99 ${ms(percentile(changeLatencies, 0.99))}`,
+    "p99 < 100 ms",
+  );
+  row(
+    "DP event-loop block, one-route change",
+    `p50 ${secondsAsMs(percentile(changeLags, 0.5))}, max ${secondsAsMs(Math.max(...changeLags))}`,
+    "< 20 ms",
+  );
+  row(
+    "DP event-loop block, idle window (scrape cost)",
+    `p50 ${secondsAsMs(percentile(idleLags, 0.5))}, max ${secondsAsMs(Math.max(...idleLags))}`,
+  );
+  const wireBytes = (bytesAfter - bytesBefore) / (changes * dataPlaneCount);
+  row("bytes on the wire per one-route change per DP", bytes(wireBytes), "independent of size");
+}
+
+/** One-route changes timed to the simulated data planes, all on this one control plane. */
+async function measureStreams(
+  cp: ControlPlane,
+  appliedVersions: AppliedVersions,
+  teardown: Teardown,
+  row: Row,
+): Promise<void> {
+  const current = (await cp.admin.snapshot()).version;
+  const streams = new SimulatedStreams(cp.grpcAddress, streamCount, current);
+  teardown.add("simulated streams", () => streams.close());
+  await waitFor(
+    async () =>
+      (await cp.admin.dataplanes()).filter(
+        (d) => d.nodeId.startsWith("simulated-") && d.state === "SYNCED",
+      ).length === streamCount,
+    {
+      what: `${streamCount} simulated streams to be SYNCED`,
+      timeoutMs: STEP_MS,
+      intervalMs: 100,
+    },
+  );
+  const streamLatencies: number[] = [];
+  for (let k = 1; k <= streamChanges; k++) {
+    const arrivals = new Map<number, number>();
+    let target = Number.POSITIVE_INFINITY;
+    const stop = streams.onArrival((arrival) => {
+      if (arrival.version >= target && !arrivals.has(arrival.stream)) {
+        arrivals.set(arrival.stream, arrival.atMs);
+      }
+    });
+    const revision = await changeOneRoute(cp, changes + k);
+    target = revision.revision;
+    await waitFor(() => arrivals.size === streamCount, {
+      what: `${streamCount} simulated streams to receive version ${target}`,
+      timeoutMs: STEP_MS,
+      intervalMs: 2,
+    });
+    stop();
+    for (const at of arrivals.values()) streamLatencies.push(at - revision.sentAt);
+    // The real data planes apply it too; let them finish before the next change.
+    await appliedVersions.waitAll(revision.revision, STEP_MS);
+  }
+  row(
+    `one-route change to ${streamCount} simulated streams (${streamChanges} changes)`,
+    `p50 ${ms(percentile(streamLatencies, 0.5))}, p99 ${ms(percentile(streamLatencies, 0.99))}`,
+    "p99 < 1 s",
+  );
+}
+
+function firstLine(error: unknown): string {
+  return error instanceof Error ? error.message.split("\n")[0]! : String(error);
+}
+
+/**
+ * Rewrites route r-0 with a new priority, through POST /v1/apply of that one route (PUT reads
+ * more of the store and is refused sooner as the config grows): one route's document changes,
+ * nothing else. The clock starts before the request, so the latency includes the store write.
+ */
+async function changeOneRoute(
+  cp: ControlPlane,
+  k: number,
+): Promise<{ revision: number; sentAt: number }> {
+  const { name, request: _request, ...shape } = routeShape(0, size.upstreams);
+  const sentAt = Date.now();
+  const response = await cp.admin.apply([
+    { kind: "route", name, spec: routeSpec(shape, k % 1000) },
+  ]);
+  const revision = (response.body as { revision?: number }).revision;
+  if (typeof revision !== "number") throw new Error("POST /v1/apply answered no revision");
+  return { revision, sentAt };
+}
+
+/** `name` from every data plane's /metrics (scraping also resets the lag histograms). */
+async function scrapeAll(dataPlanes: DataPlane[], name: string): Promise<number[]> {
+  const values: number[] = [];
+  // One at a time and with a long deadline: ten busy data planes on two cores answer slowly.
+  for (const dp of dataPlanes) {
+    const response = await fetch(`${dp.adminUrl}/metrics`, {
+      signal: AbortSignal.timeout(STEP_MS),
+    });
+    values.push(metricValue(await response.text(), name) ?? Number.NaN);
+  }
+  return values;
+}
+
+async function cpMetric(cp: ControlPlane, name: string): Promise<number> {
+  const response = await fetch(`${cp.adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${cp.token}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  const value = metricValue(await response.text(), name);
+  if (value === undefined) throw new Error(`the control plane's /metrics has no ${name}`);
+  return value;
+}
+
+function percentile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(0)} ms`;
+}
+
+function secondsAsMs(values: number | readonly number[]): string {
+  const value = typeof values === "number" ? values : Math.max(...values);
+  return ms(value * 1000);
+}
+
+function bytes(value: number): string {
+  return value >= 1024 * 1024
+    ? `${(value / 1024 / 1024).toFixed(1)} MiB`
+    : `${(value / 1024).toFixed(1)} KiB`;
+}
+
+function setting(name: string, fallback: number): number {
+  const text = process.env[`CLAWGATE_BENCH_${name}`];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Error(`CLAWGATE_BENCH_${name} must be a whole number above 0, got ${text}`);
+  }
+  return value;
+}
+
+function log(message: string): void {
+  process.stderr.write(`bench:scale: ${message}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `bench:scale failed: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exitCode = 1;
+});
