@@ -1,5 +1,10 @@
 import { hostname } from "node:os";
-import { declareSettings, hostPortSetting, type SettingsOf } from "@clawgate/runtime";
+import {
+  declareSettings,
+  hostPortSetting,
+  type SettingsOf,
+  WATCHDOG_SETTINGS,
+} from "@clawgate/runtime";
 import { z } from "zod";
 
 /**
@@ -81,20 +86,7 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
     default: "info",
   },
-  watchdogMaxEventLoopDelayMs: {
-    variable: "CLAWGATE_WATCHDOG_MAX_EVENT_LOOP_DELAY_MS",
-    flag: "watchdog-max-event-loop-delay-ms",
-    doc: "Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld.",
-    type: z.int().min(10).max(600_000),
-    default: 5_000,
-  },
-  watchdogMaxHeapRatio: {
-    variable: "CLAWGATE_WATCHDOG_MAX_HEAP_RATIO",
-    flag: "watchdog-max-heap-ratio",
-    doc: "Used heap / V8 heap limit above which WATCHDOG=1 is withheld.",
-    type: z.number().gt(0).max(1),
-    default: 0.9,
-  },
+  ...WATCHDOG_SETTINGS,
   drainTimeoutMs: {
     variable: "CLAWGATE_DRAIN_TIMEOUT_MS",
     flag: "drain-timeout-ms",

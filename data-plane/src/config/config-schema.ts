@@ -1,4 +1,9 @@
-import { declareSettings, hostPortSetting, type SettingsOf } from "@clawgate/runtime";
+import {
+  declareSettings,
+  hostPortSetting,
+  type SettingsOf,
+  WATCHDOG_SETTINGS,
+} from "@clawgate/runtime";
 import { z } from "zod";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -69,21 +74,7 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: z.int().min(0).max(600_000),
     default: 5_000,
   },
-  watchdogMaxEventLoopDelayMs: {
-    variable: "CLAWGATE_WATCHDOG_MAX_EVENT_LOOP_DELAY_MS",
-    flag: "watchdog-max-event-loop-delay-ms",
-    // A missed ping is close to a kill, and a whole fleet compiles one snapshot at once.
-    doc: "Longest event-loop stall per watchdog interval before WATCHDOG=1 is withheld.",
-    type: z.int().min(10).max(600_000),
-    default: 5_000,
-  },
-  watchdogMaxHeapRatio: {
-    variable: "CLAWGATE_WATCHDOG_MAX_HEAP_RATIO",
-    flag: "watchdog-max-heap-ratio",
-    doc: "Used heap / V8 heap limit above which WATCHDOG=1 is withheld.",
-    type: z.number().gt(0).max(1),
-    default: 0.9,
-  },
+  ...WATCHDOG_SETTINGS,
   drainTimeoutMs: {
     variable: "CLAWGATE_DRAIN_TIMEOUT_MS",
     flag: "drain-timeout-ms",

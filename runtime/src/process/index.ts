@@ -26,6 +26,7 @@ export {
   type WatchdogOptions,
   watchdogIntervalMs,
 } from "./watchdog.js";
+export { WATCHDOG_SETTINGS } from "./watchdog-settings.js";
 export { settlesWithin } from "./within.js";
 
 /** Settings both binaries share; their defaults and reasons live in each config schema. */
