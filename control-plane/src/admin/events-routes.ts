@@ -42,6 +42,10 @@ const healEvent = z.object({
   evidence: z.string().optional(),
   outcome: z.enum(HEAL_OUTCOMES).optional(),
   source: z.string(),
+  /** Summary events only: the events of this source and action beyond the journal's queue. */
+  count: z.number().int().optional(),
+  /** Summary events only: a few of those events' nodes, as "upstream/node". */
+  sample: z.array(z.string()).optional(),
 });
 
 /** The heal journal, newest first: what the self-healing chain did, and why. */

@@ -57,6 +57,12 @@ export interface HealEvent {
   evidence?: string;
   outcome?: HealOutcome;
   source: string;
+  /**
+   * Summary events only: how many events of this source and action it stands for (a burst
+   * beyond the journal's queue), and a few of their nodes as "upstream/node".
+   */
+  count?: number;
+  sample?: string[];
 }
 
 /** The stored form: everything but `id`, which is the key. */
@@ -68,4 +74,6 @@ export const storedHealEventSchema = z.object({
   evidence: z.string().optional(),
   outcome: z.enum(HEAL_OUTCOMES).optional(),
   source: z.string(),
+  count: z.number().int().positive().optional(),
+  sample: z.array(z.string()).optional(),
 });

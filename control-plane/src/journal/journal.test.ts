@@ -108,6 +108,68 @@ describe("Journal", () => {
     expect((await j.list()).map((e) => e.id)).toEqual(ids.slice(-5).reverse());
   });
 
+  it("writes a burst in batches of at most 100 events and 128 operations, keeping maxEvents", async () => {
+    const commits: Array<{ puts: number; operations: number }> = [];
+    const counting: Store = {
+      ...store,
+      kind: store.kind,
+      commit: async (compares, operations) => {
+        commits.push({
+          puts: operations.filter((op) => op.type === "put").length,
+          operations: operations.length,
+        });
+        return store.commit(compares, operations);
+      },
+    };
+    const j = new Journal({ store: counting, prefix: PREFIX, maxEvents: 50, clock: () => now });
+    const events = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        j.record({
+          upstream: "agents",
+          node: `127.0.0.1:${9000 + i}`,
+          action: "evict",
+          source: "dp",
+        }),
+      ),
+    );
+    expect(new Set(events.map((event) => event.id)).size).toBe(300);
+    // The newest 50 are kept, the last recorded newest.
+    const kept = await j.list({ limit: 100 });
+    expect(kept.map((event) => event.node)).toEqual(
+      events
+        .slice(-50)
+        .reverse()
+        .map((event) => event.node),
+    );
+    expect(await eventKeys()).toHaveLength(50);
+    expect(commits.length).toBeLessThanOrEqual(10);
+    for (const commit of commits) {
+      expect(commit.puts).toBeLessThanOrEqual(100);
+      expect(commit.operations).toBeLessThanOrEqual(128);
+    }
+  });
+
+  it("fails a burst batch by batch when the store does, instead of retrying in a loop", async () => {
+    let calls = 0;
+    const failing: Store = {
+      ...store,
+      kind: store.kind,
+      commit: async () => {
+        calls++;
+        throw new Error("config store failed: etcd is down");
+      },
+    };
+    const j = new Journal({ store: failing, prefix: PREFIX, clock: () => now });
+    const results = await Promise.allSettled(
+      Array.from({ length: 250 }, () =>
+        j.record({ upstream: "agents", action: "evict", source: "dp" }),
+      ),
+    );
+    expect(results.every((result) => result.status === "rejected")).toBe(true);
+    expect(String((results[0] as PromiseRejectedResult).reason)).toContain("etcd is down");
+    expect(calls).toBe(3);
+  });
+
   it("trims events another writer added once it re-reads the keys", async () => {
     const a = journal({ maxEvents: 4, resyncEvery: 3 });
     const b = journal({ maxEvents: 4, resyncEvery: 3 });

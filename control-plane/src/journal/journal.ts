@@ -7,6 +7,7 @@ import {
   healEventInputSchema,
   storedHealEventSchema,
 } from "./heal-event.js";
+import { type BacklogEntry, type EventBody, JournalBacklog } from "./journal-backlog.js";
 
 export interface JournalOptions {
   store: Store;
@@ -19,10 +20,15 @@ export interface JournalOptions {
   /** Wall clock for event times; default Date.now. */
   clock?: () => number;
   /**
-   * Records between full re-reads of the journal's keys, which is how this instance learns
+   * Commits between full re-reads of the journal's keys, which is how this instance learns
    * of events other control planes wrote (and trims them too); default 100.
    */
   resyncEvery?: number;
+  /**
+   * Events record() queues before a burst is only counted, in one summary event per source and
+   * action (clawgate_heal_events_summarized_total counts them); default 1000.
+   */
+  maxQueued?: number;
 }
 
 export interface JournalQuery {
@@ -44,9 +50,16 @@ export type RecordListener = (event: HealEvent) => void;
 
 /** Deletes one commit may carry when trimming; etcd caps a transaction at 128 operations. */
 const TRIM_BATCH = 100;
+/** Operations in one commit: etcd's default --max-txn-ops. */
+const MAX_TXN_OPS = 128;
+/** Events one commit writes, leaving room under MAX_TXN_OPS for trimming deletes. */
+const MAX_BATCH_EVENTS = 100;
+/** Bytes of keys and values one commit writes: under etcd's 1.5 MiB request limit, with room. */
+const MAX_BATCH_BYTES = 1_000_000;
 /** Tries with the next sequence number when another writer took the same key. */
 const MAX_KEY_ATTEMPTS = 5;
 const HEAL_ACTIONS_METRIC = "clawgate_heal_actions_total";
+const SUMMARIZED_METRIC = "clawgate_heal_events_summarized_total";
 
 /**
  * The heal journal: every action the self-healing chain takes (quarantine, evict, readmit,
@@ -54,6 +67,9 @@ const HEAL_ACTIONS_METRIC = "clawgate_heal_actions_total";
  * `GET /v1/events` can read it. Bounded to `maxEvents`: each write also deletes the oldest
  * events beyond the bound in the same commit, so the journal never outgrows it for long,
  * even with several control planes writing (each re-reads the keys every `resyncEvery`).
+ * record() queues and writes events in batches, one commit per up to 100, one batch at a time,
+ * so a burst of N node changes costs about N/100 store commits rather than N (a burst of one
+ * per commit is what tripped the etcd client's breaker for config writes too).
  */
 export class Journal {
   readonly #store: Store;
@@ -62,6 +78,10 @@ export class Journal {
   readonly #clock: () => number;
   readonly #resyncEvery: number;
   readonly #counter: Counter<"action" | "result"> | undefined;
+  readonly #summarized: Counter<"action"> | undefined;
+  readonly #backlog: JournalBacklog;
+  /** A batch is queued on #chain and has not started: the next record() joins it. */
+  #drainQueued = false;
   readonly #listeners = new Set<RecordListener>();
   /** Event keys as last read plus those written since, oldest first; undefined until read. */
   #known: string[] | undefined;
@@ -75,6 +95,11 @@ export class Journal {
     this.#maxEvents = options.maxEvents ?? 1_000;
     this.#clock = options.clock ?? Date.now;
     this.#resyncEvery = options.resyncEvery ?? 100;
+    const maxQueued = options.maxQueued ?? 1_000;
+    if (!Number.isInteger(maxQueued) || maxQueued < 1) {
+      throw new RangeError(`maxQueued must be a positive integer, got ${maxQueued}`);
+    }
+    this.#backlog = new JournalBacklog(maxQueued);
     if (!Number.isInteger(this.#maxEvents) || this.#maxEvents < 1) {
       throw new RangeError(`maxEvents must be a positive integer, got ${this.#maxEvents}`);
     }
@@ -91,18 +116,29 @@ export class Journal {
           labelNames: ["action", "result"] as const,
           registers: [options.metrics],
         });
+      this.#summarized =
+        (options.metrics.getSingleMetric(SUMMARIZED_METRIC) as Counter<"action"> | undefined) ??
+        new Counter({
+          name: SUMMARIZED_METRIC,
+          help: "Heal events beyond the journal's queue, journaled only as a count in a summary event.",
+          labelNames: ["action"] as const,
+          registers: [options.metrics],
+        });
     }
   }
 
   /**
-   * Records one heal action and resolves with the stored event. Throws a TypeError when the
-   * event is invalid (unknown action, bad upstream name) and rejects when the store fails.
+   * Records one heal action and resolves with the stored event: its own, or the summary it was
+   * counted in when it arrived beyond the queue. Rejects with a TypeError when the event is
+   * invalid (unknown action, bad upstream name) and with the store's error when its batch fails.
    */
-  async record(input: HealEventInput): Promise<HealEvent> {
-    const event = await this.recordGuarded(input, { compares: [], operations: [] });
-    // Without compares of its own, only a store failure keeps an event from being written.
-    if (event === undefined) throw new Error("journal event was not written");
-    return event;
+  record(input: HealEventInput): Promise<HealEvent> {
+    const parsed = parseInput(input);
+    if (parsed instanceof TypeError) return Promise.reject(parsed);
+    const { promise, summarized } = this.#backlog.add(parsed);
+    if (summarized) this.#summarized?.inc({ action: parsed.action });
+    this.#scheduleDrain();
+    return promise;
   }
 
   /**
@@ -111,17 +147,107 @@ export class Journal {
    * once across control planes by claiming a key in the same transaction.
    */
   recordGuarded(input: HealEventInput, guard: JournalGuard): Promise<HealEvent | undefined> {
-    const parsed = healEventInputSchema.safeParse(input);
-    if (!parsed.success) {
-      const reason = parsed.error.issues
-        .map((issue) => `${issue.path.join(".") || "event"}: ${issue.message}`)
-        .join("; ");
-      return Promise.reject(new TypeError(`invalid heal event: ${reason}`));
-    }
+    const parsed = parseInput(input);
+    if (parsed instanceof TypeError) return Promise.reject(parsed);
     // Serialised so the known-key list and the sequence stay in step with what was committed.
-    const run = this.#chain.then(() => this.#write(parsed.data, guard));
+    const run = this.#chain.then(() => this.#write(parsed, guard));
     this.#chain = run.catch(() => undefined);
     return run;
+  }
+
+  /** Queues one batch on the chain, unless one is queued and has not started yet. */
+  #scheduleDrain(): void {
+    if (this.#drainQueued) return;
+    this.#drainQueued = true;
+    const run = this.#chain.then(() => {
+      this.#drainQueued = false;
+      return this.#writeBatch();
+    });
+    this.#chain = run.catch(() => undefined);
+  }
+
+  /** Writes the next batch of queued events in one commit, then queues the next batch if any. */
+  async #writeBatch(): Promise<void> {
+    let batch: BacklogEntry[] = [];
+    try {
+      const known = await this.#knownKeys();
+      // Room for the deletes that keep the journal at maxEvents once this batch is in.
+      const over = known.length - this.#maxEvents;
+      const maxPuts = Math.max(1, Math.min(MAX_BATCH_EVENTS, Math.floor((MAX_TXN_OPS - over) / 2)));
+      let bytes = 0;
+      batch = this.#backlog.take(maxPuts, (body) => {
+        // Key and time add well under 100 bytes to the value's JSON.
+        const size = Buffer.byteLength(JSON.stringify(body)) + 100 + this.#prefix.length;
+        if (bytes + size > MAX_BATCH_BYTES) return false;
+        bytes += size;
+        return true;
+      });
+      if (batch.length === 0) return;
+      const events = await this.#commitBatch(known, batch);
+      for (const [index, entry] of batch.entries()) {
+        const event = events[index] as HealEvent;
+        this.#counter?.inc(
+          { action: event.action, result: event.outcome ?? "none" },
+          event.count ?? 1,
+        );
+        this.#notify(event);
+        for (const waiter of entry.waiters) waiter.resolve(event);
+      }
+    } catch (error) {
+      // The store failed before the batch was taken: fail a batch anyway, so a store that is
+      // down costs one call per batch of the bounded backlog, not a retry loop.
+      if (batch.length === 0) batch = this.#backlog.take(MAX_BATCH_EVENTS, () => true);
+      for (const entry of batch) for (const waiter of entry.waiters) waiter.reject(error);
+    } finally {
+      if (this.#backlog.size > 0) this.#scheduleDrain();
+    }
+  }
+
+  /** Puts `batch` in one commit with the trimming deletes it needs; returns its events. */
+  async #commitBatch(known: string[], batch: BacklogEntry[]): Promise<HealEvent[]> {
+    for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
+      const now = this.#clock();
+      const time = new Date(now).toISOString();
+      const events = batch.map((entry): HealEvent => {
+        const id = eventId(now, this.#seq++);
+        return { id, time, ...entry.body };
+      });
+      const keys = events.map((event) => `${this.#prefix}${event.id}`);
+      const excess = Math.min(
+        Math.max(0, known.length + batch.length - this.#maxEvents),
+        MAX_TXN_OPS - batch.length,
+      );
+      const commit = await this.#store.commit(
+        keys.map((key) => ({ key, modRevision: 0 })),
+        [
+          ...events.map(
+            ({ id, ...stored }, index): Operation => ({
+              type: "put",
+              key: keys[index] as string,
+              value: JSON.stringify(stored),
+            }),
+          ),
+          ...known.slice(0, excess).map((old): Operation => ({ type: "delete", key: old })),
+        ],
+      );
+      // Another writer took one of the keys: try again with the next sequence numbers.
+      if (!commit.succeeded) continue;
+      known.splice(0, excess);
+      for (const key of keys) insertSorted(known, key);
+      this.#sinceResync++;
+      return events;
+    }
+    throw new Error(`journal key collided ${MAX_KEY_ATTEMPTS} times in a row`);
+  }
+
+  #notify(event: HealEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure must not turn a recorded event into a failed record().
+      }
+    }
   }
 
   /** Events newest first, filtered by upstream and time. */
@@ -184,13 +310,7 @@ export class Journal {
       insertSorted(known, key);
       this.#sinceResync++;
       this.#counter?.inc({ action: event.action, result: event.outcome ?? "none" });
-      for (const listener of this.#listeners) {
-        try {
-          listener(event);
-        } catch {
-          // A listener's failure must not turn a recorded event into a failed record().
-        }
-      }
+      this.#notify(event);
       return event;
     }
     throw new Error(`journal key collided ${MAX_KEY_ATTEMPTS} times in a row`);
@@ -233,7 +353,18 @@ function parseEvent(id: string, value: string): HealEvent | undefined {
   if (parsed.data.node !== undefined) event.node = parsed.data.node;
   if (parsed.data.evidence !== undefined) event.evidence = parsed.data.evidence;
   if (parsed.data.outcome !== undefined) event.outcome = parsed.data.outcome;
+  if (parsed.data.count !== undefined) event.count = parsed.data.count;
+  if (parsed.data.sample !== undefined) event.sample = parsed.data.sample;
   return event;
+}
+
+function parseInput(input: HealEventInput): EventBody | TypeError {
+  const parsed = healEventInputSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const reason = parsed.error.issues
+    .map((issue) => `${issue.path.join(".") || "event"}: ${issue.message}`)
+    .join("; ");
+  return new TypeError(`invalid heal event: ${reason}`);
 }
 
 function insertSorted(keys: string[], key: string): void {

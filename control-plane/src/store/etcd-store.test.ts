@@ -1,5 +1,5 @@
 import { Etcd3 } from "etcd3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
 import { openEtcdStore } from "./etcd-store.js";
 import { describeStoreContract, probeWatch } from "./store-contract.js";
@@ -114,6 +114,35 @@ describe("etcd store", () => {
       expect(await other.get("/close/k")).toBeUndefined();
     } finally {
       await other.close();
+    }
+  });
+
+  it("tries etcd again 1 s after the client's breaker opened, not etcd3's default 5 s", async () => {
+    const store = await openEtcdStore({ endpoints: ["http://127.0.0.1:1"], dialTimeoutMs: 300 });
+    // The breaker reads Date.now; holding it still lets the test say how long it has been open.
+    const frozen = Date.now();
+    const clock = vi.spyOn(Date, "now").mockReturnValue(frozen);
+    const attempt = () =>
+      store.get("/blip").then(
+        () => "answered",
+        (error: unknown) => String(error),
+      );
+    try {
+      let outcome = "";
+      for (let i = 0; i < 10 && !/circuit breaker is open/.test(outcome); i++) {
+        outcome = await attempt();
+      }
+      expect(outcome).toMatch(/circuit breaker is open/);
+      clock.mockReturnValue(frozen + 999);
+      expect(await attempt()).toMatch(/circuit breaker is open/);
+      // Half-open: the next call goes to etcd again (and fails there, as etcd is still away).
+      clock.mockReturnValue(frozen + 1_001);
+      const next = await attempt();
+      expect(next).not.toMatch(/circuit breaker is open/);
+      expect(next).not.toBe("answered");
+    } finally {
+      clock.mockRestore();
+      await store.close();
     }
   });
 

@@ -1,3 +1,4 @@
+import { ConsecutiveBreaker, circuitBreaker, handleWhen } from "cockatiel";
 import {
   CompareResult,
   CompareTarget,
@@ -5,9 +6,26 @@ import {
   type ICompare,
   type IKeyValue,
   type IRequestOp,
+  isRecoverableError,
   type Watcher,
 } from "etcd3";
 import type { KeyValue, Store, Watch, WatchEvent } from "./store.js";
+
+/**
+ * The per-host breaker etcd3 puts in front of every call, as its default (3 consecutive
+ * recoverable failures open it) but half-open after 1 s instead of 5 s: the breaker is shared
+ * by every call, config writes included, so a short etcd blip (or a burst that made a few calls
+ * fail) otherwise refuses all of them for 5 s after etcd is back.
+ */
+const HOST_BREAKER_HALF_OPEN_MS = 1_000;
+const HOST_BREAKER_FAILURES = 3;
+
+function hostBreaker() {
+  return circuitBreaker(handleWhen(isRecoverableError), {
+    halfOpenAfter: HOST_BREAKER_HALF_OPEN_MS,
+    breaker: new ConsecutiveBreaker(HOST_BREAKER_FAILURES),
+  });
+}
 
 export interface EtcdStoreOptions {
   /** Client URLs, for example ["http://127.0.0.1:2379"]. */
@@ -81,6 +99,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
     hosts: options.endpoints,
     dialTimeout: options.dialTimeoutMs ?? 5000,
     grpcOptions: { "grpc.max_receive_message_length": MAX_RECEIVE_BYTES },
+    faultHandling: { host: hostBreaker },
   });
   const watchers = new Set<Watcher>();
   let closed = false;
