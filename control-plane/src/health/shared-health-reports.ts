@@ -5,6 +5,7 @@ import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
 import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
 import {
   encodeHealthReport,
+  HealthReportTooLarge,
   parseHealthReport,
   type SharedHealthReport,
 } from "./stored-health-report.js";
@@ -198,6 +199,12 @@ export class SharedHealthReports {
     const latest = this.#latest.get(dataPlane);
     const run = (latest === undefined ? this.#delete(dataPlane) : this.#write(dataPlane, latest))
       .catch((error: unknown) => {
+        if (error instanceof HealthReportTooLarge) {
+          // Trying again cannot help: this replica keeps the report for itself until a smaller
+          // one comes, and other replicas keep their last view of this data plane.
+          this.#logger?.warn({ err: error, dataPlane }, "health report too large to share");
+          return;
+        }
         this.#logger?.warn(
           { err: error, dataPlane, retryMs: this.#retryMs },
           "could not share a data plane's health report; trying again",

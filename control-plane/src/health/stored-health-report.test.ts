@@ -1,0 +1,74 @@
+import { randomBytes } from "node:crypto";
+import { inflateRawSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import {
+  DEFLATE_ABOVE_BYTES,
+  encodeHealthReport,
+  HealthReportTooLarge,
+  MAX_STORED_REPORT_BYTES,
+  parseHealthReport,
+} from "./stored-health-report.js";
+
+/** etcd's default --max-request-bytes: a value over it can never be written. */
+const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+
+/** A rack gone: every node of a 20,000-node config evicted, as bench:scale drives it. */
+function evictedNodes(count: number, evidence = (i: number) => `connect ECONNREFUSED ${i}`) {
+  return Array.from(
+    { length: count },
+    (_, i): ReportedNodeHealth => ({
+      upstream: `upstream-${Math.floor(i / 10)}`,
+      address: `127.1.${Math.floor(i / 250)}.${i % 250}:9`,
+      state: "evicted",
+      evidence: evidence(i),
+      changedAtMs: 1_764_547_200_000n + BigInt(i),
+    }),
+  );
+}
+
+function inflatedLength(value: string): number {
+  const { deflated } = JSON.parse(value) as { deflated: string };
+  return inflateRawSync(Buffer.from(deflated, "base64")).length;
+}
+
+describe("stored health reports", () => {
+  it("keep a small report as plain JSON", () => {
+    const value = encodeHealthReport({ replica: "cp-1", reportedAtMs: 0, nodes: evictedNodes(3) });
+    expect(value.length).toBeLessThan(DEFLATE_ABOVE_BYTES);
+    expect(JSON.parse(value).nodes).toHaveLength(3);
+  });
+
+  it("store a 20,000-node report deflated within etcd's request limit, and read it back whole", () => {
+    const nodes = evictedNodes(20_000);
+    const value = encodeHealthReport({ replica: "cp-1", reportedAtMs: 1_000, nodes });
+    const plainBytes = inflatedLength(value);
+
+    expect(plainBytes).toBeGreaterThan(ETCD_DEFAULT_MAX_REQUEST_BYTES);
+    expect(value.startsWith('{"deflated":')).toBe(true);
+    expect(value.length).toBeLessThanOrEqual(MAX_STORED_REPORT_BYTES);
+
+    const parsed = parseHealthReport("dp-1", value);
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(parsed.report.replica).toBe("cp-1");
+    expect(parsed.report.nodes).toHaveLength(20_000);
+    expect(parsed.report.nodes[19_999]).toEqual({
+      ...nodes[19_999],
+      changedAtMs: Number(nodes[19_999]!.changedAtMs),
+    });
+  });
+
+  it("refuse a report that stays too large deflated, rather than fail every write", () => {
+    const noise = () => randomBytes(96).toString("base64");
+    expect(() =>
+      encodeHealthReport({ replica: "cp-1", reportedAtMs: 0, nodes: evictedNodes(20_000, noise) }),
+    ).toThrow(HealthReportTooLarge);
+  });
+
+  it("name a value that is neither JSON nor deflated JSON", () => {
+    expect(parseHealthReport("dp-1", '{"deflated":"bm90IGRlZmxhdGVk"}')).toMatchObject({
+      ok: false,
+    });
+  });
+});
