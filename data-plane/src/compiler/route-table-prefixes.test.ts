@@ -1,20 +1,7 @@
-import { create, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { compileSnapshot } from "./compile-snapshot.js";
+import { compileRouteTable, type RouteInit } from "../testing/route-table-fixture.js";
 
-type RouteInit = NonNullable<Parameters<typeof create<typeof RouteSchema>>[1]>;
-
-function table(routes: RouteInit[]) {
-  const result = compileSnapshot(
-    create(SnapshotSchema, {
-      version: 1n,
-      upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:1", weight: 1 }] }],
-      routes: routes.map((r) => ({ upstream: "u", ...r })),
-    }),
-  );
-  if (!result.ok) throw new Error(result.reason);
-  return result.value;
-}
+const table = compileRouteTable;
 
 // Prefixes that share characters but not segments: a tree on characters must still respect
 // segment boundaries, and fall back to a shorter prefix when a longer one does not hold.

@@ -1,6 +1,6 @@
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { type AddressInfo, connect } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { connect } from "node:net";
 import { Writable } from "node:stream";
 import { create, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
@@ -10,6 +10,7 @@ import { FakeClock } from "../clock/clock.js";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
 import { RequestHealing } from "./request-healing.js";
@@ -20,7 +21,6 @@ import { RequestHealing } from "./request-healing.js";
  * stream, and malformed or repeated Host lines, all through the real handler on a real socket.
  */
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 type RouteInit = NonNullable<Parameters<typeof create<typeof RouteSchema>>[1]>;
 
 const PROTOTYPE_KEYS = [
@@ -34,17 +34,8 @@ const PROTOTYPE_KEYS = [
 /** The keys that are also valid resource names (lower case): used as route and upstream names. */
 const NAME_KEYS = ["constructor", "prototype"];
 
-async function listen(handler: Handler): Promise<{ server: Server; port: number }> {
-  const server = createServer(handler);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return { server, port: (server.address() as AddressInfo).port };
-}
-
-async function closeServer(server: Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-}
+const listen = listenOnLoopback;
+const closeServer = closeLoopbackServer;
 
 interface RawReply {
   status: number;

@@ -1,14 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import {
-  createServer,
   type IncomingHttpHeaders,
   type IncomingMessage,
   request,
   type Server,
   type ServerResponse,
 } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { create, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
@@ -17,22 +15,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { closeLoopbackServer, type Handler, listenOnLoopback } from "../testing/loopback-server.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-async function listen(handler: Handler): Promise<{ server: Server; port: number }> {
-  const server = createServer(handler);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return { server, port: (server.address() as AddressInfo).port };
-}
-
-async function closeServer(server: Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-}
+const listen = listenOnLoopback;
+const closeServer = closeLoopbackServer;
 
 interface Reply {
   status: number;
