@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Snapshot } from "./config_pb.js";
+import type { BreakerPolicy, Route, Snapshot, Tenant, Upstream } from "./config_pb.js";
 import { file_clawgate_v1_config } from "./config_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/snapshot_service.proto.
  */
 export const file_clawgate_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSJ8CgVIZWxsbxIPCgdub2RlX2lkGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEhgKEHNvZnR3YXJlX3ZlcnNpb24YAyABKAkSGAoQcHJvdG9jb2xfdmVyc2lvbhgEIAEoDRIcChRsYXN0X2FwcGxpZWRfdmVyc2lvbhgFIAEoBCIlCgNBY2sSDwoHdmVyc2lvbhgBIAEoBBINCgVub25jZRgCIAEoCSI8CgROYWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMZXJyb3JfZGV0YWlsGAMgASgJImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIr0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIAEIJCgdtZXNzYWdlIk8KF1N0cmVhbVNuYXBzaG90c1Jlc3BvbnNlEikKCHNuYXBzaG90GAEgASgLMhUuY2xhd2dhdGUudjEuU25hcHNob3RIAEIJCgdtZXNzYWdlMnMKD1NuYXBzaG90U2VydmljZRJgCg9TdHJlYW1TbmFwc2hvdHMSIy5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXF1ZXN0GiQuY2xhd2dhdGUudjEuU3RyZWFtU25hcHNob3RzUmVzcG9uc2UoATABYgZwcm90bzM", [file_clawgate_v1_config]);
+  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIr0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIAEIJCgdtZXNzYWdlIuQCCg1TbmFwc2hvdERlbHRhEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMYmFzZV92ZXJzaW9uGAMgASgEEhUKDWNyZWF0ZWRfYXRfbXMYBCABKAQSIgoGcm91dGVzGAUgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAYgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYByADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYCCADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFgoOcmVtb3ZlZF9yb3V0ZXMYCSADKAkSGQoRcmVtb3ZlZF91cHN0cmVhbXMYCiADKAkSGAoQcmVtb3ZlZF9icmVha2VycxgLIAMoCRIXCg9yZW1vdmVkX3RlbmFudHMYDCADKAkifAoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAEisKBWRlbHRhGAIgASgLMhouY2xhd2dhdGUudjEuU25hcHNob3REZWx0YUgAQgkKB21lc3NhZ2UycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
 
 /**
  * First message on every stream.
@@ -48,6 +48,14 @@ export type Hello = Message<"clawgate.v1.Hello"> & {
    * @generated from field: uint64 last_applied_version = 5;
    */
   lastAppliedVersion: bigint;
+
+  /**
+   * The data plane applies SnapshotDelta messages; without it (an older data plane) the control
+   * plane sends only whole snapshots.
+   *
+   * @generated from field: bool accepts_deltas = 6;
+   */
+  acceptsDeltas: boolean;
 };
 
 /**
@@ -99,6 +107,15 @@ export type Nack = Message<"clawgate.v1.Nack"> & {
    * @generated from field: string error_detail = 3;
    */
   errorDetail: string;
+
+  /**
+   * The Nack answers a delta whose base_version is not the version this data plane serves:
+   * nothing is wrong with the version itself, so the control plane sends it again as a whole
+   * snapshot instead of recording a refusal.
+   *
+   * @generated from field: bool wants_full_snapshot = 4;
+   */
+  wantsFullSnapshot: boolean;
 };
 
 /**
@@ -218,6 +235,89 @@ export const StreamSnapshotsRequestSchema: GenMessage<StreamSnapshotsRequest> = 
   messageDesc(file_clawgate_v1_snapshot_service, 5);
 
 /**
+ * What changed between two versions: resources added or changed, sent whole, and the names
+ * of resources removed. Applied on top of exactly base_version, it gives the same config as the
+ * whole snapshot of `version`; a data plane serving another version answers a Nack with
+ * wants_full_snapshot and keeps serving what it has.
+ *
+ * @generated from message clawgate.v1.SnapshotDelta
+ */
+export type SnapshotDelta = Message<"clawgate.v1.SnapshotDelta"> & {
+  /**
+   * The store revision of the config this delta leads to.
+   *
+   * @generated from field: uint64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: string nonce = 2;
+   */
+  nonce: string;
+
+  /**
+   * The version the delta applies on.
+   *
+   * @generated from field: uint64 base_version = 3;
+   */
+  baseVersion: bigint;
+
+  /**
+   * Unix milliseconds when the control plane built `version`.
+   *
+   * @generated from field: uint64 created_at_ms = 4;
+   */
+  createdAtMs: bigint;
+
+  /**
+   * @generated from field: repeated clawgate.v1.Route routes = 5;
+   */
+  routes: Route[];
+
+  /**
+   * @generated from field: repeated clawgate.v1.Upstream upstreams = 6;
+   */
+  upstreams: Upstream[];
+
+  /**
+   * @generated from field: repeated clawgate.v1.BreakerPolicy breakers = 7;
+   */
+  breakers: BreakerPolicy[];
+
+  /**
+   * @generated from field: repeated clawgate.v1.Tenant tenants = 8;
+   */
+  tenants: Tenant[];
+
+  /**
+   * @generated from field: repeated string removed_routes = 9;
+   */
+  removedRoutes: string[];
+
+  /**
+   * @generated from field: repeated string removed_upstreams = 10;
+   */
+  removedUpstreams: string[];
+
+  /**
+   * @generated from field: repeated string removed_breakers = 11;
+   */
+  removedBreakers: string[];
+
+  /**
+   * @generated from field: repeated string removed_tenants = 12;
+   */
+  removedTenants: string[];
+};
+
+/**
+ * Describes the message clawgate.v1.SnapshotDelta.
+ * Use `create(SnapshotDeltaSchema)` to create a new message.
+ */
+export const SnapshotDeltaSchema: GenMessage<SnapshotDelta> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 6);
+
+/**
  * @generated from message clawgate.v1.StreamSnapshotsResponse
  */
 export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsResponse"> & {
@@ -230,6 +330,12 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
      */
     value: Snapshot;
     case: "snapshot";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.SnapshotDelta delta = 2;
+     */
+    value: SnapshotDelta;
+    case: "delta";
   } | { case: undefined; value?: undefined };
 };
 
@@ -238,12 +344,14 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
  * Use `create(StreamSnapshotsResponseSchema)` to create a new message.
  */
 export const StreamSnapshotsResponseSchema: GenMessage<StreamSnapshotsResponse> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 6);
+  messageDesc(file_clawgate_v1_snapshot_service, 7);
 
 /**
- * One bidirectional stream per data plane, in the spirit of xDS state-of-the-world: the
- * control plane sends the whole snapshot whenever its version differs from the one the data
- * plane has applied, and the data plane answers each with an Ack or a Nack.
+ * One bidirectional stream per data plane, in the spirit of xDS with its incremental variant:
+ * the control plane sends the whole snapshot first (and whenever the data plane reconnects,
+ * falls behind or refuses a version), and after that only what changed, as a SnapshotDelta on
+ * top of the version the data plane has applied. The data plane answers each with an Ack or a
+ * Nack; a version keeps its meaning (the store revision) whichever way it arrived.
  *
  * @generated from service clawgate.v1.SnapshotService
  */
