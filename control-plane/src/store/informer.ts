@@ -88,7 +88,14 @@ export class Informer {
    * it again returns the same promise, so several consumers can share one informer.
    */
   start(): Promise<void> {
-    this.#started ??= this.#listAndWatch(true);
+    if (this.#started === undefined) {
+      const started = this.#listAndWatch(true);
+      this.#started = started;
+      // A first list that failed is tried again by the next caller, not remembered for good.
+      started.catch(() => {
+        if (this.#started === started) this.#started = undefined;
+      });
+    }
     return this.#started;
   }
 
