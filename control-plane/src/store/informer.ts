@@ -23,7 +23,7 @@ export type InformerLogger = Pick<Logger, "debug" | "info" | "warn">;
 
 export interface InformerOptions {
   store: Store;
-  /** Key prefixes to mirror (an exact key works too: it is its own prefix). */
+  /** Key prefixes to mirror; an exact key works too (with any longer key it prefixes). */
   prefixes: readonly string[];
   /** Called after each batch is applied to the mirror; it must not throw. */
   onBatch?: (batch: InformerBatch) => void;
@@ -157,7 +157,7 @@ export class Informer {
     if (this.#stopped) return;
     const fresh = new Map<string, KeyValue>();
     for (const item of list.items) {
-      // A prefix that is an exact key also matches longer keys; those stay out.
+      // The store reads each prefix; a key under two overlapping prefixes is kept once.
       if (this.#wanted(item.key)) fresh.set(item.key, item);
     }
     const changes = first ? [...fresh.values()].map(added) : diff(this.#items, fresh);
