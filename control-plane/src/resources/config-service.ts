@@ -303,17 +303,18 @@ export class ConfigService {
   }
 
   /**
-   * Reads `seen` from the store and, where the model shows a key at another revision than the
-   * store holds, waits until the model has caught up. True when it was behind (judge again).
+   * Reads the keys of `seen` (each at the revision a write was judged on) from the store and,
+   * where the store holds another revision, waits until the model has that one too. True when
+   * the judgement was made on a model that lagged (judge again).
    */
   async #catchUp(seen: readonly Compare[]): Promise<boolean> {
-    const keys = [...new Set(seen.map((compare) => compare.key))];
+    const judged = new Map(seen.map((compare) => [compare.key, compare.modRevision]));
+    const keys = [...judged.keys()];
     const stored = await Promise.all(keys.map((key) => this.#store.get(key)));
     let target = 0;
     keys.forEach((key, index) => {
       const now = stored[index]?.modRevision ?? 0;
-      const modelled = this.#model.keyValue(key)?.modRevision ?? 0;
-      if (now === modelled) return;
+      if (now === judged.get(key)) return;
       // A key deleted meanwhile has no revision to read; its delete is the model's next event.
       target = Math.max(target, now === 0 ? this.#model.revision + 1 : now);
     });
