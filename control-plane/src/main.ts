@@ -27,6 +27,7 @@ import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
+import { ConfigModel } from "./snapshot/config-model.js";
 import { SnapshotBuilder } from "./snapshot/snapshot-builder.js";
 import { openStore } from "./store/open-store.js";
 
@@ -70,12 +71,16 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   unready?.setReason("etcd answered; reading the store");
   logger.info({ store: store.kind, prefix: settings.etcdPrefix }, "store opened");
 
-  const config = new ConfigService(store, settings.etcdPrefix);
+  // One model of the config in memory, fed by a watch, for both the admin API's write checks
+  // and the snapshot builder: neither reads the whole config again per change.
+  const model = new ConfigModel({ store, prefix: settings.etcdPrefix, logger });
+  const config = new ConfigService(store, settings.etcdPrefix, { model });
   const builder = new SnapshotBuilder({
     store,
     prefix: settings.etcdPrefix,
     logger,
     instanceId: settings.instanceId,
+    model,
   });
   await builder.start();
   // Big applies are staged behind a gate (resources/staged-apply.ts); only etcd needs them.
@@ -205,6 +210,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await expiries.stop();
       sweeper?.stop();
       await builder.stop();
+      await model.stop();
       await store.close();
     },
   });

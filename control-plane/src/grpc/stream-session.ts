@@ -1,10 +1,13 @@
 import {
   type Ack,
+  create,
   type EncodedOrResponse,
+  encodeResponse,
   type Hello,
   type Nack,
   PROTOCOL_VERSION,
   type StreamSnapshotsRequest,
+  StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
 import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
@@ -239,8 +242,9 @@ export class StreamSession {
     this.outstanding.set(published.nonce, version);
     this.logger.debug({ nodeId: identity.nodeId, version }, "sending snapshot");
     // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
-    this.metrics?.recordSent?.(published.encoded.byteLength);
-    if (!this.call.write(published.encoded)) this.blocked = true;
+    const encoded = encodedOnce(published);
+    this.metrics?.recordSent?.(encoded.byteLength);
+    if (!this.call.write(encoded)) this.blocked = true;
   }
 
   private cleanup(reason: string): void {
@@ -262,4 +266,22 @@ export class StreamSession {
       return "unknown";
     }
   }
+}
+
+/**
+ * Stopgap until the snapshot server encodes deltas and parts itself: the builder no longer
+ * encodes, so each published snapshot is encoded here once and its bytes shared by every stream.
+ */
+const encodings = new WeakMap<PublishedSnapshot, Uint8Array>();
+function encodedOnce(published: PublishedSnapshot): Uint8Array {
+  let encoded = encodings.get(published);
+  if (encoded === undefined) {
+    encoded = encodeResponse(
+      create(StreamSnapshotsResponseSchema, {
+        message: { case: "snapshot", value: published.snapshot },
+      }),
+    );
+    encodings.set(published, encoded);
+  }
+  return encoded;
 }

@@ -5,21 +5,12 @@ import {
   type ResourceKind,
   validateResource,
 } from "@clawgate/proto";
+import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
-import {
-  applyGateKey,
-  findGate,
-  gateMessage,
-  kindPrefixes,
-  readOutsideApply,
-} from "./apply-gate.js";
-import {
-  type ConfigState,
-  readConfigState,
-  resourceKey,
-  type StoredResource,
-} from "./config-state.js";
-import { type ConsistencyProblem, consistencyProblems } from "./consistency.js";
+import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
+import { type ConfigOverlay, overlayOf } from "./config-overlay.js";
+import { readConfigState, resourceKey, type StoredResource } from "./config-state.js";
+import { type ConsistencyProblem, scopedConsistencyProblems } from "./consistency.js";
 import { type ClawgateError, clawgateError, type FieldProblem, type Outcome } from "./errors.js";
 import {
   type Recovery,
@@ -79,7 +70,20 @@ export interface ConfigServiceOptions {
   stagedHooks?: StagedApplyHooks;
   /** Owner lease of such an apply: how long a dead control plane blocks writes; default 30 s. */
   applyLeaseTtlSeconds?: number;
+  /**
+   * The config model writes are checked against, shared with the snapshot builder; default one
+   * of the service's own, started by the first write.
+   */
+  model?: ConfigModel;
+  /**
+   * Longest a write waits for the model to catch up: with a write just committed (so the next
+   * request sees it) or with the store after a conflict; default 5 s.
+   */
+  catchUpMs?: number;
 }
+
+/** Logs of a model the service makes for itself: its relists are retried, not reported. */
+const QUIET = { debug() {}, info() {}, warn() {} };
 
 /** Key every config write puts, so any two concurrent config writes conflict. */
 export function configGuardKey(prefix: string): string {
@@ -113,12 +117,24 @@ export class ConfigService {
   readonly #prefix: string;
   readonly #maxAttempts: number;
   readonly #options: ConfigServiceOptions;
+  readonly #model: ConfigModel;
+  readonly #catchUpMs: number;
 
   constructor(store: Store, prefix: string, options: ConfigServiceOptions = {}) {
     this.#store = store;
     this.#prefix = prefix;
     this.#maxAttempts = options.maxAttempts ?? 5;
     this.#options = options;
+    this.#catchUpMs = options.catchUpMs ?? 5_000;
+    this.#model = options.model ?? new ConfigModel({ store, prefix, logger: QUIET });
+    if (this.#model.prefix !== prefix) {
+      throw new RangeError(`the model follows prefix ${this.#model.prefix}, not ${prefix}`);
+    }
+  }
+
+  /** Stops the service's own model; a shared one is its owner's to stop. */
+  async close(): Promise<void> {
+    if (this.#options.model === undefined) await this.#model.stop();
   }
 
   /**
@@ -195,27 +211,38 @@ export class ConfigService {
     if (tooBig !== undefined) return { ok: false, error: tooBig };
     const guard = configGuardKey(this.#prefix);
     const gateKey = applyGateKey(this.#prefix);
+    const model = this.#model;
     try {
+      // Writes are checked against the model, not a read of the config: the commit's revision
+      // compares make sure nothing changed between what the model showed and the write.
+      await model.start();
       for (let attempt = 0; attempt < this.#maxAttempts; attempt++) {
-        // Only the config kinds and the two coordination keys: never the journal, health
-        // reports or registry, which share the prefix and can dwarf the config.
-        const range = await this.#store.range([guard, gateKey, ...kindPrefixes(this.#prefix)]);
-        const gate = findGate(this.#prefix, range.items);
+        const gate = model.gate;
         if (gate !== undefined) {
           // A gate whose control plane died is rolled back here rather than blocking writes.
-          if ((await this.recoverAbandonedApply()) === "rolled-back") continue;
+          if ((await this.recoverAbandonedApply()) === "rolled-back") {
+            await this.#catchUp([{ key: gateKey, modRevision: gate.revision }]);
+            continue;
+          }
           return {
             ok: false,
             error: clawgateError("CLAWGATE_STORE_CONFLICT", gateMessage(gate)),
           };
         }
-        const raw = new Map(range.items.map((item) => [item.key, item]));
-        const plan = planChanges(this.#prefix, parsed.changes, pruneKinds, raw, range.revision);
-        if (!plan.ok) return plan;
-        if (dryRun || plan.operations.length === 0) {
-          return { ok: true, revision: range.revision, dryRun, results: plan.results };
+        const revision = model.revision;
+        const plan = planChanges(this.#prefix, parsed.changes, pruneKinds, model);
+        const guardRead = { key: guard, modRevision: model.keyValue(guard)?.modRevision ?? 0 };
+        if (!plan.ok) {
+          // A refusal must not come from a model that lags the store (a write another control
+          // plane just made): confirm what it was judged on, and judge again once caught up.
+          // Every write through the API puts the guard key: if the store's is where the model
+          // shows it, the model has every such write.
+          if (await this.#catchUp([guardRead])) continue;
+          return plan;
         }
-        const guardRead = { key: guard, modRevision: raw.get(guard)?.modRevision ?? 0 };
+        if (dryRun || plan.operations.length === 0) {
+          return { ok: true, revision, dryRun, results: plan.results };
+        }
         if (!fitsOneCommit(plan, this.#store)) {
           const staged = await stagedApply({
             store: this.#store,
@@ -223,17 +250,21 @@ export class ConfigService {
             guard: guardRead,
             writes: plan.operations.map((operation) => ({
               operation,
-              before: raw.get(operation.key),
+              before: model.keyValue(operation.key),
             })),
             hooks: this.#options.stagedHooks,
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
           });
-          if (!staged.ok && staged.reason === "conflict") continue;
+          if (!staged.ok && staged.reason === "conflict") {
+            await this.#catchUp([guardRead, { key: gateKey, modRevision: 0 }]);
+            continue;
+          }
           if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
+          await model.waitForRevision(staged.revision, this.#catchUpMs);
           const results = plan.results.map((result) => {
             const key = resourceKey(this.#prefix, result.kind, result.name);
-            const revision = staged.revisions.get(key);
-            return revision === undefined ? result : { ...result, revision };
+            const written = staged.revisions.get(key);
+            return written === undefined ? result : { ...result, revision: written };
           });
           return { ok: true, revision: staged.revision, dryRun, results };
         }
@@ -245,10 +276,15 @@ export class ConfigService {
         ];
         const operations: Operation[] = [
           ...plan.operations,
-          { type: "put", key: guard, value: String(range.revision) },
+          { type: "put", key: guard, value: String(revision) },
         ];
         const commit = await this.#store.commit(compares, operations);
-        if (!commit.succeeded) continue;
+        if (!commit.succeeded) {
+          await this.#catchUp(compares);
+          continue;
+        }
+        // The next request to this control plane (a GET, an If-Match write) must see this one.
+        await model.waitForRevision(commit.revision, this.#catchUpMs);
         const results = plan.results.map((result) =>
           result.action === "unchanged" ? result : { ...result, revision: commit.revision },
         );
@@ -264,6 +300,27 @@ export class ConfigService {
         `config changed concurrently ${this.#maxAttempts} times in a row; try again`,
       ),
     };
+  }
+
+  /**
+   * Reads the keys of `seen` (each at the revision a write was judged on) from the store and,
+   * where the store holds another revision, waits until the model has that one too. True when
+   * the judgement was made on a model that lagged (judge again).
+   */
+  async #catchUp(seen: readonly Compare[]): Promise<boolean> {
+    const judged = new Map(seen.map((compare) => [compare.key, compare.modRevision]));
+    const keys = [...judged.keys()];
+    const stored = await Promise.all(keys.map((key) => this.#store.get(key)));
+    let target = 0;
+    keys.forEach((key, index) => {
+      const now = stored[index]?.modRevision ?? 0;
+      if (now === judged.get(key)) return;
+      // A key deleted meanwhile has no revision to read; its delete is the model's next event.
+      target = Math.max(target, now === 0 ? this.#model.revision + 1 : now);
+    });
+    if (target === 0) return false;
+    await this.#model.waitForRevision(target, this.#catchUpMs);
+    return true;
   }
 }
 
@@ -323,25 +380,23 @@ function parseChanges(
 }
 
 /**
- * Applies the changes to the config as read, in memory, and returns the transaction that
- * makes them real, or why they are refused.
+ * Applies the changes to the config as the model holds it, as an overlay (nothing is copied),
+ * and returns the transaction that makes them real, or why they are refused.
  */
 function planChanges(
   prefix: string,
   changes: readonly ParsedChange[],
   pruneKinds: readonly ResourceKind[],
-  raw: ReadonlyMap<string, KeyValue>,
-  revision: number,
+  model: ConfigModel,
 ): Planned {
-  const before = readConfigState(prefix, { revision, items: [...raw.values()] }).state;
-  const after = cloneState(before);
+  const after = overlayOf(model.state);
   const compares: Compare[] = [];
   const operations: Operation[] = [];
   const results: AppliedResource[] = [];
   const deleted: { kind: ResourceKind; name: string }[] = [];
 
   for (const change of changes) {
-    const current = raw.get(change.key);
+    const current = model.keyValue(change.key);
     const currentRevision = current?.modRevision ?? 0;
     if (change.ifMatch !== undefined && change.ifMatch !== currentRevision) {
       const now = current === undefined ? "does not exist" : `is at revision ${currentRevision}`;
@@ -374,7 +429,7 @@ function planChanges(
     }
     // Pins what the preconditions were checked against: a concurrent write fails the commit.
     compares.push({ key: change.key, modRevision: currentRevision });
-    const resources = after[change.kind] as Map<string, StoredResource<ResourceKind>>;
+    const resources = after[change.kind] as ConfigOverlay[ResourceKind];
     if (change.value === undefined) {
       if (current === undefined) return notFound(change.kind, change.name);
       resources.delete(change.name);
@@ -388,12 +443,15 @@ function planChanges(
       });
       continue;
     }
-    const stored = before[change.kind].get(change.name);
-    resources.set(change.name, {
-      name: change.name,
-      document: change.document as ResourceDocuments[ResourceKind],
-      revision: currentRevision,
-    });
+    const stored = model.get(change.kind, change.name);
+    (resources as { set(name: string, resource: StoredResource<ResourceKind>): void }).set(
+      change.name,
+      {
+        name: change.name,
+        document: change.document as ResourceDocuments[ResourceKind],
+        revision: currentRevision,
+      },
+    );
     if (stored !== undefined && JSON.stringify(stored.document) === change.value) {
       results.push({
         kind: change.kind,
@@ -415,8 +473,8 @@ function planChanges(
   const named = new Set(changes.map((change) => change.key));
   for (const kind of pruneKinds) {
     const kindPrefix = `${prefix}${kind}/`;
-    for (const item of raw.values()) {
-      if (!item.key.startsWith(kindPrefix) || named.has(item.key)) continue;
+    for (const item of model.keysOf(kind)) {
+      if (named.has(item.key)) continue;
       const name = item.key.slice(kindPrefix.length);
       after[kind].delete(name);
       deleted.push({ kind, name });
@@ -426,32 +484,43 @@ function planChanges(
     }
   }
 
-  const conflict = referenceConflict(before, after, deleted);
+  const conflict = referenceConflict(model, after, deleted);
   if (conflict !== undefined) return { ok: false, error: conflict };
   return { ok: true, compares, operations, results };
-}
-
-function cloneState(state: ConfigState): ConfigState {
-  return {
-    upstreams: new Map(state.upstreams),
-    routes: new Map(state.routes),
-    breakers: new Map(state.breakers),
-    tenants: new Map(state.tenants),
-  };
 }
 
 /**
  * Refuses only problems the write introduces: a reference already broken by a key written
  * around the API must not block unrelated writes (the snapshot builder reports it instead).
+ * Only what the write can break is checked: the routes and upstreams it puts, and the users of
+ * the upstreams and breakers it deletes (the model keeps who references whom).
  */
 function referenceConflict(
-  before: ConfigState,
-  after: ConfigState,
+  model: ConfigModel,
+  after: ConfigOverlay,
   deleted: readonly { kind: ResourceKind; name: string }[],
 ): ClawgateError | undefined {
+  const routes = new Set(after.routes.changed.keys());
+  const upstreams = new Set(after.upstreams.changed.keys());
+  for (const { kind, name } of deleted) {
+    if (kind === "upstreams") for (const route of model.routesUsing(name)) routes.add(route);
+    if (kind === "breakers")
+      for (const upstream of model.upstreamsUsing(name)) upstreams.add(upstream);
+  }
+  const scope = (view: {
+    routes: { get(name: string): StoredResource<"routes"> | undefined };
+    upstreams: { get(name: string): StoredResource<"upstreams"> | undefined };
+    breakers: { has(name: string): boolean };
+  }) =>
+    scopedConsistencyProblems({
+      routes: present([...routes].map((name) => view.routes.get(name))),
+      upstreams: present([...upstreams].map((name) => view.upstreams.get(name))),
+      upstreamNames: { has: (name) => view.upstreams.get(name) !== undefined },
+      breakerNames: view.breakers,
+    });
   const id = (p: ConsistencyProblem) => `${p.kind}/${p.name}/${p.field}/${p.message}`;
-  const known = new Set(consistencyProblems(before).map(id));
-  const fresh = consistencyProblems(after).filter((problem) => !known.has(id(problem)));
+  const known = new Set(scope(model.state).map(id));
+  const fresh = scope(after).filter((problem) => !known.has(id(problem)));
   if (fresh.length === 0) return undefined;
 
   // A dangling reference caused by a delete is explained from the deleted side, naming users.
@@ -480,8 +549,12 @@ function referenceConflict(
   );
 }
 
+function present<T>(items: readonly (T | undefined)[]): T[] {
+  return items.filter((item): item is T => item !== undefined);
+}
+
 /** The `kind/name` a consistency problem points at. */
-function referencedTarget(state: ConfigState, problem: ConsistencyProblem): string | undefined {
+function referencedTarget(state: ConfigOverlay, problem: ConsistencyProblem): string | undefined {
   if (problem.kind === "upstreams") {
     const upstream = state.upstreams.get(problem.name)?.document;
     return upstream === undefined ? undefined : `breakers/${upstream.breaker}`;

@@ -1,4 +1,4 @@
-import { referenceProblems } from "@clawgate/proto";
+import { type ResourceDocuments, referenceProblems } from "@clawgate/proto";
 import type { ConfigState } from "./config-state.js";
 
 /** One broken reference: which resource, which field, and what it points at. */
@@ -9,25 +9,47 @@ export interface ConsistencyProblem {
   message: string;
 }
 
+/** What a reference check reads: some routes and upstreams, and which names exist. */
+export interface ReferenceScope {
+  routes: Iterable<{ name: string; document: ResourceDocuments["routes"] }>;
+  upstreams: Iterable<{ name: string; document: ResourceDocuments["upstreams"] }>;
+  upstreamNames: { has(name: string): boolean };
+  breakerNames: { has(name: string): boolean };
+}
+
 /**
  * The shared reference check (@clawgate/proto referenceProblems) over a config state, with each
  * message naming its resource ("route api names upstream agents, which does not exist"), as
- * the admin API's 409 body and the snapshot status say it. The admin API checks a write's
- * result with this before committing it; the snapshot builder checks each snapshot with it.
+ * the admin API's 409 body and the snapshot status say it.
  */
 export function consistencyProblems(state: ConfigState): ConsistencyProblem[] {
-  const problems = referenceProblems({
-    routes: [...state.routes.values()].map(({ name, document }) => ({
-      name,
-      upstream: document.upstream,
-      split: document.split,
-    })),
-    upstreams: [...state.upstreams.values()].map(({ name, document }) => ({
-      name,
-      breaker: document.breaker,
-    })),
+  return scopedConsistencyProblems({
+    routes: state.routes.values(),
+    upstreams: state.upstreams.values(),
     upstreamNames: state.upstreams,
     breakerNames: state.breakers,
+  });
+}
+
+/**
+ * The same check for only the routes and upstreams in `scope`: a write checks the resources it
+ * touches and the users of what it deletes, not the whole config.
+ */
+export function scopedConsistencyProblems(scope: ReferenceScope): ConsistencyProblem[] {
+  const routes = [...scope.routes].map(({ name, document }) => ({
+    name,
+    upstream: document.upstream,
+    split: document.split,
+  }));
+  const upstreams = [...scope.upstreams].map(({ name, document }) => ({
+    name,
+    breaker: document.breaker,
+  }));
+  const problems = referenceProblems({
+    routes,
+    upstreams,
+    upstreamNames: scope.upstreamNames,
+    breakerNames: scope.breakerNames,
   });
   return problems.map((problem) => ({
     kind: problem.kind as ConsistencyProblem["kind"],

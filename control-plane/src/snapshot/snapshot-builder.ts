@@ -1,35 +1,33 @@
 import { randomBytes } from "node:crypto";
 import {
+  type BreakerPolicy,
   type ConfigProblem,
   create,
-  encodeResponse,
+  DEFAULT_BREAKER,
+  DEFAULT_BREAKER_NAME,
   formatProblem,
   RESOURCE_KINDS,
-  type Snapshot,
-  StreamSnapshotsResponseSchema,
+  type ResourceKind,
+  type Route,
+  referenceProblems,
+  routeProblems,
+  SnapshotDeltaSchema,
+  SnapshotSchema,
+  type Tenant,
+  type Upstream,
+  upstreamProblems,
   validateSnapshot,
 } from "@clawgate/proto";
 import type { Logger } from "pino";
-import { type RegistryNodes, readRegistryNodes } from "../registry/registered-node.js";
 import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
-import { applyGateKey, findGate } from "../resources/apply-gate.js";
-import { type ConfigRead, readConfigState, resourceKey } from "../resources/config-state.js";
-import { consistencyProblems } from "../resources/consistency.js";
-import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
+import { resourceKey } from "../resources/config-state.js";
+import type { Store } from "../store/store.js";
+import { ConfigModel, type ModelChange, type ResourceId } from "./config-model.js";
+import type { PublishedSnapshot } from "./published-snapshot.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "./snapshot-status.js";
-import { toSnapshot } from "./to-snapshot.js";
+import { toBreaker, toRoute, toTenant, toUpstream } from "./to-snapshot.js";
 
-/** The snapshot data planes are being sent, encoded once and shared by every stream. */
-export interface PublishedSnapshot {
-  /** Store revision it was read at. */
-  version: number;
-  /** Per version, not per stream, so every stream can share `encoded`. */
-  nonce: string;
-  snapshot: Snapshot;
-  /** A whole StreamSnapshotsResponse carrying `snapshot`, ready to write to a stream. */
-  encoded: Uint8Array;
-}
-
+export type { PublishedSnapshot } from "./published-snapshot.js";
 export type PublishListener = (published: PublishedSnapshot) => void;
 export type StatusListener = (status: SnapshotStatus) => void;
 
@@ -42,6 +40,11 @@ export interface SnapshotBuilderOptions {
   /** Key prefix the config lives under, with its trailing slash (e.g. "/clawgate/"). */
   prefix: string;
   logger: BuilderLogger;
+  /**
+   * The config model to build from, shared with the config service; default one of its own,
+   * which start() starts and stop() stops.
+   */
+  model?: ConfigModel;
   /** Quiet time a burst of changes gets to settle before one rebuild; default 25 ms. */
   coalesceMs?: number;
   /** Longest a change waits for its rebuild under a steady stream of writes; default 250 ms. */
@@ -55,35 +58,73 @@ export interface SnapshotBuilderOptions {
    * real timers. Tests step a ManualScheduler instead of racing the machine.
    */
   pacer?: Scheduler;
-  /** First delay before re-reading and re-watching after a watch failure; default 100 ms. */
+  /** First delay before relisting after a watch failure (own model only); default 100 ms. */
   retryMinMs?: number;
-  /** Cap on that delay as failures repeat; default 5 s. */
+  /** Cap on that delay as failures repeat (own model only); default 5 s. */
   retryMaxMs?: number;
 }
 
+/** The wire message of each kind, as the snapshot carries it. */
+interface Messages {
+  routes: Map<string, Route>;
+  upstreams: Map<string, Upstream>;
+  breakers: Map<string, BreakerPolicy>;
+  tenants: Map<string, Tenant>;
+}
+
 const NO_COUNTS = { routes: 0, upstreams: 0, breakers: 0, tenants: 0 };
+const DEFAULT_BREAKER_MESSAGE = toBreaker(DEFAULT_BREAKER_NAME, DEFAULT_BREAKER);
 
 /**
- * Turns the store into published snapshots: one range read per rebuild, versioned by that
- * read's revision, validated as a whole, encoded once. A state that fails validation is not
- * published; the previous snapshot keeps being served and status() says why.
+ * Turns the config model into published snapshots, following each change rather than re-reading
+ * the config: the wire message of every resource is cached and only those a change touched are
+ * converted again; the checks a data plane would run (documents, references) are kept per
+ * resource and re-run for the changed resources and those that reference them. So a one-route
+ * change costs one conversion and one check, plus the O(n) pointer copies that assemble the
+ * whole snapshot. Each publish carries the delta from the previous one. A state with problems is
+ * not published; the previous snapshot keeps being served and status() says why. Encoding is
+ * left to the snapshot server.
  */
 export class SnapshotBuilder implements SnapshotStatusSource {
-  private readonly store: Store;
+  private readonly model: ConfigModel;
+  private readonly ownsModel: boolean;
   private readonly prefix: string;
   private readonly logger: BuilderLogger;
   private readonly coalesceMs: number;
   private readonly maxDelayMs: number;
   private readonly instanceId: string;
   private readonly clock: () => number;
-  private readonly retryMinMs: number;
-  private readonly retryMaxMs: number;
-  /** What a rebuild reads: the config kinds and the registry. */
-  private readonly readPrefixes: string[];
-  /** Changes that call for a rebuild: those, and the apply gate. */
-  private readonly configPrefixes: string[];
   private readonly listeners = new Set<PublishListener>();
   private readonly statusListeners = new Set<StatusListener>();
+
+  private readonly messages: Messages = {
+    routes: new Map(),
+    upstreams: new Map(),
+    breakers: new Map(),
+    tenants: new Map(),
+  };
+  /** Names of each kind in snapshot order; undefined once a name came or went. */
+  private readonly sortedNames: Record<ResourceKind, string[] | undefined> = {
+    routes: [],
+    upstreams: [],
+    breakers: [],
+    tenants: [],
+  };
+  /** Problems by resource key; only resources that have some. */
+  private readonly problems = new Map<string, Problem[]>();
+  /** Resources changed in the model but not yet converted and checked. */
+  private readonly pending = new Set<ResourceId>();
+  /** Resources converted since the last publish: what the next delta holds. */
+  private readonly unpublished = new Set<ResourceId>();
+  /** Names in the last published snapshot, to tell a removal from a name that never went out. */
+  private readonly publishedNames: Record<ResourceKind, Set<string>> = {
+    routes: new Set(),
+    upstreams: new Set(),
+    breakers: new Set(),
+    tenants: new Set(),
+  };
+  /** The next publish goes out whole, without a delta, and is validated as a whole. */
+  private whole = true;
 
   private published: PublishedSnapshot | undefined;
   private lastStatus: SnapshotStatus = {
@@ -97,27 +138,20 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private lastReason = "";
   /** ISO time the published snapshot was built. */
   private builtAt: string | undefined;
-  /** Revision of the newest range read; everything up to it is reflected in lastStatus. */
+  /** Model revision of the newest rebuild; everything up to it is reflected in lastStatus. */
   private readRevision = 0;
-  /** True once a range read succeeded: /readyz waits for it. */
+  /** True once the model was read: /readyz waits for it. */
   private storeRead = false;
-  /** Highest revision of a relevant change seen on the watch. */
+  /** Highest revision of a relevant change seen in the model. */
   private wantedRevision = 0;
   private firstPendingAt: number | undefined;
   private readonly pacer: Scheduler;
   /** Cancels the pending coalesced rebuild, if one is scheduled. */
   private cancelTimer: (() => void) | undefined;
-  private building = false;
-  private chain: Promise<unknown> = Promise.resolve();
-  private watch: Watch | undefined;
-  /** Bumped per watch so a late callback from a replaced watch is recognised and dropped. */
-  private watchGeneration = 0;
-  private recovering = false;
+  private unsubscribe: (() => void) | undefined;
   private stopped = false;
-  private readonly stopSignal = new AbortController();
 
   constructor(options: SnapshotBuilderOptions) {
-    this.store = options.store;
     this.prefix = options.prefix;
     this.logger = options.logger;
     this.coalesceMs = options.coalesceMs ?? 25;
@@ -125,37 +159,42 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.instanceId = options.instanceId ?? randomBytes(4).toString("hex");
     this.clock = options.clock ?? Date.now;
     this.pacer = options.pacer ?? monotonicScheduler;
-    this.retryMinMs = options.retryMinMs ?? 100;
-    this.retryMaxMs = options.retryMaxMs ?? 5_000;
-    // Only config documents and registered nodes make a snapshot; the journal, elections and
-    // the CP's own bookkeeping share the prefix but must not trigger rebuilds.
-    this.readPrefixes = [...RESOURCE_KINDS, "registry"].map((area) => `${this.prefix}${area}/`);
-    this.configPrefixes = [...this.readPrefixes];
-    // The end of a big apply is the gate's deletion: that must trigger the rebuild it waited for.
-    this.configPrefixes.push(applyGateKey(this.prefix));
     if (!(this.coalesceMs >= 0 && this.maxDelayMs >= this.coalesceMs)) {
       throw new RangeError(
         `maxDelayMs (${this.maxDelayMs}) must be at least coalesceMs (${this.coalesceMs}) and both non-negative`,
       );
     }
+    this.ownsModel = options.model === undefined;
+    this.model =
+      options.model ??
+      new ConfigModel({
+        store: options.store,
+        prefix: options.prefix,
+        logger: options.logger,
+        ...(options.retryMinMs === undefined ? {} : { retryMinMs: options.retryMinMs }),
+        ...(options.retryMaxMs === undefined ? {} : { retryMaxMs: options.retryMaxMs }),
+      });
+    if (this.model.prefix !== this.prefix) {
+      throw new RangeError(
+        `the model follows prefix ${this.model.prefix}, not the builder's ${this.prefix}`,
+      );
+    }
   }
 
-  /** Builds the first snapshot, then follows the store; rejects if the first read fails. */
+  /** Builds the first snapshot, then follows the model; rejects if the first read fails. */
   async start(): Promise<void> {
-    await this.build();
-    await this.openWatch();
+    this.unsubscribe = this.model.onChange((change) => this.onChange(change));
+    await this.model.start();
+    this.startOver();
+    this.rebuild();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.stopSignal.abort();
     this.cancelTimer?.();
     this.cancelTimer = undefined;
-    this.watchGeneration++;
-    const watch = this.watch;
-    this.watch = undefined;
-    await watch?.close().catch(() => undefined);
-    await this.chain;
+    this.unsubscribe?.();
+    if (this.ownsModel) await this.model.stop();
   }
 
   status(): SnapshotStatus {
@@ -178,7 +217,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     };
   }
 
-  /** Calls `listener` after each read of a newer revision, published or not. */
+  /** Calls `listener` after each rebuild of a newer revision, published or not. */
   onStatus(listener: StatusListener): () => void {
     this.statusListeners.add(listener);
     return () => {
@@ -186,31 +225,37 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     };
   }
 
-  private async openWatch(): Promise<void> {
-    const generation = ++this.watchGeneration;
-    const watch = await this.store.watch(this.prefix, this.readRevision + 1, {
-      onEvents: (events) => {
-        if (generation === this.watchGeneration) this.onEvents(events);
-      },
-      onError: (error) => {
-        if (generation === this.watchGeneration) void this.recover(error);
-      },
-    });
-    if (generation !== this.watchGeneration) {
-      // stop() or a failure replaced this watch while it was being opened.
-      await watch.close();
-      return;
+  private onChange(change: ModelChange): void {
+    if (change.replaced) {
+      // A relist may have skipped any number of events: convert and check everything again,
+      // and send the next snapshot whole, since no delta from the last one is known to be right.
+      this.startOver();
+    } else {
+      for (const id of change.resources) this.pending.add(id);
     }
-    this.watch = watch;
+    if (change.resources.size > 0 || change.gate || change.replaced) {
+      this.wantedRevision = Math.max(this.wantedRevision, change.revision);
+    }
+    // Changes the last rebuild already covered need no rebuild.
+    if (this.wantedRevision > this.readRevision) this.schedule();
   }
 
-  private onEvents(events: WatchEvent[]): void {
-    for (const event of events) {
-      if (!this.configPrefixes.some((prefix) => event.key.startsWith(prefix))) continue;
-      this.wantedRevision = Math.max(this.wantedRevision, event.modRevision);
+  /** Forgets every cached message and check; the next rebuild converts the whole model. */
+  private startOver(): void {
+    for (const kind of RESOURCE_KINDS) this.messages[kind].clear();
+    this.problems.clear();
+    this.unpublished.clear();
+    this.pending.clear();
+    for (const kind of RESOURCE_KINDS) {
+      this.sortedNames[kind] = undefined;
+      for (const name of this.model.state[kind].keys()) this.pending.add(`${kind}/${name}`);
     }
-    // Events the last read already covered need no rebuild.
-    if (this.wantedRevision > this.readRevision) this.schedule();
+    for (const { kind, name } of this.model.invalidDocuments().values()) {
+      this.pending.add(`${kind}/${name}`);
+    }
+    // The built-in default policy is in every snapshot unless a document overrides it.
+    this.pending.add(`breakers/${DEFAULT_BREAKER_NAME}`);
+    this.whole = true;
   }
 
   /** Debounces rebuilds by coalesceMs, but never past maxDelayMs after the first pending change. */
@@ -225,59 +270,45 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   private flush(): void {
     this.cancelTimer = undefined;
-    // A rebuild in flight re-checks wantedRevision when it ends.
-    if (this.building || this.stopped) return;
-    this.firstPendingAt = undefined;
-    this.building = true;
-    this.build()
-      .catch((error: unknown) => this.recover(error))
-      .finally(() => {
-        this.building = false;
-        if (this.wantedRevision > this.readRevision) this.schedule();
-      });
-  }
-
-  /** Rebuilds are serialised: a recovery read never overlaps a coalesced one. */
-  private build(): Promise<void> {
-    const run = this.chain.then(() => this.rebuild());
-    this.chain = run.catch(() => undefined);
-    return run;
-  }
-
-  private async rebuild(): Promise<void> {
     if (this.stopped) return;
-    // While a big apply holds the gate, the config keys hold part of it: publish nothing, and
-    // skip the full read too, checking only the gate, until its deletion triggers a rebuild.
-    const gateKey = applyGateKey(this.prefix);
-    const gate = await this.store.range(gateKey);
-    if (this.applyInProgress(gate.items, gate.revision)) return;
-    // Only the config kinds and the registry: the journal and health reports share the prefix
-    // but are not part of a snapshot, and can be far bigger than the config.
-    const range = await this.store.range([gateKey, ...this.readPrefixes]);
-    if (this.applyInProgress(range.items, range.revision)) return;
+    this.firstPendingAt = undefined;
+    try {
+      this.rebuild();
+    } catch (error) {
+      this.logger.error({ err: error }, "snapshot rebuild failed");
+    }
+  }
+
+  private rebuild(): void {
+    if (this.stopped) return;
+    const revision = this.model.revision;
+    // While a big apply holds the gate, the config keys hold part of it: publish nothing until
+    // the gate's deletion brings the rebuild it waited for. Changes stay pending meanwhile.
+    const gate = this.model.gate;
+    if (gate !== undefined) {
+      this.readRevision = Math.max(this.readRevision, revision);
+      this.logger.debug({ apply: gate.id, revision }, "apply in progress; snapshot not rebuilt");
+      return;
+    }
     const first = !this.storeRead;
     this.storeRead = true;
-    // Equal means nothing changed; lower would be a lagging replica's answer. The first read is
-    // always judged: an empty config is a valid snapshot that data planes must be sent.
-    if (!first && range.revision <= this.readRevision) return;
-    this.readRevision = range.revision;
-    const read = readConfigState(this.prefix, range);
-    // Registered nodes come from the same read, so a snapshot never mixes two revisions.
-    const registry = readRegistryNodes(this.prefix, range.items);
-    if (registry.invalid.length > 0) {
-      // A broken registration is that node's problem, not a reason to hold back the config.
-      this.logger.debug({ invalid: registry.invalid }, "registry entries skipped");
-    }
+    // The first read is always judged: an empty config is a valid snapshot data planes need.
+    if (!first && revision <= this.readRevision && this.pending.size === 0) return;
+    this.readRevision = revision;
+    for (const id of this.pending) this.refresh(id);
+    this.pending.clear();
+
+    const state = this.model.state;
     const counts = {
-      routes: read.state.routes.size,
-      upstreams: read.state.upstreams.size,
-      breakers: read.state.breakers.size,
-      tenants: read.state.tenants.size,
+      routes: state.routes.size,
+      upstreams: state.upstreams.size,
+      breakers: state.breakers.size,
+      tenants: state.tenants.size,
     };
-    const problems = this.problemsOf(read);
-    const candidate = problems.length === 0 ? this.prepare(read, registry.nodes) : undefined;
-    if (candidate === undefined) this.refuse(read.revision, problems, counts);
-    else if ("problems" in candidate) this.refuse(read.revision, candidate.problems, counts);
+    const problems = this.currentProblems();
+    const candidate = problems.length === 0 ? this.prepare(revision) : undefined;
+    if (candidate === undefined) this.refuse(revision, problems, counts);
+    else if ("problems" in candidate) this.refuse(revision, candidate.problems, counts);
     else this.publish(candidate, counts);
     for (const listener of this.statusListeners) {
       try {
@@ -288,33 +319,113 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     }
   }
 
-  /** True (and logged) when `items` hold an apply gate: nothing read now may be published. */
-  private applyInProgress(items: readonly KeyValue[], revision: number): boolean {
-    const gate = findGate(this.prefix, items);
-    if (gate === undefined) return false;
-    // Remembered as read so later batches of the apply only re-check the gate.
-    this.readRevision = Math.max(this.readRevision, revision);
-    this.logger.debug({ apply: gate.id, revision }, "apply in progress; snapshot not rebuilt");
-    return true;
+  /** Converts one changed resource again and re-checks it and whatever references it. */
+  private refresh(id: ResourceId): void {
+    const slash = id.indexOf("/");
+    const kind = id.slice(0, slash) as ResourceKind;
+    const name = id.slice(slash + 1);
+    const messages = this.messages[kind] as Map<string, unknown>;
+    const had = messages.has(name);
+    const message = this.convert(kind, name);
+    if (message === undefined) messages.delete(name);
+    else messages.set(name, message);
+    if (had !== (message !== undefined)) this.sortedNames[kind] = undefined;
+    this.unpublished.add(id);
+    this.check(kind, name);
+    // Whether a reference holds depends only on its target existing: re-check the users.
+    if (kind === "upstreams") {
+      for (const route of this.model.routesUsing(name)) this.check("routes", route);
+    } else if (kind === "breakers" && name !== DEFAULT_BREAKER_NAME && name !== "") {
+      for (const upstream of this.model.upstreamsUsing(name)) this.check("upstreams", upstream);
+    }
   }
 
-  private problemsOf(read: ConfigRead): { key: string; message: string }[] {
-    const invalid = read.invalid.map(({ key, reason }) => ({
-      key,
-      message: `invalid document: ${reason}`,
-    }));
-    const broken = consistencyProblems(read.state).map((problem) => ({
-      key: resourceKey(this.prefix, problem.kind, problem.name),
-      message: problem.message,
-    }));
-    return [...invalid, ...broken];
+  private convert(kind: ResourceKind, name: string): unknown {
+    switch (kind) {
+      case "routes": {
+        const stored = this.model.get("routes", name);
+        return stored && toRoute(name, stored.document);
+      }
+      case "upstreams": {
+        const stored = this.model.get("upstreams", name);
+        // Registrations of an upstream that does not exist are orphans of a deleted one.
+        return stored && toUpstream(name, stored.document, this.model.registeredNodes(name));
+      }
+      case "breakers": {
+        const stored = this.model.get("breakers", name);
+        if (stored === undefined && name === DEFAULT_BREAKER_NAME) return DEFAULT_BREAKER_MESSAGE;
+        return stored && toBreaker(name, stored.document);
+      }
+      case "tenants": {
+        const stored = this.model.get("tenants", name);
+        return stored && toTenant(name, stored.document);
+      }
+    }
   }
 
-  private refuse(
-    version: number,
-    problems: { key: string; message: string }[],
-    counts: SnapshotStatus["counts"],
-  ): void {
+  /** Re-runs the checks of one resource: its document, its references, what a DP would refuse. */
+  private check(kind: ResourceKind, name: string): void {
+    const key = resourceKey(this.prefix, kind, name);
+    const found: Problem[] = [];
+    const invalid = this.model.invalidReason(kind, name);
+    if (invalid !== undefined) found.push({ key, message: `invalid document: ${invalid}` });
+    const state = this.model.state;
+    if (kind === "routes") {
+      const route = this.messages.routes.get(name);
+      const document = state.routes.get(name)?.document;
+      if (route !== undefined && document !== undefined) {
+        const broken = referenceProblems({
+          routes: [{ name, upstream: document.upstream, split: document.split }],
+          upstreams: [],
+          upstreamNames: state.upstreams,
+          breakerNames: state.breakers,
+        });
+        found.push(...broken.map((problem) => this.consistency(problem)));
+        found.push(...routeProblems(route).map((problem) => this.refusal(problem)));
+      }
+    } else if (kind === "upstreams") {
+      const upstream = this.messages.upstreams.get(name);
+      const document = state.upstreams.get(name)?.document;
+      if (upstream !== undefined && document !== undefined) {
+        const broken = referenceProblems({
+          routes: [],
+          upstreams: [{ name, breaker: document.breaker }],
+          upstreamNames: state.upstreams,
+          breakerNames: state.breakers,
+        });
+        found.push(...broken.map((problem) => this.consistency(problem)));
+        found.push(...upstreamProblems(upstream).map((problem) => this.refusal(problem)));
+      }
+    }
+    if (found.length === 0) this.problems.delete(key);
+    else this.problems.set(key, found);
+  }
+
+  /** Every open problem, ordered by key so one state always reads the same. */
+  private currentProblems(): Problem[] {
+    if (this.problems.size === 0) return [];
+    const keys = [...this.problems.keys()].sort(compare);
+    return keys.flatMap((key) => this.problems.get(key) ?? []);
+  }
+
+  /** A broken reference, worded as the admin API's 409 says it. */
+  private consistency(problem: ConfigProblem): Problem {
+    return {
+      key: resourceKey(this.prefix, problem.kind as ResourceKind, problem.name),
+      message: `${problem.kind.slice(0, -1)} ${problem.name} ${problem.message}`,
+    };
+  }
+
+  /** A problem under the key of the document it names; the config prefix for the snapshot. */
+  private refusal(problem: ConfigProblem): Problem {
+    const key =
+      problem.kind === "snapshot" || problem.name === ""
+        ? this.prefix
+        : resourceKey(this.prefix, problem.kind as ResourceKind, problem.name);
+    return { key, message: `data planes would refuse the snapshot: ${formatProblem(problem)}` };
+  }
+
+  private refuse(version: number, problems: Problem[], counts: SnapshotStatus["counts"]): void {
     const served = this.published?.version;
     const reason =
       `config at revision ${version} has ${problems.length} problem${problems.length === 1 ? "" : "s"}` +
@@ -340,35 +451,59 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   }
 
   /**
-   * Builds the snapshot, checks it with the shared validation a data plane runs on it (config
-   * the document checks cannot see, such as registered nodes or the clock, would otherwise be
-   * refused by every data plane), and only then encodes it, once.
+   * Assembles the snapshot from the cached messages and the delta from the previous publish.
+   * The per-resource checks already ran; what is left is the stamp (a clock past 2^53 ms is
+   * something no data plane accepts), and, for a whole snapshot (the first, or after a relist),
+   * the shared validation of all of it, exactly as a data plane will run it.
    */
   private prepare(
-    read: ConfigRead,
-    registry: RegistryNodes,
+    version: number,
   ): { published: PublishedSnapshot; builtAtMs: number } | { problems: Problem[] } {
-    const version = read.revision;
     const nonce = `${this.instanceId}-${version}`;
     const now = this.clock();
-    const snapshot = toSnapshot(read.state, { version, nonce, createdAtMs: now }, registry);
-    const problems = validateSnapshot(snapshot);
-    if (problems.length > 0) {
-      return { problems: problems.map((problem) => this.keyed(problem)) };
-    }
-    const encoded = encodeResponse(
-      create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: snapshot } }),
-    );
-    return { published: { version, nonce, snapshot, encoded }, builtAtMs: now };
+    const stamp = { version: BigInt(version), nonce, createdAtMs: BigInt(now) };
+    const snapshot = create(SnapshotSchema, stamp);
+    snapshot.routes = this.ordered("routes");
+    snapshot.upstreams = this.ordered("upstreams");
+    snapshot.breakers = this.ordered("breakers");
+    snapshot.tenants = this.ordered("tenants");
+    const problems = validateSnapshot(this.whole ? snapshot : create(SnapshotSchema, stamp));
+    if (problems.length > 0) return { problems: problems.map((p) => this.refusal(p)) };
+    const delta = this.whole ? undefined : this.delta(stamp);
+    return { published: { version, nonce, snapshot, delta }, builtAtMs: now };
   }
 
-  /** A problem under the key of the document it names; the config prefix for the snapshot. */
-  private keyed(problem: ConfigProblem): Problem {
-    const key =
-      problem.kind === "snapshot" || problem.name === ""
-        ? this.prefix
-        : resourceKey(this.prefix, problem.kind, problem.name);
-    return { key, message: `data planes would refuse the snapshot: ${formatProblem(problem)}` };
+  /** The cached messages of one kind in name order (re-sorted only when a name came or went). */
+  private ordered<K extends ResourceKind>(
+    kind: K,
+  ): Messages[K] extends Map<string, infer M> ? M[] : never {
+    const messages = this.messages[kind] as Map<string, unknown>;
+    let names = this.sortedNames[kind];
+    if (names === undefined) {
+      names = [...messages.keys()].sort(compare);
+      this.sortedNames[kind] = names;
+    }
+    return names.map((name) => messages.get(name)) as never;
+  }
+
+  /** Resources converted since the last publish, whole; names that went out and are gone. */
+  private delta(stamp: { version: bigint; nonce: string; createdAtMs: bigint }) {
+    const delta = create(SnapshotDeltaSchema, {
+      ...stamp,
+      baseVersion: BigInt(this.published?.version ?? 0),
+    });
+    for (const id of [...this.unpublished].sort(compare)) {
+      const slash = id.indexOf("/");
+      const kind = id.slice(0, slash) as ResourceKind;
+      const name = id.slice(slash + 1);
+      const message = this.messages[kind].get(name);
+      if (message !== undefined) {
+        (delta[kind] as unknown[]).push(message);
+      } else if (this.publishedNames[kind].has(name)) {
+        removedList(delta, kind).push(name);
+      }
+    }
+    return delta;
   }
 
   private publish(
@@ -376,7 +511,8 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     counts: SnapshotStatus["counts"],
   ): void {
     const { published, builtAtMs: now } = candidate;
-    const { version, encoded } = published;
+    const { version } = published;
+    this.rememberPublished(published);
     this.published = published;
     this.builtAt = new Date(now).toISOString();
     this.lastStatus = {
@@ -390,7 +526,14 @@ export class SnapshotBuilder implements SnapshotStatusSource {
       this.logger.info({ version }, "config is consistent again; snapshot published");
     }
     this.lastReason = "";
-    this.logger.debug({ version, bytes: encoded.byteLength, ...counts }, "snapshot published");
+    this.logger.debug(
+      {
+        version,
+        ...counts,
+        delta: published.delta === undefined ? null : this.unpublishedCount(published),
+      },
+      "snapshot published",
+    );
     for (const listener of this.listeners) {
       try {
         listener(published);
@@ -400,54 +543,47 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     }
   }
 
-  /**
-   * A watch that fails (history compacted, etcd restarted) may have missed changes, so the
-   * state is read again in full and the watch reopened from that read, with growing backoff
-   * while the store stays unreachable.
-   */
-  private async recover(error: unknown): Promise<void> {
-    if (this.recovering || this.stopped) return;
-    this.recovering = true;
-    this.logger.warn({ err: error }, "config watch failed; re-reading the store and re-watching");
-    this.watchGeneration++;
-    const old = this.watch;
-    this.watch = undefined;
-    await old?.close().catch(() => undefined);
-    let delay = this.retryMinMs;
-    try {
-      while (!this.stopped) {
-        // Jitter keeps several control planes from retrying a recovering etcd in step.
-        await this.sleep(delay * (0.5 + Math.random() / 2));
-        if (this.stopped) return;
-        try {
-          await this.build();
-          await this.openWatch();
-          this.logger.info({ revision: this.readRevision }, "config watch re-established");
-          return;
-        } catch (retryError) {
-          this.logger.warn(
-            { err: retryError, retryInMs: Math.min(delay * 2, this.retryMaxMs) },
-            "store still unavailable",
-          );
-          delay = Math.min(delay * 2, this.retryMaxMs);
-        }
+  /** Tracks which names went out, following the delta (or the whole snapshot) just published. */
+  private rememberPublished(published: PublishedSnapshot): void {
+    if (published.delta === undefined) {
+      for (const kind of RESOURCE_KINDS) {
+        this.publishedNames[kind] = new Set(published.snapshot[kind].map(({ name }) => name));
       }
-    } finally {
-      this.recovering = false;
+    } else {
+      for (const kind of RESOURCE_KINDS) {
+        const names = this.publishedNames[kind];
+        for (const { name } of published.delta[kind]) names.add(name);
+        for (const name of removedList(published.delta, kind)) names.delete(name);
+      }
     }
+    this.unpublished.clear();
+    this.whole = false;
   }
 
-  private sleep(ms: number): Promise<void> {
-    const signal = this.stopSignal.signal;
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done);
-    });
+  private unpublishedCount(published: PublishedSnapshot): number {
+    const delta = published.delta;
+    if (delta === undefined) return 0;
+    return RESOURCE_KINDS.reduce(
+      (sum, kind) => sum + delta[kind].length + removedList(delta, kind).length,
+      0,
+    );
   }
+}
+
+function removedList(delta: PublishedSnapshot["delta"] & object, kind: ResourceKind): string[] {
+  switch (kind) {
+    case "routes":
+      return delta.removedRoutes;
+    case "upstreams":
+      return delta.removedUpstreams;
+    case "breakers":
+      return delta.removedBreakers;
+    case "tenants":
+      return delta.removedTenants;
+  }
+}
+
+// Code-unit order, not localeCompare: the order must not depend on the host's locale.
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -65,7 +65,7 @@ export function toSnapshot(
   });
 }
 
-function toUpstream(
+export function toUpstream(
   name: string,
   upstream: UpstreamDocument,
   registered: readonly RegisteredNode[],
@@ -94,7 +94,7 @@ function toUpstream(
   });
 }
 
-function toRoute(name: string, route: RouteDocument): Route {
+export function toRoute(name: string, route: RouteDocument): Route {
   const headers = Object.entries(route.match.headers)
     .map(([header, value]) => ({ name: header.toLowerCase(), value }))
     .sort((a, b) => compare(a.name, b.name));
@@ -125,7 +125,7 @@ function toRoute(name: string, route: RouteDocument): Route {
   });
 }
 
-function toBreaker(name: string, breaker: Breaker): BreakerPolicy {
+export function toBreaker(name: string, breaker: Breaker): BreakerPolicy {
   return create(BreakerPolicySchema, {
     name,
     windowMs: breaker.windowMs,
@@ -140,7 +140,7 @@ function toBreaker(name: string, breaker: Breaker): BreakerPolicy {
   });
 }
 
-function toTenant(name: string, tenant: TenantDocument): Tenant {
+export function toTenant(name: string, tenant: TenantDocument): Tenant {
   return create(TenantSchema, {
     name,
     apiKeySha256: tenant.apiKeySha256,

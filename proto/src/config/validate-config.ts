@@ -95,7 +95,11 @@ function uniqueNames(
   return names;
 }
 
-function upstreamProblems(upstream: Upstream): ConfigProblem[] {
+/**
+ * What a data plane would refuse in one upstream by itself (references aside): the control
+ * plane checks each changed upstream with it instead of validating the whole snapshot again.
+ */
+export function upstreamProblems(upstream: Upstream): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const add = (field: string, message: string) =>
     problems.push({ kind: "upstreams", name: upstream.name, field, message });
@@ -125,7 +129,8 @@ function upstreamProblems(upstream: Upstream): ConfigProblem[] {
   return problems;
 }
 
-function routeProblems(route: Route): ConfigProblem[] {
+/** What a data plane would refuse in one route by itself (references aside). */
+export function routeProblems(route: Route): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const add = (field: string, message: string) =>
     problems.push({ kind: "routes", name: route.name, field, message });
