@@ -15,6 +15,7 @@ import { loadControlPlaneSettings } from "./config/load-settings.js";
 import { createEtcdElection } from "./election/etcd-election.js";
 import { alwaysLeader } from "./election/leader-election.js";
 import { Fleet } from "./fleet/fleet.js";
+import { asSnapshotPublisher } from "./grpc/snapshot-publisher.js";
 import { startSnapshotServer } from "./grpc/snapshot-server.js";
 import { FleetHealth } from "./health/fleet-health.js";
 import { SharedHealthReports } from "./health/shared-health-reports.js";
@@ -144,7 +145,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
   const grpc = await startSnapshotServer({
     address: settings.grpcListen,
-    builder,
+    builder: asSnapshotPublisher(builder),
     fleet,
     logger,
     metrics: controlPlaneMetrics,

@@ -21,6 +21,7 @@ import { buildAdminApp } from "../admin/app.js";
 import { runClawctl } from "../cli/clawctl-program.js";
 import { alwaysLeader, type LeaderElection } from "../election/leader-election.js";
 import { Fleet } from "../fleet/fleet.js";
+import { asSnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import { type SnapshotServer, startSnapshotServer } from "../grpc/snapshot-server.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import { Journal } from "../journal/journal.js";
@@ -166,7 +167,12 @@ beforeAll(async () => {
   runner.onResult((result) => results.push(result));
   runner.start();
   await election.start();
-  server = await startSnapshotServer({ address: "127.0.0.1:0", builder, fleet, logger });
+  server = await startSnapshotServer({
+    address: "127.0.0.1:0",
+    builder: asSnapshotPublisher(builder),
+    fleet,
+    logger,
+  });
   client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
   app = await buildAdminApp({
     config,
