@@ -32,7 +32,7 @@ function reassemble(parts: readonly Uint8Array[]): Snapshot {
 }
 
 function counting(partBytes?: number) {
-  const encodes: Array<{ kind: EncodingKind; version: number }> = [];
+  const encodes: Array<{ kind: EncodingKind | "whole"; version: number }> = [];
   const encodings = new SnapshotEncodings({
     partBytes,
     onEncode: (kind, version) => encodes.push({ kind, version }),
@@ -73,6 +73,26 @@ describe("snapshot encodings", () => {
       expect(part.createdAtMs).toBe(published.snapshot.createdAtMs);
     }
     expect(reassemble(parts)).toEqual(published.snapshot);
+  });
+
+  it("writes a big snapshot as one message too for data planes that know nothing of parts", () => {
+    const publisher = new FakeSnapshotPublisher();
+    const small = publisher.publish({ put: [{ name: "a" }] });
+    const { encodings, encodes } = counting(16 * 1024);
+    expect(encodings.whole(small)).toBe(encodings.full(small)[0]);
+
+    const big = publisher.publish({
+      put: Array.from({ length: 40 }, (_, i) => ({ name: `u${i}`, nodes: 50 })),
+    });
+    const whole = encodings.whole(big);
+    expect(encodings.whole(big)).toBe(whole);
+    const decoded = decodeSnapshot(whole);
+    expect(decoded.parts).toBe(0);
+    expect(decoded).toEqual(big.snapshot);
+    expect(encodes.filter((e) => e.version === big.version).map((e) => e.kind)).toEqual([
+      "full",
+      "whole",
+    ]);
   });
 
   it("encodes each version once, whole and as a delta, however often it is asked", () => {

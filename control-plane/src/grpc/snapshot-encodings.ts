@@ -31,19 +31,21 @@ const PART_HEADER_BYTES = 512;
 /** Bytes a repeated message field adds around one element: its tag and a length of up to 5. */
 const ELEMENT_FRAMING_BYTES = 6;
 
+/** How a snapshot went to a data plane: whole (in however many messages) or as a delta. */
 export type EncodingKind = "full" | "delta";
 
 export interface SnapshotEncodingsOptions {
   /** Target size of one message; default SNAPSHOT_PART_BYTES. */
   partBytes?: number;
   /** Told about every encode, once per version and kind (tests count them). */
-  onEncode?(kind: EncodingKind, version: number, bytes: number): void;
+  onEncode?(kind: EncodingKind | "whole", version: number, bytes: number): void;
 }
 
 /** One version's bytes, each encoded on first use. */
 interface Entry {
   nonce: string;
   full: readonly Uint8Array[] | undefined;
+  whole: Uint8Array | undefined;
   /** null: the delta is not worth sending (or there is none). */
   delta: Uint8Array | null | undefined;
 }
@@ -98,6 +100,27 @@ export class SnapshotEncodings {
   }
 
   /**
+   * The whole snapshot as one message, for a data plane older than parts (one that does not say
+   * Hello.acceptsDeltas, which came with them): it would take part 0 for the whole config. The
+   * same bytes as full() when that is one message; a bigger one is encoded apart, and only
+   * when such a data plane asks.
+   */
+  whole(published: PublishedSnapshot): Uint8Array {
+    const full = this.full(published);
+    if (full.length === 1) return full[0] as Uint8Array;
+    const entry = this.entry(published);
+    if (entry.whole === undefined) {
+      entry.whole = encodeResponse(
+        create(StreamSnapshotsResponseSchema, {
+          message: { case: "snapshot", value: published.snapshot },
+        }),
+      );
+      this.onEncode?.("whole", published.version, entry.whole.byteLength);
+    }
+    return entry.whole;
+  }
+
+  /**
    * The delta as one StreamSnapshotsResponse, or undefined when there is none or it is not worth
    * sending: over partBytes (a change that big may as well go whole, in parts) or no smaller than
    * the whole snapshot.
@@ -131,7 +154,12 @@ export class SnapshotEncodings {
     const known = this.entries.get(published.version);
     // A version re-published with another nonce (another build of the same revision) is new.
     if (known !== undefined && known.nonce === published.nonce) return known;
-    const entry: Entry = { nonce: published.nonce, full: undefined, delta: undefined };
+    const entry: Entry = {
+      nonce: published.nonce,
+      full: undefined,
+      whole: undefined,
+      delta: undefined,
+    };
     this.entries.set(published.version, entry);
     this.keepNewest(2);
     return entry;

@@ -168,7 +168,7 @@ interface Harness {
   publisher: FakeSnapshotPublisher;
   encodings: SnapshotEncodings;
   /** Every encode the server's encodings did, in order. */
-  encodes: Array<{ kind: EncodingKind; version: number }>;
+  encodes: Array<{ kind: EncodingKind | "whole"; version: number }>;
   fleet: Fleet;
   server: SnapshotServer;
   client: grpc.Client;
@@ -548,7 +548,7 @@ describe("snapshot server sends deltas and parts", () => {
     expect(h.sends).toEqual({ full: 1, delta: 0 });
   });
 
-  it("sends a data plane that takes no deltas only whole snapshots, each one message", async () => {
+  it("sends a data plane older than deltas and parts only whole snapshots, each one message", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
     dp.hello("dp-old", 0, { acceptsDeltas: false });
@@ -561,7 +561,21 @@ describe("snapshot server sends deltas and parts", () => {
     expect(second.version).toBe(BigInt(version));
     expect(second.messageBytes).toHaveLength(1);
     expect(second.snapshot).toEqual(h.publisher.current()!.snapshot);
-    expect(h.sends).toEqual({ full: 2, delta: 0 });
+    dp.ack(second);
+
+    // It would take a first part for the whole config: a big snapshot goes as one message too.
+    const big = h.publisher.publish({
+      put: Array.from({ length: 100 }, (_, i) => ({
+        name: `big-${i}`,
+        nodes: 20,
+        addressLength: 1_000,
+      })),
+    });
+    const third = await dp.nextFull();
+    expect(third.messageBytes).toHaveLength(1);
+    expect(third.messageBytes[0]).toBeGreaterThan(SNAPSHOT_PART_BYTES);
+    expect(third.snapshot).toEqual(big.snapshot);
+    expect(h.sends).toEqual({ full: 3, delta: 0 });
   });
 });
 

@@ -54,12 +54,13 @@ export interface SnapshotServerOptions {
 export const MAX_RECEIVE_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /**
- * Largest message the server writes. Snapshots go in parts of SNAPSHOT_PART_BYTES and a delta
- * over that size goes whole instead; only a single resource bigger than a part makes a bigger
- * part, and a resource is one etcd value, under etcd's 1.5 MiB request limit. 4 MiB is also
- * what a gRPC client accepts by default, so any data plane can read every message.
+ * Largest message the server writes. A data plane that takes deltas gets snapshots in parts of
+ * SNAPSHOT_PART_BYTES (bigger only for a single resource bigger than that, and a resource is one
+ * etcd value, under 1.5 MiB) and no delta over that size. A data plane older than parts gets
+ * each snapshot as one message, as before; 64 MiB is what such a data plane accepts, so a
+ * snapshot it could not read is refused here, with a status, rather than at its end.
  */
-export const MAX_SEND_MESSAGE_BYTES = 4 * 1024 * 1024;
+export const MAX_SEND_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** Default of maxStreams: room for a large fleet and its reconnects, but a bounded one. */
 export const DEFAULT_MAX_STREAMS = 1024;

@@ -301,7 +301,12 @@ export class StreamSession {
         ? this.encodings.delta(published)
         : undefined;
     const kind: EncodingKind = delta === undefined ? "full" : "delta";
-    this.queue = delta === undefined ? this.encodings.full(published) : [delta];
+    this.queue =
+      delta !== undefined
+        ? [delta]
+        : this.acceptsDeltas
+          ? this.encodings.full(published)
+          : [this.encodings.whole(published)];
     this.queued = 0;
     this.serving = version;
     // A snapshot in parts is one send: one nonce, answered once.
