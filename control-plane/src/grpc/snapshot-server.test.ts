@@ -497,6 +497,39 @@ describe("snapshot server sends deltas and parts", () => {
     await h.waitForState("dp-1", "SYNCED");
   });
 
+  it("skips versions while a stream is blocked, then sends the newest, whole when the base is gone", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.connect());
+    dp.hello("dp-1");
+    const first = await dp.nextFull();
+    dp.ack(first);
+    await h.waitForState("dp-1", "SYNCED");
+
+    // A data plane that stops reading: its buffers, the HTTP/2 window and the server's fill up
+    // long before 60 changes of 200 KB each have been written.
+    dp.call.pause();
+    let last = 0;
+    for (let i = 0; i < 60; i++) {
+      last = h.publisher.publish({
+        put: [{ name: `u${i}`, nodes: 200, addressLength: 1_000 }],
+      }).version;
+    }
+    dp.call.resume();
+    const received: Received[] = [first];
+    while (received.at(-1)!.version !== BigInt(last)) received.push(await dp.next());
+
+    expect(received.length).toBeLessThan(61);
+    // Whatever was skipped, the data plane could apply every message in order: each delta is
+    // on the version before it, and the newest came whole after the gap.
+    for (const [i, message] of received.entries()) {
+      if (message.kind === "delta")
+        expect(message.delta.baseVersion).toBe(received[i - 1]!.version);
+    }
+    const newest = received.at(-1)!;
+    expect(newest.kind).toBe("full");
+    if (newest.kind === "full") expect(newest.snapshot).toEqual(h.publisher.current()!.snapshot);
+  });
+
   it("encodes each version once and writes the same bytes to every stream", async () => {
     const h = await harness();
     const fullSpy = vi.spyOn(h.encodings, "full");
