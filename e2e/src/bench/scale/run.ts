@@ -449,9 +449,9 @@ function secondsAsMs(values: number | readonly number[]): string {
 }
 
 function bytes(value: number): string {
-  return value >= 1024 * 1024
-    ? `${(value / 1024 / 1024).toFixed(1)} MiB`
-    : `${(value / 1024).toFixed(1)} KiB`;
+  if (value >= 1024 * 1024) return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+  // A delta of one route is a few hundred bytes: KiB to one decimal would hide its size.
+  return value >= 1024 ? `${(value / 1024).toFixed(1)} KiB` : `${value.toFixed(0)} B`;
 }
 
 function setting(name: string, fallback: number): number {
