@@ -8,6 +8,8 @@ import {
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
   type Snapshot,
+  type SnapshotDelta,
+  SnapshotSchema,
   STREAM_LIMITS,
   type StreamSnapshotsRequest,
   StreamSnapshotsRequestSchema,
@@ -16,47 +18,90 @@ import {
 } from "@clawgate/proto";
 import * as grpc from "@grpc/grpc-js";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { DataPlaneState } from "../fleet/data-plane-view.js";
 import { Fleet } from "../fleet/fleet.js";
-import { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
-import { openEmbeddedStore } from "../store/embedded-store.js";
-import type { Store } from "../store/store.js";
+import { FakeSnapshotPublisher } from "../testing/fake-snapshot-publisher.js";
+import { type EncodingKind, SNAPSHOT_PART_BYTES, SnapshotEncodings } from "./snapshot-encodings.js";
 import {
   MAX_RECEIVE_MESSAGE_BYTES,
   type SnapshotServer,
   startSnapshotServer,
 } from "./snapshot-server.js";
 
-const PREFIX = "/clawgate/";
 const method = snapshotServiceDefinition.streamSnapshots;
+
+/** What a data plane got: a whole snapshot (its parts put together) or a delta. */
+type Received =
+  | { kind: "full"; version: bigint; nonce: string; snapshot: Snapshot; messageBytes: number[] }
+  | { kind: "delta"; version: bigint; nonce: string; delta: SnapshotDelta };
 
 /** A data plane's end of the stream, driven by the test. */
 class TestDataPlane {
-  readonly call: grpc.ClientDuplexStream<StreamSnapshotsRequest, StreamSnapshotsResponse>;
+  readonly call: grpc.ClientDuplexStream<
+    StreamSnapshotsRequest,
+    { bytes: number; response: StreamSnapshotsResponse }
+  >;
   readonly status: Promise<grpc.StatusObject>;
-  private readonly received: Snapshot[] = [];
-  private waiter: ((snapshot: Snapshot) => void) | undefined;
+  private readonly received: Received[] = [];
+  private waiter: ((received: Received) => void) | undefined;
+  /** Parts of a snapshot still arriving, with their sizes. */
+  private parts: Array<{ bytes: number; snapshot: Snapshot }> = [];
 
   constructor(client: grpc.Client) {
-    this.call = client.makeBidiStreamRequest(
-      method.path,
-      method.requestSerialize,
-      method.responseDeserialize,
-    );
+    this.call = client.makeBidiStreamRequest(method.path, method.requestSerialize, (bytes) => ({
+      bytes: bytes.length,
+      response: method.responseDeserialize(bytes),
+    }));
     this.status = new Promise((resolve) => this.call.on("status", resolve));
     // A non-OK status also arrives as 'error'; the test reads it from `status`.
     this.call.on("error", () => undefined);
-    this.call.on("data", (response: StreamSnapshotsResponse) => {
-      if (response.message.case !== "snapshot") return;
-      const waiter = this.waiter;
-      this.waiter = undefined;
-      if (waiter) waiter(response.message.value);
-      else this.received.push(response.message.value);
+    this.call.on("data", ({ bytes, response }) => {
+      const message = response.message;
+      if (message.case === "delta") {
+        const { version, nonce } = message.value;
+        this.deliver({ kind: "delta", version, nonce, delta: message.value });
+      } else if (message.case === "snapshot") {
+        this.part(bytes, message.value);
+      }
     });
   }
 
-  hello(nodeId: string, lastAppliedVersion = 0, protocolVersion = PROTOCOL_VERSION): void {
+  /** Puts the parts of a snapshot back together, as a data plane does before applying it. */
+  private part(bytes: number, snapshot: Snapshot): void {
+    this.parts.push({ bytes, snapshot });
+    if (this.parts.length < Math.max(1, snapshot.parts)) return;
+    const parts = this.parts;
+    this.parts = [];
+    const { version, nonce, createdAtMs } = snapshot;
+    for (const [index, { snapshot: part }] of parts.entries()) {
+      expect(part).toMatchObject({ version, nonce, createdAtMs, part: index });
+    }
+    const whole = create(SnapshotSchema, {
+      version,
+      nonce,
+      createdAtMs,
+      routes: parts.flatMap((p) => p.snapshot.routes),
+      upstreams: parts.flatMap((p) => p.snapshot.upstreams),
+      breakers: parts.flatMap((p) => p.snapshot.breakers),
+      tenants: parts.flatMap((p) => p.snapshot.tenants),
+    });
+    const messageBytes = parts.map((p) => p.bytes);
+    this.deliver({ kind: "full", version, nonce, snapshot: whole, messageBytes });
+  }
+
+  private deliver(received: Received): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (waiter) waiter(received);
+    else this.received.push(received);
+  }
+
+  hello(
+    nodeId: string,
+    lastAppliedVersion = 0,
+    { protocolVersion = PROTOCOL_VERSION, acceptsDeltas = true } = {},
+  ): void {
     this.send({
       case: "hello",
       value: create(HelloSchema, {
@@ -65,18 +110,24 @@ class TestDataPlane {
         softwareVersion: "1.0.0",
         protocolVersion,
         lastAppliedVersion: BigInt(lastAppliedVersion),
+        acceptsDeltas,
       }),
     });
   }
 
-  ack(snapshot: Snapshot, nonce = snapshot.nonce): void {
-    this.send({ case: "ack", value: create(AckSchema, { version: snapshot.version, nonce }) });
+  ack(received: Pick<Received, "version" | "nonce">, nonce = received.nonce): void {
+    this.send({ case: "ack", value: create(AckSchema, { version: received.version, nonce }) });
   }
 
-  nack(snapshot: Snapshot, errorDetail: string): void {
+  nack(received: Received, errorDetail: string, wantsFullSnapshot = false): void {
     this.send({
       case: "nack",
-      value: create(NackSchema, { version: snapshot.version, nonce: snapshot.nonce, errorDetail }),
+      value: create(NackSchema, {
+        version: received.version,
+        nonce: received.nonce,
+        errorDetail,
+        wantsFullSnapshot,
+      }),
     });
   }
 
@@ -84,12 +135,27 @@ class TestDataPlane {
     this.call.write(create(StreamSnapshotsRequestSchema, { message }));
   }
 
-  next(): Promise<Snapshot> {
+  next(): Promise<Received> {
     const queued = this.received.shift();
     if (queued) return Promise.resolve(queued);
     return new Promise((resolve) => {
       this.waiter = resolve;
     });
+  }
+
+  /** The next arrival, which must be a whole snapshot. */
+  async nextFull(): Promise<Extract<Received, { kind: "full" }>> {
+    const received = await this.next();
+    if (received.kind !== "full")
+      throw new Error(`expected a whole snapshot, got a ${received.kind}`);
+    return received;
+  }
+
+  /** The next arrival, which must be a delta. */
+  async nextDelta(): Promise<Extract<Received, { kind: "delta" }>> {
+    const received = await this.next();
+    if (received.kind !== "delta") throw new Error(`expected a delta, got a ${received.kind}`);
+    return received;
   }
 
   /** Snapshots received and not yet taken with next(). */
@@ -99,17 +165,23 @@ class TestDataPlane {
 }
 
 interface Harness {
-  store: Store;
-  builder: SnapshotBuilder;
+  publisher: FakeSnapshotPublisher;
+  encodings: SnapshotEncodings;
+  /** Every encode the server's encodings did, in order. */
+  encodes: Array<{ kind: EncodingKind | "whole"; version: number }>;
   fleet: Fleet;
   server: SnapshotServer;
   client: grpc.Client;
+  /** A client on a connection of its own, closed after the test. */
+  connect(): grpc.Client;
   logs: Array<{ level: number; msg: string; nodeId?: string }>;
   nacks: number;
   /** Bytes the server counted as sent on streams. */
   bytesSent: number;
-  /** Writes a config change and resolves with the version it gets published as. */
-  change(name: string): Promise<number>;
+  /** Snapshots the server counted as sent, by kind. */
+  sends: Record<EncodingKind, number>;
+  /** Publishes a change to upstream `name` and returns the version it got. */
+  change(name: string): number;
   waitForState(nodeId: string, state: DataPlaneState): Promise<void>;
 }
 
@@ -121,24 +193,29 @@ afterEach(async () => {
 async function harness(
   limits: { maxStreams?: number; maxReceiveMessageBytes?: number; helloTimeoutMs?: number } = {},
 ): Promise<Harness> {
-  const store = await openEmbeddedStore({});
   const logs: Harness["logs"] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const builder = new SnapshotBuilder({
-    store,
-    prefix: PREFIX,
-    logger,
-    instanceId: "cp",
-    coalesceMs: 1,
-    maxDelayMs: 5,
+  const publisher = new FakeSnapshotPublisher();
+  publisher.publish({ put: [{ name: "first" }] });
+  const encodes: Harness["encodes"] = [];
+  const encodings = new SnapshotEncodings({
+    onEncode: (kind, version) => encodes.push({ kind, version }),
   });
   const fleet = new Fleet();
-  const h: Partial<Harness> = { store, builder, fleet, logs, nacks: 0, bytesSent: 0 };
-  await store.commit([], [{ type: "put", key: `${PREFIX}upstreams/first`, value: "{}" }]);
-  await builder.start();
+  const h: Partial<Harness> = {
+    publisher,
+    encodings,
+    encodes,
+    fleet,
+    logs,
+    nacks: 0,
+    bytesSent: 0,
+    sends: { full: 0, delta: 0 },
+  };
   const server = await startSnapshotServer({
     address: "127.0.0.1:0",
-    builder,
+    builder: publisher,
+    encodings,
     fleet,
     logger,
     metrics: {
@@ -146,6 +223,7 @@ async function harness(
       recordSent: (bytes) => {
         h.bytesSent! += bytes;
       },
+      recordSend: (kind) => h.sends![kind]++,
     },
     ...limits,
   });
@@ -153,27 +231,19 @@ async function harness(
   cleanups.push(async () => {
     client.close();
     await server.close(1_000);
-    await builder.stop();
-    await store.close();
   });
   return Object.assign(h, {
     server,
     client,
-    async change(name: string) {
-      const { revision } = await store.commit(
-        [],
-        [{ type: "put", key: `${PREFIX}upstreams/${name}`, value: "{}" }],
-      );
-      await new Promise<void>((resolve) => {
-        if ((builder.current()?.version ?? 0) >= revision) return resolve();
-        const off = builder.onPublish((p) => {
-          if (p.version >= revision) {
-            off();
-            resolve();
-          }
-        });
+    connect() {
+      const own = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), {
+        "grpc.use_local_subchannel_pool": 1,
       });
-      return builder.current()!.version;
+      cleanups.push(async () => own.close());
+      return own;
+    },
+    change(name: string) {
+      return publisher.publish({ put: [{ name, nodes: 2 }] }).version;
     },
     waitForState(nodeId: string, state: DataPlaneState) {
       return new Promise<void>((resolve) => {
@@ -196,11 +266,11 @@ describe("snapshot server", () => {
     const dp = new TestDataPlane(h.client);
     dp.hello("dp-1");
 
-    const snapshot = await dp.next();
-    const published = h.builder.current()!;
+    const snapshot = await dp.nextFull();
+    const published = h.publisher.current()!;
     expect(snapshot.version).toBe(BigInt(published.version));
     expect(snapshot.nonce).toBe(`cp-${published.version}`);
-    expect(snapshot.upstreams.map((u) => u.name)).toEqual(["first"]);
+    expect(snapshot.snapshot.upstreams.map((u) => u.name)).toEqual(["first"]);
     expect(h.fleet.get("dp-1")?.state).toBe("SYNCING");
 
     dp.ack(snapshot);
@@ -213,17 +283,17 @@ describe("snapshot server", () => {
     });
 
     // Every later publish goes out too.
-    const next = await h.change("second");
+    const next = h.change("second");
     expect((await dp.next()).version).toBe(BigInt(next));
   });
 
   it("sends nothing to a data plane that already applied the published version", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
-    dp.hello("dp-1", h.builder.current()!.version);
+    dp.hello("dp-1", h.publisher.current()!.version);
     await h.waitForState("dp-1", "SYNCED");
 
-    const next = await h.change("second");
+    const next = h.change("second");
     // The first snapshot on this stream is the new version, not the one it already had.
     expect((await dp.next()).version).toBe(BigInt(next));
     expect(dp.pending()).toBe(0);
@@ -249,7 +319,7 @@ describe("snapshot server", () => {
     again.hello("dp-1");
     await h.waitForState("dp-1", "NACKED");
 
-    const next = await h.change("second");
+    const next = h.change("second");
     const sent = await again.next();
     expect(sent.version).toBe(BigInt(next));
     expect(sent.version).not.toBe(refused.version);
@@ -274,7 +344,7 @@ describe("snapshot server", () => {
   it("refuses another protocol version with FAILED_PRECONDITION naming both", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
-    dp.hello("dp-old", 0, PROTOCOL_VERSION + 1);
+    dp.hello("dp-old", 0, { protocolVersion: PROTOCOL_VERSION + 1 });
     const status = await dp.status;
     expect(status.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(status.details).toContain(`protocol version ${PROTOCOL_VERSION + 1}`);
@@ -321,26 +391,224 @@ describe("snapshot server", () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
     dp.hello("dp-1");
-    await dp.next();
-    const first = h.builder.current()!;
-    expect(h.bytesSent).toBe(first.encoded.byteLength);
+    const first = await dp.nextFull();
+    const full = h.encodings.full(h.publisher.current()!)[0]!.byteLength;
+    expect(h.bytesSent).toBe(full);
+    dp.ack(first);
 
-    await h.change("second");
-    await dp.next();
-    expect(h.bytesSent).toBe(first.encoded.byteLength + h.builder.current()!.encoded.byteLength);
+    h.change("second");
+    await dp.nextDelta();
+    const delta = h.encodings.delta(h.publisher.current()!)!.byteLength;
+    expect(h.bytesSent).toBe(full + delta);
+    expect(h.sends).toEqual({ full: 1, delta: 1 });
+  });
+});
+
+describe("snapshot server sends deltas and parts", () => {
+  it("sends the whole snapshot first, then each change as a delta on the version acknowledged", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    const first = await dp.nextFull();
+    expect(first.messageBytes).toHaveLength(1);
+    dp.ack(first);
+    await h.waitForState("dp-1", "SYNCED");
+
+    const version = h.change("second");
+    const delta = await dp.nextDelta();
+    expect(delta.version).toBe(BigInt(version));
+    expect(delta.delta.baseVersion).toBe(first.version);
+    expect(delta.delta).toEqual(h.publisher.current()!.delta);
+    dp.ack(delta);
+    await h.waitForState("dp-1", "SYNCED");
+    expect(h.fleet.get("dp-1")?.appliedVersion).toBe(version);
+
+    // A delta may follow one not yet acknowledged: the data plane applies them in order.
+    const third = h.change("third");
+    const fourth = h.change("fourth");
+    expect((await dp.nextDelta()).delta.baseVersion).toBe(BigInt(version));
+    expect((await dp.nextDelta()).delta.baseVersion).toBe(BigInt(third));
+    expect(h.fleet.get("dp-1")?.publishedVersion).toBe(fourth);
+    expect(h.sends).toEqual({ full: 1, delta: 3 });
   });
 
-  it("sends every stream the same build of a version", async () => {
+  it("sends a data plane that reconnects on another version than the delta's base the whole snapshot", async () => {
     const h = await harness();
-    const a = new TestDataPlane(h.client);
-    const b = new TestDataPlane(h.client);
-    a.hello("dp-a");
-    b.hello("dp-b");
-    const [sa, sb] = await Promise.all([a.next(), b.next()]);
-    // One build per version: same nonce, same build time, whoever asked.
-    expect(sa.nonce).toBe(sb.nonce);
-    expect(sa.createdAtMs).toBe(sb.createdAtMs);
-    expect(sa.nonce).toBe(h.builder.current()!.nonce);
+    const base = h.publisher.current()!.version;
+    h.change("second");
+    const version = h.change("third");
+
+    const behind = new TestDataPlane(h.client);
+    behind.hello("dp-behind", base);
+    const full = await behind.nextFull();
+    expect(full.version).toBe(BigInt(version));
+    expect(full.snapshot.upstreams.map((u) => u.name)).toEqual(["first", "second", "third"]);
+
+    // One on exactly the delta's base gets the delta: versions are store revisions.
+    const onBase = new TestDataPlane(h.client);
+    onBase.hello("dp-on-base", version - 1);
+    expect((await onBase.nextDelta()).version).toBe(BigInt(version));
+  });
+
+  it("answers a Nack asking for the whole snapshot with it, and records no refusal", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    dp.ack(await dp.nextFull());
+    await h.waitForState("dp-1", "SYNCED");
+
+    h.change("second");
+    const delta = await dp.nextDelta();
+    dp.nack(delta, "delta base 10 is not the version served (9)", true);
+    const full = await dp.nextFull();
+    expect(full.version).toBe(delta.version);
+    expect(full.nonce).toBe(delta.nonce);
+    expect(full.snapshot).toEqual(h.publisher.current()!.snapshot);
+    expect(h.nacks).toBe(0);
+    expect(h.fleet.get("dp-1")?.lastNack).toBeUndefined();
+    dp.ack(full);
+    await h.waitForState("dp-1", "SYNCED");
+
+    // Deltas resume on the version the whole snapshot brought.
+    h.change("third");
+    expect((await dp.nextDelta()).delta.baseVersion).toBe(full.version);
+  });
+
+  it("never resends a delta's version it refused, whole or not, and sends the next one whole", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    dp.ack(await dp.nextFull());
+    await h.waitForState("dp-1", "SYNCED");
+
+    h.change("second");
+    const refused = await dp.nextDelta();
+    dp.nack(refused, "upstream second: cannot resolve");
+    await h.waitForState("dp-1", "NACKED");
+    expect(h.nacks).toBe(1);
+
+    // Messages arrive in order: had the refused version gone again, it would come first.
+    const next = h.change("third");
+    const full = await dp.nextFull();
+    expect(full.version).toBe(BigInt(next));
+    expect(full.snapshot).toEqual(h.publisher.current()!.snapshot);
+    expect(dp.pending()).toBe(0);
+    dp.ack(full);
+    await h.waitForState("dp-1", "SYNCED");
+  });
+
+  it("skips versions while a stream is blocked, then sends the newest, whole when the base is gone", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.connect());
+    dp.hello("dp-1");
+    const first = await dp.nextFull();
+    dp.ack(first);
+    await h.waitForState("dp-1", "SYNCED");
+
+    // A data plane that stops reading: its buffers, the HTTP/2 window and the server's fill up
+    // long before 60 changes of 200 KB each have been written.
+    dp.call.pause();
+    let last = 0;
+    for (let i = 0; i < 60; i++) {
+      last = h.publisher.publish({
+        put: [{ name: `u${i}`, nodes: 200, addressLength: 1_000 }],
+      }).version;
+    }
+    dp.call.resume();
+    const received: Received[] = [first];
+    while (received.at(-1)!.version !== BigInt(last)) received.push(await dp.next());
+
+    expect(received.length).toBeLessThan(61);
+    // Whatever was skipped, the data plane could apply every message in order: each delta is
+    // on the version before it, and the newest came whole after the gap.
+    for (const [i, message] of received.entries()) {
+      if (message.kind === "delta")
+        expect(message.delta.baseVersion).toBe(received[i - 1]!.version);
+    }
+    const newest = received.at(-1)!;
+    expect(newest.kind).toBe("full");
+    if (newest.kind === "full") expect(newest.snapshot).toEqual(h.publisher.current()!.snapshot);
+  });
+
+  it("encodes each version once and writes the same bytes to every stream", async () => {
+    const h = await harness();
+    const fullSpy = vi.spyOn(h.encodings, "full");
+    const deltaSpy = vi.spyOn(h.encodings, "delta");
+    // A connection carries at most 4 streams: each data plane gets its own, as in a fleet.
+    const dps = Array.from({ length: 10 }, () => new TestDataPlane(h.connect()));
+    for (const [i, dp] of dps.entries()) dp.hello(`dp-${i}`);
+    const received = await Promise.all(dps.map((dp) => dp.nextFull()));
+    for (const [i, dp] of dps.entries()) dp.ack(received[i]!);
+    const first = h.publisher.current()!;
+    await Promise.all(dps.map((_, i) => h.waitForState(`dp-${i}`, "SYNCED")));
+
+    const version = h.change("second");
+    await Promise.all(dps.map((dp) => dp.nextDelta()));
+
+    const fulls = fullSpy.mock.results.map((result) => result.value);
+    const deltas = deltaSpy.mock.results.map((result) => result.value);
+    expect(fulls).toHaveLength(10);
+    expect(deltas).toHaveLength(10);
+    for (const bytes of fulls) expect(bytes).toBe(fulls[0]);
+    for (const bytes of deltas) expect(bytes).toBe(deltas[0]);
+    expect(h.encodes).toEqual([
+      { kind: "full", version: first.version },
+      { kind: "delta", version },
+    ]);
+    expect(h.bytesSent).toBe(10 * (fulls[0]![0]!.byteLength + deltas[0]!.byteLength));
+  });
+
+  it("sends a 30 MB snapshot in parts under the part size that make up the same snapshot", async () => {
+    const h = await harness();
+    const published = h.publisher.publish({
+      put: Array.from({ length: 1_000 }, (_, i) => ({
+        name: `big-${i}`,
+        nodes: 30,
+        addressLength: 1_000,
+      })),
+    });
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    const full = await dp.nextFull();
+    const total = full.messageBytes.reduce((sum, bytes) => sum + bytes, 0);
+    expect(total).toBeGreaterThan(30_000_000);
+    expect(full.messageBytes.length).toBeGreaterThanOrEqual(30);
+    for (const bytes of full.messageBytes) expect(bytes).toBeLessThanOrEqual(SNAPSHOT_PART_BYTES);
+    expect(full.snapshot).toEqual(published.snapshot);
+    // One send however many parts: a single Ack answers it.
+    dp.ack(full);
+    await h.waitForState("dp-1", "SYNCED");
+    expect(h.sends).toEqual({ full: 1, delta: 0 });
+  });
+
+  it("sends a data plane older than deltas and parts only whole snapshots, each one message", async () => {
+    const h = await harness();
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-old", 0, { acceptsDeltas: false });
+    const first = await dp.nextFull();
+    dp.ack(first);
+    await h.waitForState("dp-old", "SYNCED");
+
+    const version = h.change("second");
+    const second = await dp.nextFull();
+    expect(second.version).toBe(BigInt(version));
+    expect(second.messageBytes).toHaveLength(1);
+    expect(second.snapshot).toEqual(h.publisher.current()!.snapshot);
+    dp.ack(second);
+
+    // It would take a first part for the whole config: a big snapshot goes as one message too.
+    const big = h.publisher.publish({
+      put: Array.from({ length: 100 }, (_, i) => ({
+        name: `big-${i}`,
+        nodes: 20,
+        addressLength: 1_000,
+      })),
+    });
+    const third = await dp.nextFull();
+    expect(third.messageBytes).toHaveLength(1);
+    expect(third.messageBytes[0]).toBeGreaterThan(SNAPSHOT_PART_BYTES);
+    expect(third.snapshot).toEqual(big.snapshot);
+    expect(h.sends).toEqual({ full: 3, delta: 0 });
   });
 });
 

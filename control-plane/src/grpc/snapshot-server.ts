@@ -6,14 +6,15 @@ import {
 import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
-import type { SnapshotBuilder } from "../snapshot/snapshot-builder.js";
 import {
   channelSecurity,
   type GrpcServerTls,
   snapshotServerCredentials,
 } from "./server-credentials.js";
 import { serviceError } from "./service-error.js";
-import { StreamSession } from "./stream-session.js";
+import { SnapshotEncodings } from "./snapshot-encodings.js";
+import type { SnapshotPublisher } from "./snapshot-publisher.js";
+import { type SnapshotStreamMetrics, StreamSession } from "./stream-session.js";
 
 export type ServerLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
@@ -21,12 +22,14 @@ export interface SnapshotServerOptions {
   /** host:port to listen on; port 0 picks a free port. */
   address: string;
   /** Where published snapshots come from. */
-  builder: Pick<SnapshotBuilder, "current" | "onPublish">;
+  builder: SnapshotPublisher;
+  /** The shared bytes of each version; default a new cache with SNAPSHOT_PART_BYTES parts. */
+  encodings?: SnapshotEncodings;
   /** Told about every stream, send, Ack and Nack. */
   fleet: Fleet;
   logger: ServerLogger;
-  /** Counts NACKs for clawgate_snapshot_nacks_total; default none. */
-  metrics?: { recordNack(): void; recordSent?(bytes: number): void };
+  /** Counts NACKs, bytes and sends (clawgate_snapshot_*); default none. */
+  metrics?: SnapshotStreamMetrics;
   /** Interval of HTTP/2 pings that detect a dead data plane; default 10 s. */
   keepaliveTimeMs?: number;
   /** A ping unanswered this long drops the connection; default 5 s. */
@@ -50,6 +53,15 @@ export interface SnapshotServerOptions {
  */
 export const MAX_RECEIVE_MESSAGE_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Largest message the server writes. A data plane that takes deltas gets snapshots in parts of
+ * SNAPSHOT_PART_BYTES (bigger only for a single resource bigger than that, and a resource is one
+ * etcd value, under 1.5 MiB) and no delta over that size. A data plane older than parts gets
+ * each snapshot as one message, as before; 64 MiB is what such a data plane accepts, so a
+ * snapshot it could not read is refused here, with a status, rather than at its end.
+ */
+export const MAX_SEND_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 /** Default of maxStreams: room for a large fleet and its reconnects, but a bounded one. */
 export const DEFAULT_MAX_STREAMS = 1024;
 
@@ -70,9 +82,9 @@ export interface SnapshotServer {
 type SnapshotCall = ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
 
 /**
- * Serves clawgate.v1.SnapshotService: one bidi stream per data plane, state of the world.
- * Streams share the builder's encoded bytes, so a publish costs one encode however many data
- * planes are connected.
+ * Serves clawgate.v1.SnapshotService: one bidi stream per data plane, a whole snapshot first and
+ * deltas after. Streams share each version's encoded bytes (SnapshotEncodings), so a publish
+ * costs one encode of the whole and one of the delta however many data planes are connected.
  */
 export async function startSnapshotServer(options: SnapshotServerOptions): Promise<SnapshotServer> {
   const { builder, fleet, logger } = options;
@@ -82,7 +94,9 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     "grpc.keepalive_permit_without_calls": 1,
     "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? MAX_RECEIVE_MESSAGE_BYTES,
     "grpc.max_concurrent_streams": MAX_STREAMS_PER_CONNECTION,
+    "grpc.max_send_message_length": MAX_SEND_MESSAGE_BYTES,
   });
+  const encodings = options.encodings ?? new SnapshotEncodings();
   const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
   const sessions = new Set<StreamSession>();
   let closing = false;
@@ -115,6 +129,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
       const session = new StreamSession({
         call,
         builder,
+        encodings,
         fleet,
         logger,
         metrics: options.metrics,

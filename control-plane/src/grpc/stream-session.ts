@@ -1,27 +1,38 @@
 import {
   type Ack,
-  create,
   type EncodedOrResponse,
-  encodeResponse,
   type Hello,
   type Nack,
   PROTOCOL_VERSION,
   type StreamSnapshotsRequest,
-  StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
 import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
-import type { PublishedSnapshot, SnapshotBuilder } from "../snapshot/snapshot-builder.js";
+import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import { checkAnswer, checkHealthReport, checkHello } from "./request-bounds.js";
 import { serviceError } from "./service-error.js";
+import type { EncodingKind, SnapshotEncodings } from "./snapshot-encodings.js";
+import type { SnapshotPublisher } from "./snapshot-publisher.js";
+
+/** What the snapshot server counts; every method optional but recordNack. */
+export interface SnapshotStreamMetrics {
+  /** One refusal (clawgate_snapshot_nacks_total). */
+  recordNack(): void;
+  /** Bytes of one message written to a stream (clawgate_snapshot_bytes_sent_total). */
+  recordSent?(bytes: number): void;
+  /** One snapshot sent whole (in however many parts) or as a delta (clawgate_snapshot_sends_total). */
+  recordSend?(kind: EncodingKind): void;
+}
 
 export interface StreamSessionOptions {
   call: ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
-  builder: Pick<SnapshotBuilder, "current" | "onPublish">;
+  builder: Pick<SnapshotPublisher, "current" | "onPublish">;
+  /** The bytes of each version, shared by every stream of the server. */
+  encodings: SnapshotEncodings;
   fleet: Fleet;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
-  metrics?: { recordNack(): void; recordSent?(bytes: number): void } | undefined;
+  metrics?: SnapshotStreamMetrics | undefined;
   /** Called once when the stream is over, however it ended. */
   onClosed(): void;
   /** A stream without a Hello this long is ended, freeing its grpcMaxStreams slot. */
@@ -33,25 +44,44 @@ interface Identity {
   stream: StreamToken;
 }
 
+/** A snapshot written on the stream and not answered yet. */
+interface Sent {
+  version: number;
+  nonce: string;
+  kind: EncodingKind;
+}
+
 /**
  * One data plane's stream: waits for Hello, then sends each published snapshot that differs
- * from what the data plane applied and that it has not refused, and records its answers.
+ * from what the data plane applied and that it has not refused, and records its answers. A
+ * snapshot goes as a delta when the data plane takes deltas and will be on the delta's base once
+ * it has processed what was sent before; otherwise whole (in parts when big).
  */
 export class StreamSession {
   private readonly call: StreamSessionOptions["call"];
   private readonly builder: StreamSessionOptions["builder"];
+  private readonly encodings: SnapshotEncodings;
   private readonly fleet: Fleet;
   private readonly logger: StreamSessionOptions["logger"];
   private readonly metrics: StreamSessionOptions["metrics"];
   private readonly onClosed: () => void;
 
   private identity: Identity | undefined;
+  private acceptsDeltas = false;
+  /** Newest version the data plane acknowledged (or said in Hello it had applied). */
   private applied = 0;
-  /** Newest version written on this stream. */
-  private lastSent: number | undefined;
-  /** Versions sent and not yet answered, by nonce. */
-  private readonly outstanding = new Map<string, number>();
-  /** The transport buffer is full; the newest snapshot goes out on 'drain'. */
+  /**
+   * The version the data plane will be serving once it has processed everything sent: the last
+   * one sent and not refused, else what it applied. Undefined when that is not known (after a
+   * refusal, or a delta it could not apply): the next send is then whole.
+   */
+  private serving: number | undefined;
+  /** Snapshots sent and not yet answered, in the order sent (answers come in that order). */
+  private readonly outstanding: Sent[] = [];
+  /** Messages of the snapshot being written; once started, a snapshot goes out whole. */
+  private queue: readonly Uint8Array[] = [];
+  private queued = 0;
+  /** The transport buffer is full; writing resumes on 'drain', then the newest snapshot goes. */
   private blocked = false;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
@@ -60,6 +90,7 @@ export class StreamSession {
   constructor(options: StreamSessionOptions) {
     this.call = options.call;
     this.builder = options.builder;
+    this.encodings = options.encodings;
     this.fleet = options.fleet;
     this.logger = options.logger;
     this.metrics = options.metrics;
@@ -87,6 +118,8 @@ export class StreamSession {
     this.call.on("error", (error: Error) => this.cleanup(`stream failed: ${error.message}`));
     this.call.on("drain", () => {
       this.blocked = false;
+      this.flush();
+      // Versions published while blocked were skipped: only the newest is worth sending now.
       this.offer(this.builder.current());
     });
   }
@@ -180,6 +213,10 @@ export class StreamSession {
     }
     clearTimeout(this.helloTimer);
     this.applied = Number(hello.lastAppliedVersion);
+    // Versions are store revisions, the same on every replica, so a reconnecting data plane's
+    // version is a base a delta can apply on.
+    this.serving = this.applied > 0 ? this.applied : undefined;
+    this.acceptsDeltas = hello.acceptsDeltas;
     this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };
     this.logger.info(
       {
@@ -187,6 +224,7 @@ export class StreamSession {
         hostname: hello.hostname,
         softwareVersion: hello.softwareVersion,
         lastAppliedVersion: this.applied,
+        acceptsDeltas: this.acceptsDeltas,
         peer: this.peer(),
       },
       "data plane connected",
@@ -196,16 +234,34 @@ export class StreamSession {
   }
 
   private onAck(identity: Identity, ack: Ack): void {
-    const version = this.answered(identity, ack, "Ack");
-    if (version === undefined) return;
+    const sent = this.answered(identity, ack, "Ack");
+    if (sent === undefined) return;
+    const { version } = sent;
     this.applied = version;
     this.fleet.acked(identity.nodeId, version);
     this.logger.debug({ nodeId: identity.nodeId, version }, "data plane applied snapshot");
   }
 
   private onNack(identity: Identity, nack: Nack): void {
-    const version = this.answered(identity, nack, "Nack");
-    if (version === undefined) return;
+    const sent = this.answered(identity, nack, "Nack");
+    if (sent === undefined) return;
+    const { version } = sent;
+    // A whole snapshot already on its way brings the data plane to a known version whatever
+    // it made of the deltas before it.
+    const wholeOnItsWay = this.outstanding.some((later) => later.kind === "full");
+    // Asking for a whole snapshot in answer to one would loop forever: that is a refusal.
+    if (nack.wantsFullSnapshot && sent.kind === "delta") {
+      this.logger.info(
+        { nodeId: identity.nodeId, version, detail: nack.errorDetail },
+        "data plane is not on the delta's base; sending the whole snapshot",
+      );
+      if (wholeOnItsWay) return;
+      this.serving = undefined;
+      this.offer(this.builder.current());
+      return;
+    }
+    // The data plane stays on its last good version, which no delta to come is based on.
+    if (!wholeOnItsWay) this.serving = undefined;
     this.fleet.nacked(identity.nodeId, version, nack.errorDetail);
     this.metrics?.recordNack();
     this.logger.warn(
@@ -214,10 +270,12 @@ export class StreamSession {
     );
   }
 
-  /** The version an Ack or Nack answers, or undefined when it answers nothing sent here. */
-  private answered(identity: Identity, answer: Ack | Nack, kind: string): number | undefined {
-    const version = this.outstanding.get(answer.nonce);
-    if (version === undefined || BigInt(version) !== answer.version) {
+  /** The send an Ack or Nack answers, or undefined when it answers nothing sent here. */
+  private answered(identity: Identity, answer: Ack | Nack, kind: string): Sent | undefined {
+    const index = this.outstanding.findIndex(
+      (sent) => sent.nonce === answer.nonce && BigInt(sent.version) === answer.version,
+    );
+    if (index < 0) {
       this.logger.warn(
         { nodeId: identity.nodeId, nonce: answer.nonce, version: Number(answer.version) },
         `ignoring ${kind} whose nonce does not match a snapshot sent on this stream`,
@@ -225,32 +283,57 @@ export class StreamSession {
       return undefined;
     }
     // Answers come in order, so older sends will never be answered now.
-    for (const [nonce, sent] of this.outstanding) {
-      if (sent <= version) this.outstanding.delete(nonce);
-    }
-    return version;
+    return this.outstanding.splice(0, index + 1)[index];
   }
 
   private offer(published: PublishedSnapshot | undefined): void {
     const identity = this.identity;
-    if (published === undefined || identity === undefined || this.closed || this.blocked) return;
+    if (published === undefined || identity === undefined || this.closed) return;
+    if (this.blocked || this.queued < this.queue.length) return;
     const { version } = published;
-    if (version === this.applied || version === this.lastSent) return;
-    // A refused version is never sent again: the data plane would only refuse it again.
+    if (version === this.serving) return;
+    // A refused version is never sent again, whole or as a delta: it would only be refused again.
     if (this.fleet.refused(identity.nodeId, version)) return;
-    this.lastSent = version;
-    this.outstanding.set(published.nonce, version);
-    this.logger.debug({ nodeId: identity.nodeId, version }, "sending snapshot");
-    // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
-    const encoded = encodedOnce(published);
-    this.metrics?.recordSent?.(encoded.byteLength);
-    if (!this.call.write(encoded)) this.blocked = true;
+    const delta =
+      this.acceptsDeltas &&
+      this.serving !== undefined &&
+      published.delta?.baseVersion === BigInt(this.serving)
+        ? this.encodings.delta(published)
+        : undefined;
+    const kind: EncodingKind = delta === undefined ? "full" : "delta";
+    this.queue =
+      delta !== undefined
+        ? [delta]
+        : this.acceptsDeltas
+          ? this.encodings.full(published)
+          : [this.encodings.whole(published)];
+    this.queued = 0;
+    this.serving = version;
+    // A snapshot in parts is one send: one nonce, answered once.
+    this.outstanding.push({ version, nonce: published.nonce, kind });
+    this.metrics?.recordSend?.(kind);
+    this.logger.debug(
+      { nodeId: identity.nodeId, version, kind, messages: this.queue.length },
+      "sending snapshot",
+    );
+    this.flush();
+  }
+
+  /** Writes queued messages until the transport pushes back; 'drain' resumes. */
+  private flush(): void {
+    while (!this.closed && !this.blocked && this.queued < this.queue.length) {
+      const message = this.queue[this.queued++] as Uint8Array;
+      // The shared bytes go out as they are; responseSerialize passes a Uint8Array through.
+      this.metrics?.recordSent?.(message.byteLength);
+      if (!this.call.write(message)) this.blocked = true;
+    }
   }
 
   private cleanup(reason: string): void {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.helloTimer);
+    this.queue = [];
     this.unsubscribe?.();
     if (this.identity !== undefined) {
       this.fleet.disconnected(this.identity.nodeId, this.identity.stream);
@@ -266,22 +349,4 @@ export class StreamSession {
       return "unknown";
     }
   }
-}
-
-/**
- * Stopgap until the snapshot server encodes deltas and parts itself: the builder no longer
- * encodes, so each published snapshot is encoded here once and its bytes shared by every stream.
- */
-const encodings = new WeakMap<PublishedSnapshot, Uint8Array>();
-function encodedOnce(published: PublishedSnapshot): Uint8Array {
-  let encoded = encodings.get(published);
-  if (encoded === undefined) {
-    encoded = encodeResponse(
-      create(StreamSnapshotsResponseSchema, {
-        message: { case: "snapshot", value: published.snapshot },
-      }),
-    );
-    encodings.set(published, encoded);
-  }
-  return encoded;
 }

@@ -166,7 +166,12 @@ beforeAll(async () => {
   runner.onResult((result) => results.push(result));
   runner.start();
   await election.start();
-  server = await startSnapshotServer({ address: "127.0.0.1:0", builder, fleet, logger });
+  server = await startSnapshotServer({
+    address: "127.0.0.1:0",
+    builder,
+    fleet,
+    logger,
+  });
   client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
   app = await buildAdminApp({
     config,

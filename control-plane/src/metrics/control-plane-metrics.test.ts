@@ -63,4 +63,26 @@ describe("control plane metrics", () => {
     metrics.recordSent(34);
     expect(await registry.metrics()).toContain("clawgate_snapshot_bytes_sent_total 1234\n");
   });
+
+  it("counts snapshot sends by kind, both kinds from the start", async () => {
+    const registry = new Registry();
+    const metrics = registerControlPlaneMetrics(registry, {
+      builder: {
+        status: () => ({
+          version: 0,
+          published: false,
+          publishedVersion: null,
+          counts: { routes: 0, upstreams: 0, breakers: 0, tenants: 0 },
+        }),
+      },
+      fleet: { counts: () => ({ SYNCED: 0, SYNCING: 0, STALE: 0, NACKED: 0, DISCONNECTED: 0 }) },
+    });
+    expect(await registry.metrics()).toContain('clawgate_snapshot_sends_total{kind="delta"} 0\n');
+    metrics.recordSend("full");
+    metrics.recordSend("delta");
+    metrics.recordSend("delta");
+    const text = await registry.metrics();
+    expect(text).toContain('clawgate_snapshot_sends_total{kind="full"} 1\n');
+    expect(text).toContain('clawgate_snapshot_sends_total{kind="delta"} 2\n');
+  });
 });

@@ -3,6 +3,7 @@ import type { DataPlaneState } from "../fleet/data-plane-view.js";
 import { DATA_PLANE_STATES } from "../fleet/fleet.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { registerSnapshotBytesMetric } from "./snapshot-bytes-metric.js";
+import { registerSnapshotSendsMetric } from "./snapshot-sends-metric.js";
 
 export interface ControlPlaneMetricSources {
   builder: SnapshotStatusSource;
@@ -14,6 +15,8 @@ export interface ControlPlaneMetrics {
   recordNack(): void;
   /** Counts the bytes of one snapshot written to a stream (clawgate_snapshot_bytes_sent_total). */
   recordSent(bytes: number): void;
+  /** Counts one snapshot sent whole or as a delta (clawgate_snapshot_sends_total). */
+  recordSend(kind: "full" | "delta"): void;
 }
 
 /**
@@ -56,10 +59,12 @@ export function registerControlPlaneMetrics(
     registers: [registry],
   });
   const recordSent = registerSnapshotBytesMetric(registry);
+  const recordSend = registerSnapshotSendsMetric(registry);
   return {
     recordNack() {
       nacks.inc();
     },
     recordSent,
+    recordSend,
   };
 }

@@ -1,2 +1,3 @@
 export { type EtcdProcess, type StartEtcdOptions, startEtcd } from "./etcd-process.js";
+export { type FakeChange, FakeSnapshotPublisher } from "./fake-snapshot-publisher.js";
 export { makeTestPki, type TestPki } from "./test-pki.js";

@@ -17,7 +17,9 @@ import { SimulatedStreams } from "./simulated-streams.js";
  * `npm run bench:scale`: the config path at issue 9's scale. Real etcd, one control plane on
  * it, real data planes, and a few hundred simulated data-plane streams; it applies 10,000
  * routes, 2,000 upstreams and 20,000 nodes, then times one-route changes end to end and
- * prints every figure in one table. It measures and reports; it asserts nothing. Every
+ * prints every figure in one table. Bytes on the wire per one-route change are measured twice,
+ * on a config a twentieth of that size first and on the whole one, to show they do not grow
+ * with the config. It measures and reports; it asserts nothing. Every
  * process it starts is stopped by its PID, also on Ctrl-C or when CLAWGATE_BENCH_TIMEOUT_MS
  * runs out.
  *
@@ -38,6 +40,9 @@ const streamCount = setting("STREAMS", small ? 20 : 200);
 const changes = setting("CHANGES", small ? 10 : 50);
 const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
+/** Streams and one-route changes that measure bytes on the wire at each config size. */
+const BYTE_STREAMS = 5;
+const BYTE_CHANGES = 5;
 const timeoutMs = setting("TIMEOUT_MS", small ? 180_000 : 1_800_000);
 /** Longest wait for one step (an apply, a snapshot reaching everyone). */
 const STEP_MS = small ? 60_000 : 300_000;
@@ -84,6 +89,28 @@ async function main(): Promise<void> {
       if (line.includes("refusing a stream message over its size limit")) refusedStreamMessages++;
     });
 
+    // A twentieth of the config first, to measure what a change costs on the wire at that size.
+    const twentieth = (n: number) => Math.max(1, Math.floor(n / 20));
+    const smallSize = {
+      routes: twentieth(size.routes),
+      upstreams: twentieth(size.upstreams),
+      nodes: twentieth(size.nodes),
+    };
+    const smallConfig = scaleResources(smallSize);
+    const smallApplied = await applyResources(
+      cp,
+      [...smallConfig.upstreams, ...smallConfig.routes],
+      batchSize,
+      STEP_MS,
+    );
+    if (!smallApplied.ok) throw new Error(`the small config was refused: ${smallApplied.reason}`);
+    await waitForPublished(cp, smallApplied.revision);
+    await measureChangeBytes(
+      cp,
+      `${smallSize.routes} routes, ${smallSize.upstreams} upstreams`,
+      row,
+    );
+
     // Apply: everything in one transaction first, as the issue asks; batches when refused.
     const { upstreams, routes } = scaleResources(size);
     const everything = [...upstreams, ...routes];
@@ -122,15 +149,7 @@ async function main(): Promise<void> {
       throw new Error(`the config could not be applied: ${applied.reason}`);
     }
     const atLeast = applied.ok ? applied.revision : 1;
-    const published = await waitFor(
-      async () => {
-        const snapshot = await cp.admin.snapshot();
-        return snapshot.published && (snapshot.publishedVersion ?? snapshot.version) >= atLeast
-          ? snapshot
-          : undefined;
-      },
-      { what: `the control plane to publish version ${atLeast}`, timeoutMs: STEP_MS },
-    );
+    const published = await waitForPublished(cp, atLeast);
     const version = published.publishedVersion ?? published.version;
     row(
       "config measured below",
@@ -186,6 +205,12 @@ async function main(): Promise<void> {
     }).finally(() => full.close());
     row("full snapshot over a new stream (Hello to last byte)", ms(fullArrival - helloAt));
 
+    const counts = published.counts as { routes?: number; upstreams?: number };
+    await measureChangeBytes(
+      cp,
+      `${counts.routes} routes, ${counts.upstreams} upstreams`,
+      row,
+    ).catch((error: unknown) => row("bytes per change stopped", firstLine(error), "succeed"));
     await measureStreams(cp, appliedVersions, teardown, row).catch((error: unknown) =>
       row("simulated-stream changes stopped", firstLine(error), "succeed"),
     );
@@ -247,6 +272,71 @@ async function measureChanges(
   row("bytes on the wire per one-route change per DP", bytes(wireBytes), "independent of size");
 }
 
+/** Resolves with the control plane's snapshot status once it published `version` or later. */
+async function waitForPublished(cp: ControlPlane, version: number) {
+  return waitFor(
+    async () => {
+      const snapshot = await cp.admin.snapshot();
+      return snapshot.published && (snapshot.publishedVersion ?? snapshot.version) >= version
+        ? snapshot
+        : undefined;
+    },
+    { what: `the control plane to publish version ${version}`, timeoutMs: STEP_MS },
+  );
+}
+
+/** Changes numbered from here on, so each sets a priority no change before it set. */
+let nextByteChange = 900;
+
+/**
+ * Bytes that reach a data plane (a simulated one, which takes deltas) for each one-route
+ * change at the config the control plane holds now, counted as they arrive: what a fleet's
+ * bandwidth for config grows with. The streams start on the published version, so what they
+ * receive is the changes alone.
+ */
+async function measureChangeBytes(cp: ControlPlane, config: string, row: Row): Promise<void> {
+  const status = await cp.admin.snapshot();
+  const start = status.publishedVersion ?? status.version;
+  const prefix = `bytes-${nextByteChange}`;
+  const streams = new SimulatedStreams(cp.grpcAddress, BYTE_STREAMS, start, prefix);
+  try {
+    await waitFor(
+      async () =>
+        (await cp.admin.dataplanes()).filter(
+          (d) => d.nodeId.startsWith(`${prefix}-`) && d.state === "SYNCED",
+        ).length === BYTE_STREAMS,
+      { what: `${BYTE_STREAMS} streams to be SYNCED`, timeoutMs: STEP_MS, intervalMs: 20 },
+    );
+    let received = 0;
+    const kinds = { full: 0, delta: 0 };
+    const latest = new Map<number, number>();
+    const stop = streams.onArrival((arrival) => {
+      received += arrival.bytes;
+      kinds[arrival.kind]++;
+      latest.set(arrival.stream, arrival.version);
+    });
+    for (let k = 0; k < BYTE_CHANGES; k++) {
+      const { revision } = await changeOneRoute(cp, nextByteChange++);
+      await waitFor(
+        () => [...latest.values()].filter((version) => version >= revision).length === BYTE_STREAMS,
+        {
+          what: `${BYTE_STREAMS} streams to receive version ${revision}`,
+          timeoutMs: STEP_MS,
+          intervalMs: 2,
+        },
+      );
+    }
+    stop();
+    row(
+      `bytes on the wire per one-route change per DP, ${config}`,
+      `${bytes(received / (BYTE_CHANGES * BYTE_STREAMS))} (${kinds.delta} deltas, ${kinds.full} whole)`,
+      "independent of size",
+    );
+  } finally {
+    streams.close();
+  }
+}
+
 /** One-route changes timed to the simulated data planes, all on this one control plane. */
 async function measureStreams(
   cp: ControlPlane,
@@ -269,12 +359,14 @@ async function measureStreams(
     },
   );
   const streamLatencies: number[] = [];
+  const kinds = { full: 0, delta: 0 };
   for (let k = 1; k <= streamChanges; k++) {
     const arrivals = new Map<number, number>();
     let target = Number.POSITIVE_INFINITY;
     const stop = streams.onArrival((arrival) => {
       if (arrival.version >= target && !arrivals.has(arrival.stream)) {
         arrivals.set(arrival.stream, arrival.atMs);
+        kinds[arrival.kind]++;
       }
     });
     const revision = await changeOneRoute(cp, changes + k);
@@ -291,7 +383,7 @@ async function measureStreams(
   }
   row(
     `one-route change to ${streamCount} simulated streams (${streamChanges} changes)`,
-    `p50 ${ms(percentile(streamLatencies, 0.5))}, p99 ${ms(percentile(streamLatencies, 0.99))}`,
+    `p50 ${ms(percentile(streamLatencies, 0.5))}, p99 ${ms(percentile(streamLatencies, 0.99))} (${kinds.delta} deltas, ${kinds.full} whole)`,
     "p99 < 1 s",
   );
 }
@@ -357,9 +449,9 @@ function secondsAsMs(values: number | readonly number[]): string {
 }
 
 function bytes(value: number): string {
-  return value >= 1024 * 1024
-    ? `${(value / 1024 / 1024).toFixed(1)} MiB`
-    : `${(value / 1024).toFixed(1)} KiB`;
+  if (value >= 1024 * 1024) return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+  // A delta of one route is a few hundred bytes: KiB to one decimal would hide its size.
+  return value >= 1024 ? `${(value / 1024).toFixed(1)} KiB` : `${value.toFixed(0)} B`;
 }
 
 function setting(name: string, fallback: number): number {

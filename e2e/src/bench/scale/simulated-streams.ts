@@ -12,15 +12,27 @@ import * as grpc from "@grpc/grpc-js";
 export interface Arrival {
   stream: number;
   version: number;
+  /** Whole (in however many parts) or a delta. */
+  kind: "full" | "delta";
+  /** Bytes of every message that carried it. */
   bytes: number;
   atMs: number;
 }
 
+/** The fields of a message a simulated data plane reads; the rest it skips. */
+interface Head {
+  kind: "full" | "delta";
+  version: number;
+  nonce: string;
+  /** 0 or 1: the message is the whole snapshot. */
+  parts: number;
+}
+
 /**
- * Many data-plane streams in this one process, each on its own connection: they say Hello,
- * read only the version and nonce of each snapshot (never decoding or compiling the rest, so
- * a few hundred fit in one process) and Ack it, which is all the control plane can tell apart
- * from a real data plane.
+ * Many data-plane streams in this one process, each on its own connection: they say Hello
+ * (taking deltas), read only the version, nonce and part count of each snapshot or delta
+ * (never decoding or compiling the rest, so a few hundred fit in one process) and Ack it once
+ * all its parts arrived, which is all the control plane can tell apart from a real data plane.
  */
 export class SimulatedStreams {
   readonly #clients: grpc.Client[] = [];
@@ -51,13 +63,26 @@ export class SimulatedStreams {
         (bytes: Buffer) => bytes,
       );
       call.on("error", () => undefined); // ended by close(); nothing to report
+      // Parts of a snapshot arrived so far and their bytes.
+      let parts = 0;
+      let partBytes = 0;
       call.on("data", (bytes: Buffer) => {
         const atMs = Date.now();
-        const head = snapshotHead(bytes);
+        const head = responseHead(bytes);
         if (head === undefined) return;
-        for (const listener of this.#listeners) {
-          listener({ stream: i, version: head.version, bytes: bytes.byteLength, atMs });
-        }
+        parts++;
+        partBytes += bytes.byteLength;
+        if (parts < Math.max(1, head.parts)) return;
+        const arrival = {
+          stream: i,
+          version: head.version,
+          kind: head.kind,
+          bytes: partBytes,
+          atMs,
+        };
+        parts = 0;
+        partBytes = 0;
+        for (const listener of this.#listeners) listener(arrival);
         call.write(
           create(StreamSnapshotsRequestSchema, {
             message: { case: "ack", value: { version: BigInt(head.version), nonce: head.nonce } },
@@ -74,6 +99,7 @@ export class SimulatedStreams {
               softwareVersion: "bench",
               protocolVersion: PROTOCOL_VERSION,
               lastAppliedVersion: BigInt(lastAppliedVersion),
+              acceptsDeltas: true,
             },
           },
         }),
@@ -96,27 +122,28 @@ export class SimulatedStreams {
 }
 
 /**
- * Version (field 1) and nonce (field 2) of the Snapshot in a StreamSnapshotsResponse
- * (field 1), skipping the routes and upstreams, which are what make a snapshot large.
+ * Version (field 1) and nonce (field 2) of the Snapshot (field 1 of StreamSnapshotsResponse,
+ * with its part count in field 9) or the SnapshotDelta (field 2), skipping the resources,
+ * which are what make a message large.
  */
-function snapshotHead(bytes: Uint8Array): { version: number; nonce: string } | undefined {
+function responseHead(bytes: Uint8Array): Head | undefined {
   const outer = new BinaryReader(bytes);
   while (outer.pos < outer.len) {
     const [field, wire] = outer.tag();
-    if (field !== 1 || wire !== WireType.LengthDelimited) {
+    if ((field !== 1 && field !== 2) || wire !== WireType.LengthDelimited) {
       outer.skip(wire);
       continue;
     }
     const inner = new BinaryReader(outer.bytes());
-    let version = 0;
-    let nonce = "";
+    const head: Head = { kind: field === 1 ? "full" : "delta", version: 0, nonce: "", parts: 0 };
     while (inner.pos < inner.len) {
       const [innerField, innerWire] = inner.tag();
-      if (innerField === 1) version = Number(inner.uint64());
-      else if (innerField === 2) nonce = inner.string();
+      if (innerField === 1) head.version = Number(inner.uint64());
+      else if (innerField === 2) head.nonce = inner.string();
+      else if (innerField === 9 && head.kind === "full") head.parts = inner.uint32();
       else inner.skip(innerWire);
     }
-    return { version, nonce };
+    return head;
   }
   return undefined;
 }
