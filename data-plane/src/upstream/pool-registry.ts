@@ -52,7 +52,8 @@ export class PoolRegistry {
       bySettings = new Map();
       this.#pools.set(address, bySettings);
     }
-    const pool = this.#factory(`http://${address}`, {
+    const tls = settings.tls;
+    const pool = this.#factory(`${tls === undefined ? "http" : "https"}://${address}`, {
       // 0 on the wire means off; undici reads null as "no limit".
       connections: settings.connections > 0 ? settings.connections : null,
       connectTimeout: settings.connectTimeoutMs,
@@ -61,6 +62,20 @@ export class PoolRegistry {
       // operator's setting (undici otherwise accepts up to 10 minutes).
       keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
+      // undici sends the node's host as SNI when it is a name and none is set (never an IP).
+      ...(tls === undefined
+        ? {}
+        : {
+            connect: {
+              servername: tls.servername,
+              ca: tls.ca,
+              cert: tls.cert,
+              key: tls.key,
+              rejectUnauthorized: tls.rejectUnauthorized,
+              // The same floor as the proxy's own TLS listener.
+              minVersion: "TLSv1.2" as const,
+            },
+          }),
     });
     bySettings.set(settings.key, pool);
     return pool;
