@@ -1,5 +1,6 @@
 import { Pool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
+import { tlsConnector } from "./tls-connector.js";
 
 export interface PoolRegistryOptions {
   /** Keep-alive time for get() calls without settings; default 4000 ms (undici's default). */
@@ -62,20 +63,7 @@ export class PoolRegistry {
       // operator's setting (undici otherwise accepts up to 10 minutes).
       keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
-      // undici sends the node's host as SNI when it is a name and none is set (never an IP).
-      ...(tls === undefined
-        ? {}
-        : {
-            connect: {
-              servername: tls.servername,
-              ca: tls.ca,
-              cert: tls.cert,
-              key: tls.key,
-              rejectUnauthorized: tls.rejectUnauthorized,
-              // The same floor as the proxy's own TLS listener.
-              minVersion: "TLSv1.2" as const,
-            },
-          }),
+      ...(tls === undefined ? {} : { connect: tlsConnector(tls, settings.connectTimeoutMs) }),
     });
     bySettings.set(settings.key, pool);
     return pool;
