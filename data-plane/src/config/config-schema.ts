@@ -47,6 +47,7 @@ export const DATA_PLANE_SETTINGS = declareSettings({
       z.string().regex(/^[^:]+:[^:]+$/, "must be certFile:keyFile (paths without ':')"),
     ),
     default: [],
+    defaultText: "none: the default certificate only",
   },
   adminListen: {
     variable: "CLAWGATE_DP_ADMIN_LISTEN",
