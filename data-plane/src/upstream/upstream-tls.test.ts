@@ -120,6 +120,13 @@ describe("TLS to upstreams", () => {
           upstream("mtls-no-cert", mutual.port, { caFile: pki.caCert }),
           upstream("named", named.port, { caFile: pki.caCert, serverName: "api.test" }),
           upstream("rewrite", plain.port, { caFile: pki.caCert }, true),
+          // A node by DNS name, resolved when each connection is opened, as a public API is.
+          {
+            name: "by-name",
+            nodes: [{ address: `localhost:${plain.port}`, weight: 1 }],
+            tls: { enabled: true, caFile: pki.caCert },
+            hostRewrite: true,
+          },
         ],
         routes: [
           "right-ca",
@@ -129,6 +136,7 @@ describe("TLS to upstreams", () => {
           "mtls-no-cert",
           "named",
           "rewrite",
+          "by-name",
         ].map((name) => ({
           name,
           match: { pathPrefix: `/${name}` },
@@ -208,5 +216,13 @@ describe("TLS to upstreams", () => {
   it("sends the node's host:port as Host with hostRewrite", async () => {
     const seen = JSON.parse((await get(proxy.port, "/rewrite")).body) as Seen;
     expect(seen.host).toBe(`127.0.0.1:${plain.port}`);
+  });
+
+  it("dials a node by DNS name with that name as SNI and, with hostRewrite, as Host", async () => {
+    const reply = await get(proxy.port, "/by-name");
+    expect(reply.status).toBe(200);
+    const seen = JSON.parse(reply.body) as Seen;
+    expect(seen.servername).toBe("localhost");
+    expect(seen.host).toBe(`localhost:${plain.port}`);
   });
 });
