@@ -120,6 +120,7 @@ describe("TLS to upstreams", () => {
           upstream("mtls-no-cert", mutual.port, { caFile: pki.caCert }),
           upstream("named", named.port, { caFile: pki.caCert, serverName: "api.test" }),
           upstream("rewrite", plain.port, { caFile: pki.caCert }, true),
+          upstream("wrong-name", named.port, { caFile: pki.caCert, serverName: "other.test" }),
           // A node by DNS name, resolved when each connection is opened, as a public API is.
           {
             name: "by-name",
@@ -137,6 +138,7 @@ describe("TLS to upstreams", () => {
           "named",
           "rewrite",
           "by-name",
+          "wrong-name",
         ].map((name) => ({
           name,
           match: { pathPrefix: `/${name}` },
@@ -211,6 +213,9 @@ describe("TLS to upstreams", () => {
     const seen = JSON.parse(reply.body) as Seen;
     expect(seen.servername).toBe("api.test");
     expect(seen.host).toBe("api.test");
+    // A certificate the right CA signed, for another name, is refused all the same.
+    expect((await get(proxy.port, "/wrong-name")).status).toBe(502);
+    expect(await tlsErrors("wrong-name")).toBe(1);
   });
 
   it("sends the node's host:port as Host with hostRewrite", async () => {
