@@ -31,6 +31,10 @@ import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
 import { type ApplyResult, SnapshotClient } from "./snapshot-client/snapshot-client.js";
+import {
+  createProxyTlsListener,
+  loadProxyTlsCertificates,
+} from "./tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
 
 const SOFTWARE_VERSION: string = JSON.parse(
@@ -42,6 +46,8 @@ export interface RunningDataPlane {
   proxyAddress: string;
   /** Bound admin address. */
   adminAddress: string;
+  /** Bound HTTPS proxy address; undefined without proxyTlsListen. */
+  proxyTlsAddress: string | undefined;
   logger: Logger;
   /** READY/STATUS/STOPPING to systemd (silent without NOTIFY_SOCKET). */
   notifier: Notifier;
@@ -66,6 +72,7 @@ export async function startDataPlane(
   // Read before anything listens: a bad certificate file is a ConfigError (exit 2).
   const cpTls = readCpTls(config);
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
+  const proxyTlsCertificates = loadProxyTlsCertificates(config, logger);
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
   const proxyMetrics = new ProxyMetrics(registry);
@@ -153,16 +160,19 @@ export async function startDataPlane(
     return { ok: true };
   }
 
-  const proxy = createServer(
-    createProxyHandler({
-      current: () => applied.current(),
-      pools,
-      metrics: proxyMetrics,
-      logger,
-      healing,
-      replayBodyLimitBytes: config.replayBodyLimitBytes,
-    }),
-  );
+  const proxyHandler = createProxyHandler({
+    current: () => applied.current(),
+    pools,
+    metrics: proxyMetrics,
+    logger,
+    healing,
+    replayBodyLimitBytes: config.replayBodyLimitBytes,
+  });
+  const proxy = createServer(proxyHandler);
+  const proxyTls =
+    proxyTlsCertificates === undefined
+      ? undefined
+      : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
   const drain = new HttpDrain(proxy);
   const drainDelay = new DrainDelay();
   // Set on stop, before the drain delay: /readyz answers 503 while the proxy still serves.
@@ -181,7 +191,15 @@ export async function startDataPlane(
       logger.info({ drainDelayMs }, "not ready; serving on until load balancers stop sending");
       await drainDelay.wait(drainDelayMs);
     }
-    const drained = await drain.drain(drainTimeoutMs);
+    const [drained] = await Promise.all([
+      drain.drain(drainTimeoutMs),
+      proxyTls?.drain.drain(drainTimeoutMs).then((tlsDrained) => {
+        if (!tlsDrained.drained) {
+          logger.warn({ drainTimeoutMs, cut: tlsDrained.cut }, "TLS drain timed out; cut requests");
+        }
+      }),
+    ]);
+    proxyTls?.certificates.close();
     if (!drained.drained) {
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
     }
@@ -196,13 +214,29 @@ export async function startDataPlane(
   try {
     const proxyAddress = await listen(proxy, "proxy", config.proxyListen);
     logger.info({ address: proxyAddress }, "proxy listening");
+    let proxyTlsAddress: string | undefined;
+    if (proxyTls !== undefined) {
+      proxyTlsAddress = await listen(proxyTls.server, "proxy TLS", config.proxyTlsListen!);
+      logger.info(
+        { address: proxyTlsAddress, sniNames: proxyTls.certificates.names() },
+        "proxy TLS listening",
+      );
+    }
     const adminAddress = await listen(admin, "admin", config.adminListen);
     logger.info({ address: adminAddress }, "admin listening");
     status.listening();
     client.start();
     lastGood.start();
     const skipDrainDelay = () => drainDelay.skip();
-    return { proxyAddress, adminAddress, logger, notifier, stop, skipDrainDelay };
+    return {
+      proxyAddress,
+      adminAddress,
+      proxyTlsAddress,
+      logger,
+      notifier,
+      stop,
+      skipDrainDelay,
+    };
   } catch (err) {
     if (err instanceof ListenError)
       logger.fatal({ address: err.address, code: err.code }, err.message);

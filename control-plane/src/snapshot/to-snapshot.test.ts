@@ -26,6 +26,9 @@ const documents: Record<string, unknown> = {
     breaker: "strict",
     maxConnectionsPerNode: 16,
     keepAliveTimeoutMs: 30_000,
+    // Paths only travel; verify goes as its inverse, so it is spelt out even when left out.
+    tls: { caFile: "/etc/clawgate/tools-ca.pem", serverName: "tools.internal" },
+    hostRewrite: true,
   },
   "upstreams/canary": { nodes: [{ address: "10.0.1.1:8080" }] },
   "routes/api": {

@@ -21,6 +21,7 @@ import {
 import { mergeNodes } from "../registry/merge-nodes.js";
 import type { RegisteredNode, RegistryNodes } from "../registry/registered-node.js";
 import type { ConfigState, StoredResource } from "../resources/config-state.js";
+import { toUpstreamTls } from "./to-upstream-tls.js";
 
 export interface SnapshotStamp {
   /** Store revision the state was read at. */
@@ -91,6 +92,8 @@ export function toUpstream(
     // remediation stays here: the control plane runs it, and its webhook URL may hold secrets.
     maxConnectionsPerNode: upstream.maxConnectionsPerNode,
     keepAliveTimeoutMs: upstream.keepAliveTimeoutMs,
+    tls: toUpstreamTls(upstream.tls),
+    hostRewrite: upstream.hostRewrite,
   });
 }
 

@@ -8,6 +8,7 @@ describe("breakerOutcomeOf", () => {
     connect_timeout: "transport",
     dns: "transport",
     unreachable: "transport",
+    tls: "transport",
     pool_closed: undefined,
     reset: "transport",
     header_timeout: "transport",

@@ -17,6 +17,7 @@ export function breakerOutcomeOf(kind: FailureKind): BreakerFailure | undefined 
     case "connect_timeout":
     case "dns":
     case "unreachable":
+    case "tls":
     case "reset":
     case "header_timeout":
     case "protocol":

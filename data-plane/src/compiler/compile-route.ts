@@ -115,10 +115,14 @@ function settingsFor(
 ): PoolSettings {
   const connections = upstream.maxConnectionsPerNode;
   const keepAliveTimeoutMs = upstream.keepAliveTimeoutMs;
-  const key = `${connectTimeoutMs}/${connections}/${keepAliveTimeoutMs}`;
+  const tls = upstream.tls;
+  // TLS settings (and the files' contents) are part of the key: a renewed client certificate
+  // makes new connections use a new pool, while requests in flight finish on the old one.
+  const base = `${connectTimeoutMs}/${connections}/${keepAliveTimeoutMs}`;
+  const key = tls === undefined ? base : `${base}/tls-${tls.id}`;
   let settings = cache.get(key);
   if (settings === undefined) {
-    settings = Object.freeze({ key, connectTimeoutMs, connections, keepAliveTimeoutMs });
+    settings = Object.freeze({ key, connectTimeoutMs, connections, keepAliveTimeoutMs, tls });
     cache.set(key, settings);
   }
   return settings;

@@ -1,10 +1,12 @@
 import type { IncomingHttpHeaders } from "node:http";
 import {
   type BreakerPolicy,
+  type ConfigProblem,
   formatProblems,
   type Snapshot,
   validateSnapshot,
 } from "@clawgate/proto";
+import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { compileRoute, type PoolSettingsCache } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type {
@@ -35,8 +37,18 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
   for (const breaker of snapshot.breakers) breakers.set(breaker.name, breaker);
 
   const upstreams = new Map<string, CompiledUpstream>();
+  const fileProblems: ConfigProblem[] = [];
   for (const upstream of snapshot.upstreams) {
-    upstreams.set(upstream.name, compileUpstream(upstream, breakers));
+    try {
+      upstreams.set(upstream.name, compileUpstream(upstream, breakers));
+    } catch (error) {
+      // A TLS file this machine cannot read: the only thing compiling refuses.
+      if (!(error instanceof UpstreamFileError)) throw error;
+      fileProblems.push(...error.problems);
+    }
+  }
+  if (fileProblems.length > 0) {
+    return { ok: false, reason: formatProblems(fileProblems), problems: fileProblems };
   }
 
   const routes: CompiledRoute[] = [];

@@ -6,17 +6,22 @@ import {
   type Upstream,
 } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+import { loadUpstreamTls } from "../upstream/upstream-tls.js";
 import type { CompiledNode, CompiledUpstream } from "./compiled-types.js";
 
 /**
  * Compiles one upstream of a snapshot that validateSnapshot passed: nothing here refuses.
  * Fields an older control plane may leave out take the shared defaults, never a literal here.
+ * The one exception: a TLS file that cannot be read on this machine throws UpstreamFileError,
+ * which compileSnapshot turns into a NACK naming the field and path.
  */
 export function compileUpstream(
   upstream: Upstream,
   breakers: ReadonlyMap<string, BreakerPolicy>,
 ): CompiledUpstream {
   const name = upstream.name;
+  const tls = loadUpstreamTls(upstream);
+  const scheme = tls === undefined ? "http" : "https";
   const nodes: CompiledNode[] = [];
   for (const node of upstream.nodes) {
     const parsed = parseNodeAddress(node.address);
@@ -30,7 +35,7 @@ export function compileUpstream(
         weight: node.weight,
         source: node.source,
         upstream: name,
-        origin: `http://${hostForUrl}:${parsed.port}`,
+        origin: `${scheme}://${hostForUrl}:${parsed.port}`,
       }),
     );
   }
@@ -49,6 +54,11 @@ export function compileUpstream(
     breakerPolicy: upstream.breaker === "" ? undefined : breakers.get(upstream.breaker),
     maxConnectionsPerNode: upstream.maxConnectionsPerNode,
     keepAliveTimeoutMs: upstream.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    tls,
+    // Host sent upstream when hostRewrite is on: the TLS server name, else (undefined) the
+    // pool's own origin, which undici writes as each node's host[:port].
+    hostRewrite: upstream.hostRewrite || tls?.servername !== undefined,
+    hostName: tls?.servername,
     source: source as Upstream,
   });
 }

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { BreakerPolicy, ConfigProblem, Route, Snapshot, Upstream } from "@clawgate/proto";
 import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+import type { UpstreamTlsOptions } from "../upstream/upstream-tls.js";
 
 /** One backend instance, as the proxy dials it. */
 export interface CompiledNode {
@@ -14,7 +15,7 @@ export interface CompiledNode {
   readonly source: string;
   /** Name of the upstream the node belongs to. */
   readonly upstream: string;
-  /** "http://host:port", the undici origin for this node. */
+  /** "http://host:port" ("https://" with TLS), the undici origin for this node. */
   readonly origin: string;
 }
 
@@ -31,6 +32,12 @@ export interface CompiledUpstream {
   readonly maxConnectionsPerNode: number;
   /** Idle time after which a keep-alive connection to a node closes; 1..600000. */
   readonly keepAliveTimeoutMs: number;
+  /** How the nodes are dialled over TLS (files already read); undefined for plaintext. */
+  readonly tls: UpstreamTlsOptions | undefined;
+  /** Replace the client's Host with `hostName` (hostRewrite, or tls.serverName set). */
+  readonly hostRewrite: boolean;
+  /** tls.serverName; undefined lets undici write each node's own host[:port]. */
+  readonly hostName: string | undefined;
   readonly source: Upstream;
 }
 
@@ -48,6 +55,8 @@ export interface PoolSettings {
   readonly connections: number;
   /** Idle keep-alive connections close after this long (the upstream's keepAliveTimeoutMs). */
   readonly keepAliveTimeoutMs: number;
+  /** TLS to the node (the upstream's); undefined for plaintext. Part of `key` by its id. */
+  readonly tls?: UpstreamTlsOptions | undefined;
 }
 
 /** One upstream a route can send to, with its share of a split. */

@@ -20,6 +20,35 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: hostPortSetting("listen"),
     default: "0.0.0.0:8080",
   },
+  proxyTlsListen: {
+    variable: "CLAWGATE_PROXY_TLS_LISTEN",
+    flag: "proxy-tls-listen",
+    doc: "Where the proxy accepts HTTPS (TLS 1.2+, ALPN http/1.1) beside proxyListen; needs proxyTlsCertFile and proxyTlsKeyFile.",
+    type: hostPortSetting("listen"),
+    defaultText: "none: no TLS listener",
+  },
+  proxyTlsCertFile: {
+    variable: "CLAWGATE_PROXY_TLS_CERT_FILE",
+    flag: "proxy-tls-cert-file",
+    doc: "PEM certificate (chain) served when no proxyTlsCertificates entry matches the SNI name; reloaded when the file changes.",
+    type: z.string().min(1),
+  },
+  proxyTlsKeyFile: {
+    variable: "CLAWGATE_PROXY_TLS_KEY_FILE",
+    flag: "proxy-tls-key-file",
+    doc: "PEM private key of proxyTlsCertFile.",
+    type: z.string().min(1),
+  },
+  proxyTlsCertificates: {
+    variable: "CLAWGATE_PROXY_TLS_CERTIFICATES",
+    flag: "proxy-tls-certificates",
+    doc: "More certificates, chosen by SNI from the DNS names in each one's SAN: certFile:keyFile pairs (comma list).",
+    type: z.array(
+      z.string().regex(/^[^:]+:[^:]+$/, "must be certFile:keyFile (paths without ':')"),
+    ),
+    default: [],
+    defaultText: "none: the default certificate only",
+  },
   adminListen: {
     variable: "CLAWGATE_DP_ADMIN_LISTEN",
     flag: "admin-listen",

@@ -42,6 +42,7 @@ describe("loadConfig", () => {
   it("uses the documented defaults", () => {
     expect(load()).toEqual({
       proxyListen: "0.0.0.0:8080",
+      proxyTlsCertificates: [],
       adminListen: "127.0.0.1:9901",
       cpAddresses: ["127.0.0.1:9190"],
       nodeId: "dp-host-8080",

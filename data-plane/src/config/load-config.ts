@@ -2,6 +2,7 @@ import { hostname as osHostname } from "node:os";
 import { loadSettings, parseHostPort } from "@clawgate/runtime";
 import { DATA_PLANE_SETTINGS, type DataPlaneConfig } from "./config-schema.js";
 import { cpTlsPairingProblems } from "./cp-tls.js";
+import { proxyTlsPairingProblems } from "./proxy-tls-settings.js";
 
 export interface LoadConfigOptions {
   /** Command-line arguments after the script; default process.argv.slice(2). */
@@ -24,7 +25,10 @@ export function loadConfig(options: LoadConfigOptions = {}): DataPlaneConfig {
     argv: options.argv ?? process.argv.slice(2),
     env: options.env ?? process.env,
     ...(options.readFile === undefined ? {} : { readFile: options.readFile }),
-    check: cpTlsPairingProblems,
+    check: (settings, layerOf) => [
+      ...cpTlsPairingProblems(settings, layerOf),
+      ...proxyTlsPairingProblems(settings, layerOf),
+    ],
   });
   const proxy = parseHostPort(settings.proxyListen, { allowPortZero: true });
   const proxyPort = proxy.ok ? proxy.value.port : 0;

@@ -22,6 +22,7 @@ export type ErrorFailureKind =
   | "connect_timeout"
   | "dns"
   | "unreachable"
+  | "tls"
   | "header_timeout"
   | "body_timeout"
   | "reset"
@@ -62,6 +63,8 @@ const CODE_BY_KIND: Readonly<Record<UpstreamFailureKind, ErrorCode>> = Object.fr
   connect_timeout: "CLAWGATE_UPSTREAM_CONNECT_FAILED",
   dns: "CLAWGATE_UPSTREAM_CONNECT_FAILED",
   unreachable: "CLAWGATE_UPSTREAM_CONNECT_FAILED",
+  // The client learns only that the gateway could not connect; the log names the certificate.
+  tls: "CLAWGATE_UPSTREAM_CONNECT_FAILED",
   pool_closed: "CLAWGATE_UPSTREAM_CONNECT_FAILED",
   header_timeout: "CLAWGATE_UPSTREAM_TIMEOUT",
   body_timeout: "CLAWGATE_UPSTREAM_TIMEOUT",
@@ -84,6 +87,7 @@ export function neverReachedUpstream(kind: UpstreamFailureKind): boolean {
     kind === "connect_timeout" ||
     kind === "dns" ||
     kind === "unreachable" ||
+    kind === "tls" ||
     kind === "pool_closed"
   );
 }
@@ -95,12 +99,45 @@ export function classifyUpstreamError(error: unknown): ErrorFailureKind {
     const kind = KIND_BY_CODE.get(code);
     if (kind !== undefined) return kind;
     if (code.startsWith("HPE_")) return "protocol";
+    if (isTlsFailureCode(code)) return "tls";
   }
   // Happy-eyeballs connects fail with an AggregateError; its parts carry the codes.
   if (error instanceof AggregateError && error.errors.length > 0) {
     return classifyUpstreamError(error.errors[0]);
   }
   return "other";
+}
+
+/**
+ * OpenSSL's certificate verification results (X509_V_ERR_* without the prefix, as Node names
+ * them) and Node's own TLS errors: a node whose certificate is refused, or that refuses ours.
+ */
+const CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_DECRYPT_CERT_SIGNATURE",
+  "UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_NOT_YET_VALID",
+  "CERT_HAS_EXPIRED",
+  "ERROR_IN_CERT_NOT_BEFORE_FIELD",
+  "ERROR_IN_CERT_NOT_AFTER_FIELD",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "CERT_CHAIN_TOO_LONG",
+  "CERT_REVOKED",
+  "INVALID_CA",
+  "PATH_LENGTH_EXCEEDED",
+  "INVALID_PURPOSE",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "HOSTNAME_MISMATCH",
+]);
+
+/** True for a failed TLS handshake or certificate check (ours or the node's). */
+export function isTlsFailureCode(code: string): boolean {
+  return CERTIFICATE_CODES.has(code) || code.startsWith("ERR_TLS_") || code.startsWith("ERR_SSL_");
 }
 
 /** The catalog error a client sees for an upstream failure. */

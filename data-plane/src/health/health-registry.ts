@@ -69,6 +69,7 @@ export class HealthRegistry {
         timeoutMs: settings.timeoutMs,
         path: settings.path,
         expectStatus: settings.expectStatus,
+        tls: target.tls,
       };
       probeTargets.push(probeTarget);
       let seenAddresses = seen.get(target.upstream);

@@ -1,4 +1,5 @@
 import type { CompiledNode, CompiledUpstream } from "../compiler/compiled-types.js";
+import type { ProbeTls } from "./prober/probe-protocol.js";
 
 /** An upstream's health check with every default filled in. */
 export interface HealthCheckSettings {
@@ -35,6 +36,8 @@ export interface HealthTarget {
   readonly port: number;
   /** The upstream's health check; a proto `HealthCheck` fits. Zero or missing fields take defaults. */
   readonly healthCheck?: Partial<HealthCheckSettings> | undefined;
+  /** The upstream's TLS settings; probes use them too. Undefined for plaintext. */
+  readonly tls?: ProbeTls | undefined;
 }
 
 /**
@@ -55,6 +58,7 @@ export function healthCheckSettings(input?: Partial<HealthCheckSettings>): Healt
 
 /** The parts of a `CompiledUpstream` the health targets are made from. */
 export type HealthSource = Pick<CompiledUpstream, "name"> & {
+  readonly tls?: ProbeTls | undefined;
   readonly nodes: readonly Pick<CompiledNode, "address" | "host" | "port">[];
   readonly source: { readonly healthCheck?: Partial<HealthCheckSettings> | undefined };
 };
@@ -71,6 +75,7 @@ export function healthTargets(upstreams: Iterable<HealthSource>): HealthTarget[]
         host: node.host,
         port: node.port,
         healthCheck,
+        tls: upstream.tls,
       });
     }
   }

@@ -173,7 +173,10 @@ export function createProxyHandler(
       method,
       upstreamPath(route, path, query),
       upstreamRequestHeaders(req, {
-        host: route.rewriteHost ?? headers.host,
+        // rewrite.host, else the upstream's own name when it asks for it, else the client's.
+        host:
+          route.rewriteHost ??
+          (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
         requestId,
         trustForwardedFor,
       }),

@@ -6,6 +6,7 @@ import type { UpstreamFailureKind } from "../errors/upstream-failure.js";
  * make an attempt (breaker_open, retry_after, no_healthy_node), so there is one list to keep.
  *
  * - `refused`, `connect_timeout`, `dns`, `unreachable`: no connection; the upstream never saw it.
+ * - `tls`: the TLS handshake failed (a certificate refused either way); nothing was sent.
  * - `pool_closed`: our connection pool was closed under the request (a snapshot swap): ours, not
  *   the upstream's, and it never reached it.
  * - `reset`: the connection dropped before response headers arrived.
@@ -29,6 +30,7 @@ const EVERY_KIND: Record<FailureKind, true> = {
   connect_timeout: true,
   dns: true,
   unreachable: true,
+  tls: true,
   pool_closed: true,
   reset: true,
   header_timeout: true,

@@ -41,6 +41,9 @@ const CONDITION: Readonly<Record<FailureKind, RetryCondition | RetryRefusal>> = 
   connect_timeout: "connect-failure",
   dns: "connect-failure",
   unreachable: "connect-failure",
+  // One node's bad certificate (expired, wrong name) need not fail the request: the handshake
+  // failed before any request byte was sent.
+  tls: "connect-failure",
   // A snapshot swap closed the pool; another node of the same snapshot may still be open.
   pool_closed: "connect-failure",
   reset: "reset",

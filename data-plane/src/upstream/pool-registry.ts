@@ -1,5 +1,6 @@
 import { Pool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
+import { tlsConnector } from "./tls-connector.js";
 
 export interface PoolRegistryOptions {
   /** Keep-alive time for get() calls without settings; default 4000 ms (undici's default). */
@@ -52,7 +53,8 @@ export class PoolRegistry {
       bySettings = new Map();
       this.#pools.set(address, bySettings);
     }
-    const pool = this.#factory(`http://${address}`, {
+    const tls = settings.tls;
+    const pool = this.#factory(`${tls === undefined ? "http" : "https"}://${address}`, {
       // 0 on the wire means off; undici reads null as "no limit".
       connections: settings.connections > 0 ? settings.connections : null,
       connectTimeout: settings.connectTimeoutMs,
@@ -61,6 +63,7 @@ export class PoolRegistry {
       // operator's setting (undici otherwise accepts up to 10 minutes).
       keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
+      ...(tls === undefined ? {} : { connect: tlsConnector(tls, settings.connectTimeoutMs) }),
     });
     bySettings.set(settings.key, pool);
     return pool;

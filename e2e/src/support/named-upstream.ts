@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { TLSSocket } from "node:tls";
 
 export interface NamedUpstreamOptions {
   /** Port to listen on; default 0 (any free port). */
@@ -7,6 +10,11 @@ export interface NamedUpstreamOptions {
   host?: string;
   /** Answer text/plain with just the name instead of JSON; default false. */
   plainText?: boolean;
+  /**
+   * Serve HTTPS with this PEM certificate and key (file paths); with `clientCaFile`, demand a
+   * client certificate that CA signed. Default: plaintext HTTP.
+   */
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string };
 }
 
 export interface NamedUpstream {
@@ -28,6 +36,8 @@ export interface NamedUpstreamReply {
   method: string;
   path: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Over TLS: the SNI name the client sent (false without one). */
+  servername?: string | false | null;
 }
 
 /**
@@ -40,7 +50,7 @@ export async function startNamedUpstream(
 ): Promise<NamedUpstream> {
   let requests = 0;
   const paths: string[] = [];
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
     // Drain the body so keep-alive connections stay usable.
     request.resume();
     request.on("end", () => {
@@ -60,9 +70,28 @@ export async function startNamedUpstream(
         path: request.url ?? "",
         headers: request.headers,
       };
+      if (options.tls !== undefined) reply.servername = (request.socket as TLSSocket).servername;
       respond(response, 200, "application/json", JSON.stringify(reply));
     });
-  });
+  };
+  const tls = options.tls;
+  const server =
+    tls === undefined
+      ? createServer(handler)
+      : createHttpsServer(
+          {
+            cert: readFileSync(tls.certFile),
+            key: readFileSync(tls.keyFile),
+            ...(tls.clientCaFile === undefined
+              ? {}
+              : {
+                  ca: readFileSync(tls.clientCaFile),
+                  requestCert: true,
+                  rejectUnauthorized: true,
+                }),
+          },
+          handler,
+        );
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -75,7 +104,7 @@ export async function startNamedUpstream(
     name,
     port,
     address: `${host}:${port}`,
-    url: `http://${host}:${port}`,
+    url: `${tls === undefined ? "http" : "https"}://${host}:${port}`,
     get requests() {
       return requests;
     },

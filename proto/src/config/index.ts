@@ -13,4 +13,5 @@ export * from "./route-rules.js";
 export * from "./route-schema.js";
 export * from "./tenant-schema.js";
 export * from "./upstream-schema.js";
+export * from "./upstream-tls.js";
 export * from "./validate-config.js";

@@ -9,6 +9,7 @@ import {
   MAX_NODE_WEIGHT,
 } from "./defaults.js";
 import { lineText, ms, nodeAddress, requestPath, resourceName } from "./field-rules.js";
+import { upstreamTlsSchema } from "./upstream-tls.js";
 
 // A URL parser silently drops tabs and line breaks (zod's too, before any refinement), so the
 // URL called would not be the one written; whitespace and controls are refused first instead.
@@ -62,6 +63,13 @@ export const upstreamSchema = z
      * Node.js servers so the proxy never reuses a socket the node is closing.
      */
     keepAliveTimeoutMs: ms(1, MAX_KEEP_ALIVE_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    /** HTTPS to the nodes; absent means plaintext HTTP. */
+    tls: upstreamTlsSchema.optional(),
+    /**
+     * Send the upstream's own name as Host instead of the client's: `tls.serverName` when set,
+     * else each node's host[:port]. A route's `rewrite.host` still wins. Default false.
+     */
+    hostRewrite: z.boolean().default(false),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */

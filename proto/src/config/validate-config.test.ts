@@ -24,6 +24,7 @@ describe("validateResource", () => {
         breaker: "default",
         maxConnectionsPerNode: 128,
         keepAliveTimeoutMs: DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+        hostRewrite: false,
       },
     });
   });

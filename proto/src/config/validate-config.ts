@@ -15,6 +15,7 @@ import {
   METHOD,
   ROUTE_PATH_RULE,
 } from "./route-rules.js";
+import { upstreamTlsProblems } from "./upstream-tls-wire.js";
 
 /** The largest split weight the data plane's weighted round robin takes. */
 export const MAX_SPLIT_WEIGHT = 1_000_000;
@@ -126,6 +127,7 @@ export function upstreamProblems(upstream: Upstream): ConfigProblem[] {
   if (keepAlive !== undefined && !inRange(keepAlive, 1, MAX_KEEP_ALIVE_TIMEOUT_MS)) {
     add("keepAliveTimeoutMs", `must be 1..${MAX_KEEP_ALIVE_TIMEOUT_MS}, got ${keepAlive}`);
   }
+  for (const problem of upstreamTlsProblems(upstream.tls)) add(problem.field, problem.message);
   return problems;
 }
 

@@ -25,6 +25,20 @@ export interface ProbeSpec {
   readonly path: string;
   /** When not "", the 2xx body must be JSON whose `status` equals it. */
   readonly expectStatus: string;
+  /**
+   * The upstream's TLS settings, files already read: the probe dials the way requests do, so a
+   * node whose certificate the proxy would refuse is evicted. Undefined for plaintext.
+   */
+  readonly tls?: ProbeTls | undefined;
+}
+
+/** What tls.connect needs; plain strings so it survives the structured clone to the worker. */
+export interface ProbeTls {
+  readonly servername?: string | undefined;
+  readonly ca?: string | undefined;
+  readonly cert?: string | undefined;
+  readonly key?: string | undefined;
+  readonly rejectUnauthorized: boolean;
 }
 
 /** One node the worker probes every `intervalMs` (jittered by ±10 %). */

@@ -1,7 +1,10 @@
 import { request } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { requestPathProblem } from "../../compiler/origin-form.js";
-import type { ProbeEvidence, ProbeSpec } from "./probe-protocol.js";
+import { isTlsFailureCode } from "../../errors/upstream-failure.js";
+import type { ProbeEvidence, ProbeSpec, ProbeTls } from "./probe-protocol.js";
 
 /** Largest health body read; a health endpoint has no reason to send more. */
 export const MAX_PROBE_BODY_BYTES = 64 * 1024;
@@ -18,7 +21,10 @@ type Stage<T> = { ok: true; value: T } | { ok: false; error: string };
  * Probes one node: a TCP connect as the fast screen, then (when a path is set) `GET <path>` over
  * a fresh connection that must answer 2xx and, when `expectStatus` is set, JSON whose `status`
  * equals it (seed 000 section 3.2: TCP is the coarse sieve, /healthz the fine one). One deadline
- * covers both stages. Never throws: every failure is a tagged outcome with its evidence.
+ * covers both stages. An upstream with TLS is probed over TLS with its own settings (a TCP-only
+ * check then completes a handshake), so a node whose certificate requests would refuse is
+ * evicted; such a failure's evidence starts with "tls". Never throws: every failure is a tagged
+ * outcome with its evidence.
  */
 export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
   const started = performance.now();
@@ -44,12 +50,18 @@ export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
     return done(false);
   }
   evidence.tcpMs = tcp.value;
-  if (spec.path === "") return done(true);
+  const tls = spec.tls;
+  if (spec.path === "" && tls === undefined) return done(true);
 
   const remaining = deadline - performance.now();
   if (remaining <= 0) {
-    evidence.error = "http timeout";
+    evidence.error = spec.path === "" ? "tls timeout" : "http timeout";
     return done(false);
+  }
+  if (spec.path === "" && tls !== undefined) {
+    const handshake = await tlsHandshake(spec.host, spec.port, tls, remaining);
+    if (!handshake.ok) evidence.error = handshake.error;
+    return done(handshake.ok);
   }
   const http = await httpCheck(spec, remaining, evidence);
   if (!http.ok) evidence.error = http.error;
@@ -95,18 +107,26 @@ function httpCheck(
     };
     // agent: false and Connection: close give every probe a fresh connection, so a probe never
     // rides a pooled socket that hides a node that stopped accepting new ones.
-    const req = request({
+    const headers: Record<string, string> = {
+      connection: "close",
+      accept: "application/json",
+      "user-agent": "clawgate-probe",
+    };
+    const tls = spec.tls;
+    // A virtual-hosted node answers for the name its certificate carries.
+    if (tls?.servername !== undefined) headers.host = tls.servername;
+    const options = {
       host: spec.host,
       port: spec.port,
       path: spec.path,
       method: "GET",
-      agent: false,
-      headers: { connection: "close", accept: "application/json", "user-agent": "clawgate-probe" },
-    });
+      agent: false as const,
+      headers,
+    };
+    const req =
+      tls === undefined ? request(options) : httpsRequest({ ...options, ...tlsOptions(tls) });
     const timer = setTimeout(() => finish({ ok: false, error: "http timeout" }), timeoutMs);
-    req.on("error", (err: NodeJS.ErrnoException) =>
-      finish({ ok: false, error: err.code ?? err.message }),
-    );
+    req.on("error", (err: NodeJS.ErrnoException) => finish({ ok: false, error: errorText(err) }));
     req.on("response", (res) => {
       const status = res.statusCode ?? 0;
       evidence.httpStatus = status;
@@ -140,6 +160,50 @@ function httpCheck(
     });
     req.end();
   });
+}
+
+/** A TLS handshake with the upstream's settings, closed at once: TCP-only checks over TLS. */
+function tlsHandshake(
+  host: string,
+  port: number,
+  tls: ProbeTls,
+  timeoutMs: number,
+): Promise<Stage<undefined>> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port, ...tlsOptions(tls) });
+    let settled = false;
+    const finish = (result: Stage<undefined>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish({ ok: false, error: "tls timeout" }), timeoutMs);
+    socket.once("secureConnect", () => finish({ ok: true, value: undefined }));
+    socket.on("error", (err: NodeJS.ErrnoException) =>
+      finish({ ok: false, error: errorText(err) }),
+    );
+  });
+}
+
+/** tls.connect options; an IP literal host gets no SNI (RFC 6066), as in the proxy's pools. */
+function tlsOptions(tls: ProbeTls) {
+  return {
+    ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    minVersion: "TLSv1.2" as const,
+  };
+}
+
+/** "ECONNREFUSED", or "tls CERT_HAS_EXPIRED" for a refused handshake or certificate. */
+function errorText(err: NodeJS.ErrnoException): string {
+  const code = err.code;
+  if (code === undefined) return err.message;
+  return isTlsFailureCode(code) ? `tls ${code}` : code;
 }
 
 function bodyStatus(text: string): Stage<string> {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/config.proto.
  */
 export const file_clawgate_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIu4BCghVcHN0cmVhbRIMCgRuYW1lGAEgASgJEiAKBW5vZGVzGAIgAygLMhEuY2xhd2dhdGUudjEuTm9kZRIuCgxoZWFsdGhfY2hlY2sYAyABKAsyGC5jbGF3Z2F0ZS52MS5IZWFsdGhDaGVjaxIPCgdicmVha2VyGAQgASgJEiAKGG1heF9jb25uZWN0aW9uc19wZXJfbm9kZRgFIAEoDRIiChVrZWVwX2FsaXZlX3RpbWVvdXRfbXMYByABKA1IAIgBAUIYChZfa2VlcF9hbGl2ZV90aW1lb3V0X21zSgQIBhAHUgtyZW1lZGlhdGlvbiIqCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJInoKClJvdXRlTWF0Y2gSDQoFaG9zdHMYASADKAkSDAoEcGF0aBgCIAEoCRITCgtwYXRoX3ByZWZpeBgDIAEoCRIPCgdtZXRob2RzGAQgAygJEikKB2hlYWRlcnMYBSADKAsyGC5jbGF3Z2F0ZS52MS5IZWFkZXJNYXRjaCI0ChBXZWlnaHRlZFVwc3RyZWFtEhAKCHVwc3RyZWFtGAEgASgJEg4KBndlaWdodBgCIAEoDSIsCgdSZXdyaXRlEhMKC3BhdGhfcHJlZml4GAEgASgJEgwKBGhvc3QYAiABKAkiKwoLUmV0cnlQb2xpY3kSEAoIYXR0ZW1wdHMYASABKA0SCgoCb24YAiADKAkiWgoNUm91dGVUaW1lb3V0cxISCgpjb25uZWN0X21zGAEgASgNEhIKCmhlYWRlcnNfbXMYAiABKA0SDwoHYm9keV9tcxgDIAEoDRIQCgh0b3RhbF9tcxgEIAEoDSIqCghGYWxsYmFjaxIeChZzdGFsZV9pZl9lcnJvcl9zZWNvbmRzGAEgASgNIrYCCgVSb3V0ZRIMCgRuYW1lGAEgASgJEiYKBW1hdGNoGAIgASgLMhcuY2xhd2dhdGUudjEuUm91dGVNYXRjaBIQCghwcmlvcml0eRgDIAEoBRIQCgh1cHN0cmVhbRgEIAEoCRIsCgVzcGxpdBgFIAMoCzIdLmNsYXdnYXRlLnYxLldlaWdodGVkVXBzdHJlYW0SJQoHcmV3cml0ZRgGIAEoCzIULmNsYXdnYXRlLnYxLlJld3JpdGUSJwoFcmV0cnkYByABKAsyGC5jbGF3Z2F0ZS52MS5SZXRyeVBvbGljeRIsCgh0aW1lb3V0cxgIIAEoCzIaLmNsYXdnYXRlLnYxLlJvdXRlVGltZW91dHMSJwoIZmFsbGJhY2sYCSABKAsyFS5jbGF3Z2F0ZS52MS5GYWxsYmFjayKEAgoNQnJlYWtlclBvbGljeRIMCgRuYW1lGAEgASgJEhEKCXdpbmRvd19tcxgCIAEoDRIUCgxtaW5fcmVxdWVzdHMYAyABKA0SFQoNZmFpbHVyZV9yYXRpbxgEIAEoARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgFIAEoDRITCgtjb29sZG93bl9tcxgGIAEoDRIbChNjb29sZG93bl9tdWx0aXBsaWVyGAcgASgBEhcKD21heF9jb29sZG93bl9tcxgIIAEoDRIfChdoYWxmX29wZW5fbWF4X2luX2ZsaWdodBgJIAEoDRIbChNoYWxmX29wZW5fc3VjY2Vzc2VzGAogASgNInsKBlRlbmFudBIMCgRuYW1lGAEgASgJEhYKDmFwaV9rZXlfc2hhMjU2GAIgAygJEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYAyABKA0SFgoOdG9rZW5zX3Blcl9kYXkYBCABKAQSFgoOYWxsb3dlZF9yb3V0ZXMYBSADKAkigAIKCFNuYXBzaG90Eg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSIgoGcm91dGVzGAMgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAQgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYBSADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYBiADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFQoNY3JlYXRlZF9hdF9tcxgHIAEoBBIMCgRwYXJ0GAggASgNEg0KBXBhcnRzGAkgASgNYgZwcm90bzM");
+  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIqsCCghVcHN0cmVhbRIMCgRuYW1lGAEgASgJEiAKBW5vZGVzGAIgAygLMhEuY2xhd2dhdGUudjEuTm9kZRIuCgxoZWFsdGhfY2hlY2sYAyABKAsyGC5jbGF3Z2F0ZS52MS5IZWFsdGhDaGVjaxIPCgdicmVha2VyGAQgASgJEiAKGG1heF9jb25uZWN0aW9uc19wZXJfbm9kZRgFIAEoDRIiChVrZWVwX2FsaXZlX3RpbWVvdXRfbXMYByABKA1IAIgBARIlCgN0bHMYCCABKAsyGC5jbGF3Z2F0ZS52MS5VcHN0cmVhbVRscxIUCgxob3N0X3Jld3JpdGUYCSABKAhCGAoWX2tlZXBfYWxpdmVfdGltZW91dF9tc0oECAYQB1ILcmVtZWRpYXRpb24ilQEKC1Vwc3RyZWFtVGxzEg8KB2VuYWJsZWQYASABKAgSEwoLc2VydmVyX25hbWUYAiABKAkSDwoHY2FfZmlsZRgDIAEoCRIYChBjbGllbnRfY2VydF9maWxlGAQgASgJEhcKD2NsaWVudF9rZXlfZmlsZRgFIAEoCRIcChRpbnNlY3VyZV9za2lwX3ZlcmlmeRgGIAEoCCIqCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJInoKClJvdXRlTWF0Y2gSDQoFaG9zdHMYASADKAkSDAoEcGF0aBgCIAEoCRITCgtwYXRoX3ByZWZpeBgDIAEoCRIPCgdtZXRob2RzGAQgAygJEikKB2hlYWRlcnMYBSADKAsyGC5jbGF3Z2F0ZS52MS5IZWFkZXJNYXRjaCI0ChBXZWlnaHRlZFVwc3RyZWFtEhAKCHVwc3RyZWFtGAEgASgJEg4KBndlaWdodBgCIAEoDSIsCgdSZXdyaXRlEhMKC3BhdGhfcHJlZml4GAEgASgJEgwKBGhvc3QYAiABKAkiKwoLUmV0cnlQb2xpY3kSEAoIYXR0ZW1wdHMYASABKA0SCgoCb24YAiADKAkiWgoNUm91dGVUaW1lb3V0cxISCgpjb25uZWN0X21zGAEgASgNEhIKCmhlYWRlcnNfbXMYAiABKA0SDwoHYm9keV9tcxgDIAEoDRIQCgh0b3RhbF9tcxgEIAEoDSIqCghGYWxsYmFjaxIeChZzdGFsZV9pZl9lcnJvcl9zZWNvbmRzGAEgASgNIrYCCgVSb3V0ZRIMCgRuYW1lGAEgASgJEiYKBW1hdGNoGAIgASgLMhcuY2xhd2dhdGUudjEuUm91dGVNYXRjaBIQCghwcmlvcml0eRgDIAEoBRIQCgh1cHN0cmVhbRgEIAEoCRIsCgVzcGxpdBgFIAMoCzIdLmNsYXdnYXRlLnYxLldlaWdodGVkVXBzdHJlYW0SJQoHcmV3cml0ZRgGIAEoCzIULmNsYXdnYXRlLnYxLlJld3JpdGUSJwoFcmV0cnkYByABKAsyGC5jbGF3Z2F0ZS52MS5SZXRyeVBvbGljeRIsCgh0aW1lb3V0cxgIIAEoCzIaLmNsYXdnYXRlLnYxLlJvdXRlVGltZW91dHMSJwoIZmFsbGJhY2sYCSABKAsyFS5jbGF3Z2F0ZS52MS5GYWxsYmFjayKEAgoNQnJlYWtlclBvbGljeRIMCgRuYW1lGAEgASgJEhEKCXdpbmRvd19tcxgCIAEoDRIUCgxtaW5fcmVxdWVzdHMYAyABKA0SFQoNZmFpbHVyZV9yYXRpbxgEIAEoARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgFIAEoDRITCgtjb29sZG93bl9tcxgGIAEoDRIbChNjb29sZG93bl9tdWx0aXBsaWVyGAcgASgBEhcKD21heF9jb29sZG93bl9tcxgIIAEoDRIfChdoYWxmX29wZW5fbWF4X2luX2ZsaWdodBgJIAEoDRIbChNoYWxmX29wZW5fc3VjY2Vzc2VzGAogASgNInsKBlRlbmFudBIMCgRuYW1lGAEgASgJEhYKDmFwaV9rZXlfc2hhMjU2GAIgAygJEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYAyABKA0SFgoOdG9rZW5zX3Blcl9kYXkYBCABKAQSFgoOYWxsb3dlZF9yb3V0ZXMYBSADKAkigAIKCFNuYXBzaG90Eg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSIgoGcm91dGVzGAMgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAQgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYBSADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYBiADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFQoNY3JlYXRlZF9hdF9tcxgHIAEoBBIMCgRwYXJ0GAggASgNEg0KBXBhcnRzGAkgASgNYgZwcm90bzM");
 
 /**
  * One backend instance of an upstream.
@@ -139,6 +139,21 @@ export type Upstream = Message<"clawgate.v1.Upstream"> & {
    * @generated from field: optional uint32 keep_alive_timeout_ms = 7;
    */
   keepAliveTimeoutMs?: number | undefined;
+
+  /**
+   * Absent: the nodes are dialled over plaintext HTTP.
+   *
+   * @generated from field: clawgate.v1.UpstreamTls tls = 8;
+   */
+  tls?: UpstreamTls | undefined;
+
+  /**
+   * Send the upstream's name as Host instead of the client's: tls.server_name when set, else
+   * each node's host[:port]. A route's rewrite.host still wins.
+   *
+   * @generated from field: bool host_rewrite = 9;
+   */
+  hostRewrite: boolean;
 };
 
 /**
@@ -147,6 +162,61 @@ export type Upstream = Message<"clawgate.v1.Upstream"> & {
  */
 export const UpstreamSchema: GenMessage<Upstream> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_config, 2);
+
+/**
+ * TLS from the data plane to an upstream's nodes. The files are paths on the data plane's
+ * machine (like Envoy's): key material never travels in a snapshot. The data plane reads them
+ * when it compiles the snapshot and NACKs one whose file it cannot read.
+ *
+ * @generated from message clawgate.v1.UpstreamTls
+ */
+export type UpstreamTls = Message<"clawgate.v1.UpstreamTls"> & {
+  /**
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * SNI and the name the node's certificate must carry; empty: the node's host when it is a
+   * DNS name (an IP literal is checked against the certificate's IP SANs, never sent as SNI).
+   *
+   * @generated from field: string server_name = 2;
+   */
+  serverName: string;
+
+  /**
+   * PEM CA bundle trusted for the nodes; empty: the system's roots.
+   *
+   * @generated from field: string ca_file = 3;
+   */
+  caFile: string;
+
+  /**
+   * PEM client certificate and key for mutual TLS; both or neither.
+   *
+   * @generated from field: string client_cert_file = 4;
+   */
+  clientCertFile: string;
+
+  /**
+   * @generated from field: string client_key_file = 5;
+   */
+  clientKeyFile: string;
+
+  /**
+   * Inverted so that the zero value (a hand-built snapshot) still checks certificates.
+   *
+   * @generated from field: bool insecure_skip_verify = 6;
+   */
+  insecureSkipVerify: boolean;
+};
+
+/**
+ * Describes the message clawgate.v1.UpstreamTls.
+ * Use `create(UpstreamTlsSchema)` to create a new message.
+ */
+export const UpstreamTlsSchema: GenMessage<UpstreamTls> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_config, 3);
 
 /**
  * @generated from message clawgate.v1.HeaderMatch
@@ -172,7 +242,7 @@ export type HeaderMatch = Message<"clawgate.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 3);
+  messageDesc(file_clawgate_v1_config, 4);
 
 /**
  * @generated from message clawgate.v1.RouteMatch
@@ -215,7 +285,7 @@ export type RouteMatch = Message<"clawgate.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 4);
+  messageDesc(file_clawgate_v1_config, 5);
 
 /**
  * @generated from message clawgate.v1.WeightedUpstream
@@ -237,7 +307,7 @@ export type WeightedUpstream = Message<"clawgate.v1.WeightedUpstream"> & {
  * Use `create(WeightedUpstreamSchema)` to create a new message.
  */
 export const WeightedUpstreamSchema: GenMessage<WeightedUpstream> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 5);
+  messageDesc(file_clawgate_v1_config, 6);
 
 /**
  * @generated from message clawgate.v1.Rewrite
@@ -263,7 +333,7 @@ export type Rewrite = Message<"clawgate.v1.Rewrite"> & {
  * Use `create(RewriteSchema)` to create a new message.
  */
 export const RewriteSchema: GenMessage<Rewrite> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 6);
+  messageDesc(file_clawgate_v1_config, 7);
 
 /**
  * @generated from message clawgate.v1.RetryPolicy
@@ -289,7 +359,7 @@ export type RetryPolicy = Message<"clawgate.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 7);
+  messageDesc(file_clawgate_v1_config, 8);
 
 /**
  * @generated from message clawgate.v1.RouteTimeouts
@@ -321,7 +391,7 @@ export type RouteTimeouts = Message<"clawgate.v1.RouteTimeouts"> & {
  * Use `create(RouteTimeoutsSchema)` to create a new message.
  */
 export const RouteTimeoutsSchema: GenMessage<RouteTimeouts> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 8);
+  messageDesc(file_clawgate_v1_config, 9);
 
 /**
  * @generated from message clawgate.v1.Fallback
@@ -340,7 +410,7 @@ export type Fallback = Message<"clawgate.v1.Fallback"> & {
  * Use `create(FallbackSchema)` to create a new message.
  */
 export const FallbackSchema: GenMessage<Fallback> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 9);
+  messageDesc(file_clawgate_v1_config, 10);
 
 /**
  * @generated from message clawgate.v1.Route
@@ -401,7 +471,7 @@ export type Route = Message<"clawgate.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 10);
+  messageDesc(file_clawgate_v1_config, 11);
 
 /**
  * @generated from message clawgate.v1.BreakerPolicy
@@ -463,7 +533,7 @@ export type BreakerPolicy = Message<"clawgate.v1.BreakerPolicy"> & {
  * Use `create(BreakerPolicySchema)` to create a new message.
  */
 export const BreakerPolicySchema: GenMessage<BreakerPolicy> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 11);
+  messageDesc(file_clawgate_v1_config, 12);
 
 /**
  * @generated from message clawgate.v1.Tenant
@@ -504,7 +574,7 @@ export type Tenant = Message<"clawgate.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 12);
+  messageDesc(file_clawgate_v1_config, 13);
 
 /**
  * The complete config at one store revision. Every route's upstreams exist and every
@@ -575,5 +645,5 @@ export type Snapshot = Message<"clawgate.v1.Snapshot"> & {
  * Use `create(SnapshotSchema)` to create a new message.
  */
 export const SnapshotSchema: GenMessage<Snapshot> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 13);
+  messageDesc(file_clawgate_v1_config, 14);
 

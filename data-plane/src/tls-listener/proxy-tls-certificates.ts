@@ -1,0 +1,183 @@
+import { type Stats, unwatchFile, watchFile } from "node:fs";
+import type { ServerOptions } from "node:https";
+import type { SecureContext, Server as TlsServer } from "node:tls";
+import { ConfigError } from "@clawgate/runtime";
+import type { Logger } from "pino";
+import {
+  type LoadedCertificate,
+  type LoadResult,
+  loadCertificatePair,
+  MIN_TLS_VERSION,
+} from "./certificate-pair.js";
+import { matchServerName } from "./sni-match.js";
+
+export interface CertificateFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+export interface ProxyTlsCertificatesOptions {
+  /** proxyTlsCertFile and proxyTlsKeyFile: served when no other certificate matches. */
+  readonly defaultFiles: CertificateFiles;
+  /** proxyTlsCertificates: chosen by the SNI name from the DNS names of each one's SAN. */
+  readonly sniFiles: readonly CertificateFiles[];
+  readonly logger: Logger;
+  /** How often the files are checked for changes; default 1000 ms. */
+  readonly pollIntervalMs?: number;
+}
+
+/**
+ * The proxy listener's certificates: read and checked at boot (a bad one is a ConfigError, so
+ * the process exits 2 naming the setting), then watched. A changed file is read again and,
+ * when it passes the same checks, serves every new connection; connections already open keep
+ * the session they negotiated. A file that fails the checks is refused with a warning and the
+ * previous certificate serves on, so a half-written renewal never takes the listener down.
+ *
+ * The files are polled with stat (fs.watchFile) rather than watched with inotify: renewals are
+ * usually written beside the file and renamed over it (certbot, Kubernetes secret volumes swap
+ * a symlink), which an inotify watch on the old inode never sees.
+ */
+export class ProxyTlsCertificates {
+  readonly #logger: Logger;
+  readonly #pollIntervalMs: number;
+  readonly #defaultFiles: CertificateFiles;
+  readonly #sniFiles: readonly CertificateFiles[];
+  #default: LoadedCertificate;
+  readonly #sni: LoadedCertificate[];
+  #server: TlsServer | undefined;
+  readonly #watched: { path: string; listener: (curr: Stats, prev: Stats) => void }[] = [];
+
+  constructor(options: ProxyTlsCertificatesOptions) {
+    this.#logger = options.logger;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.#defaultFiles = options.defaultFiles;
+    this.#sniFiles = options.sniFiles;
+    const { certFile, keyFile } = options.defaultFiles;
+    this.#default = bootOrThrow(
+      "proxyTlsCertFile",
+      certFile,
+      loadCertificatePair(certFile, keyFile),
+    );
+    this.#sni = options.sniFiles.map((files) => {
+      const loaded = bootOrThrow(
+        "proxyTlsCertificates",
+        `${files.certFile}:${files.keyFile}`,
+        loadSniPair(files),
+      );
+      return loaded;
+    });
+  }
+
+  /** https.createServer options: the default certificate, TLS 1.2+, ALPN http/1.1, SNI. */
+  serverOptions(): ServerOptions {
+    return {
+      cert: this.#default.cert,
+      key: this.#default.key,
+      minVersion: MIN_TLS_VERSION,
+      // HTTP/2 from clients comes later; until then ALPN says plainly what is spoken.
+      ALPNProtocols: ["http/1.1"],
+      SNICallback: (serverName, callback) => callback(null, this.contextFor(serverName)),
+    };
+  }
+
+  /** The context a client naming `serverName` gets: a matching certificate, else the default. */
+  contextFor(serverName: string): SecureContext {
+    return (matchServerName(this.#sni, serverName) ?? this.#default).context;
+  }
+
+  /** Names of every SNI certificate now served, in order, for the start-up log line. */
+  names(): string[][] {
+    return this.#sni.map((certificate) => [...certificate.names]);
+  }
+
+  /** Starts watching the files; a reload of the default certificate updates `server`. */
+  watch(server: TlsServer): void {
+    this.#server = server;
+    this.#watchPair(this.#defaultFiles, () => this.#reloadDefault());
+    this.#sniFiles.forEach((files, index) => {
+      this.#watchPair(files, () => this.#reloadSni(index));
+    });
+  }
+
+  /** Stops watching; the certificates in use stay. */
+  close(): void {
+    for (const { path, listener } of this.#watched) unwatchFile(path, listener);
+    this.#watched.length = 0;
+  }
+
+  #watchPair(files: CertificateFiles, reload: () => void): void {
+    for (const path of new Set([files.certFile, files.keyFile])) {
+      const listener = (curr: Stats, prev: Stats) => {
+        if (curr.mtimeMs === prev.mtimeMs && curr.ino === prev.ino && curr.size === prev.size)
+          return;
+        reload();
+      };
+      // Not persistent: watching must never keep a stopping process alive.
+      watchFile(path, { interval: this.#pollIntervalMs, persistent: false }, listener);
+      this.#watched.push({ path, listener });
+    }
+  }
+
+  #reloadDefault(): void {
+    const { certFile, keyFile } = this.#defaultFiles;
+    const loaded = this.#accept(loadCertificatePair(certFile, keyFile), this.#defaultFiles);
+    if (loaded === undefined) return;
+    this.#default = loaded;
+    // Clients that send no SNI name are served from the server's own context.
+    this.#server?.setSecureContext({
+      cert: loaded.cert,
+      key: loaded.key,
+      minVersion: MIN_TLS_VERSION,
+    });
+  }
+
+  #reloadSni(index: number): void {
+    const files = this.#sniFiles[index]!;
+    const loaded = this.#accept(loadSniPair(files), files);
+    if (loaded !== undefined) this.#sni[index] = loaded;
+  }
+
+  #accept(result: LoadResult, files: CertificateFiles): LoadedCertificate | undefined {
+    if (!result.ok) {
+      this.#logger.warn(
+        { certFile: files.certFile, keyFile: files.keyFile, reason: result.reason },
+        "proxy TLS certificate change refused; the previous certificate keeps serving",
+      );
+      return undefined;
+    }
+    const loaded = result.value;
+    this.#logger.info(
+      {
+        certFile: files.certFile,
+        names: loaded.names,
+        fingerprint: loaded.fingerprint,
+        validTo: loaded.validTo,
+      },
+      "proxy TLS certificate reloaded",
+    );
+    return loaded;
+  }
+}
+
+/** "cert.pem:key.pem", as proxyTlsCertificates spells a pair (the setting's own rule). */
+export function parseCertificateFiles(entry: string): CertificateFiles {
+  const colon = entry.indexOf(":");
+  return { certFile: entry.slice(0, colon), keyFile: entry.slice(colon + 1) };
+}
+
+/** An SNI certificate no name can select would never be served: refused like a bad file. */
+function loadSniPair(files: CertificateFiles): LoadResult {
+  const result = loadCertificatePair(files.certFile, files.keyFile);
+  if (result.ok && result.value.names.length === 0) {
+    return {
+      ok: false,
+      reason: `${files.certFile} has no DNS name in its subjectAltName, so no SNI name selects it`,
+    };
+  }
+  return result;
+}
+
+function bootOrThrow(field: string, value: string, result: LoadResult): LoadedCertificate {
+  if (result.ok) return result.value;
+  throw new ConfigError([{ field, value, layer: "settings", reason: result.reason }]);
+}

@@ -1,0 +1,35 @@
+import type { Socket } from "node:net";
+import { buildConnector } from "undici";
+import { isTlsFailureCode } from "../errors/upstream-failure.js";
+import type { UpstreamTlsOptions } from "./upstream-tls.js";
+
+/**
+ * undici's TLS connector with the upstream's settings, plus one fix: a node that refuses us
+ * after the handshake (TLS 1.3 sends "certificate required" once it has read our empty
+ * certificate) leaves an SSL error on the socket and then an end of stream, and undici reports
+ * the later "other side closed" as the request's error, a plain reset. Destroying the socket on
+ * the TLS error keeps that error the one the request fails with, so it is counted as `tls`.
+ */
+export function tlsConnector(tls: UpstreamTlsOptions, timeoutMs: number): buildConnector.connector {
+  const connect = buildConnector({
+    // undici sends the node's host as SNI when it is a name and none is set (never an IP).
+    servername: tls.servername,
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    // The same floor as the proxy's own TLS listener.
+    minVersion: "TLSv1.2",
+    timeout: timeoutMs,
+  });
+  return (options, callback) =>
+    connect(options, (error, socket) => {
+      // On a failed connect there is no socket: the error is the request's already.
+      if (error === null && socket) socket.on("error", destroyOnTlsError);
+      callback(error, socket as never);
+    });
+}
+
+function destroyOnTlsError(this: Socket, error: NodeJS.ErrnoException): void {
+  if (error.code !== undefined && isTlsFailureCode(error.code)) this.destroy();
+}
