@@ -45,14 +45,14 @@ const documentedApplyBody = applyBody.extend({
 });
 
 /**
- * Serves the Swagger UI at /docs and the OpenAPI document at /docs/json. With a token, every
+ * Serves the Swagger UI at /docs and the OpenAPI document at /docs/json. When secured, every
  * operation but the public ones is documented as needing it and answering 401 without it.
  */
 export async function registerOpenApi(
   app: FastifyInstance,
-  options: { token?: string },
+  options: { secured: boolean },
 ): Promise<void> {
-  const secured = options.token !== undefined;
+  const { secured } = options;
   const toJsonSchema = createJsonSchemaTransform({
     schemaRegistry: components,
     skipList: [

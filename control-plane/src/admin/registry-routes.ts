@@ -4,10 +4,13 @@ import { z } from "zod";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import { registrationSchema } from "../registry/registered-node.js";
 import { errorResponse, nameParams } from "./api-schemas.js";
+import { type AuditSink, auditWrite } from "./audit-write.js";
 import { sendError } from "./errors.js";
 
 export interface RegistryRoutesOptions {
   registry: NodeRegistry;
+  /** Journals registrations and deregistrations (not renewals) with the token's name. */
+  audit?: AuditSink;
 }
 
 const nodeParams = z.object({ name: resourceName, id: resourceName });
@@ -52,7 +55,7 @@ const tags = ["registry"];
  */
 export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = async (
   app,
-  { registry },
+  { registry, audit },
 ) => {
   app.get(
     "/v1/upstreams/:name/nodes",
@@ -90,6 +93,10 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
       const result = await registry.register(name, id, request.body);
       if (!result.ok) return sendError(reply, result.error);
       const { node } = result;
+      // A renewal is a heartbeat, every few seconds per node: journaling it would bury the rest.
+      await auditWrite(audit, request, result.revision, [
+        { kind: "nodes", name: `${name}/${id}`, action: result.action },
+      ]);
       if (result.action === "created") {
         reply.code(201).header("location", `/v1/upstreams/${name}/nodes`);
       }
@@ -124,6 +131,9 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
       const { name, id } = request.params;
       const result = await registry.deregister(name, id);
       if (!result.ok) return sendError(reply, result.error);
+      await auditWrite(audit, request, result.revision, [
+        { kind: "nodes", name: `${name}/${id}`, action: "deleted" },
+      ]);
       return { upstream: name, id, revision: result.revision };
     },
   );
