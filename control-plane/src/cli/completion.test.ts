@@ -23,6 +23,7 @@ function complete(bash: string, line: string): string[] {
     `COMP_WORDS=(${words.map((word) => `'${word}'`).join(" ")})`,
     `COMP_CWORD=${words.length - 1}`,
     "_clawctl",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${...}, not a template
     'printf "%s\\n" "${COMPREPLY[@]}"',
   ].join("\n");
   return execFileSync("bash", ["--norc", "-c", program], { encoding: "utf8" })

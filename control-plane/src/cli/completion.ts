@@ -32,11 +32,13 @@ export function bashCompletion(program: Command, hints: ArgumentHints = {}): str
   const lines = [
     `# bash completion for ${name}; load with: source <(${name} completion bash)`,
     `${fn}() {`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${...}, not a template
     '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
     '  local path="" word i skip=0',
     "  # The command path so far: each word that extends it to a known command, skipping options",
     "  # and the values of options that take one.",
     "  for ((i = 1; i < COMP_CWORD; i++)); do",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${...}, not a template
     '    word="${COMP_WORDS[i]}"',
     "    if ((skip)); then skip=0; continue; fi",
     '    case "$word" in',
@@ -45,6 +47,7 @@ export function bashCompletion(program: Command, hints: ArgumentHints = {}): str
       : []),
     "      -*) continue ;;",
     "    esac",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${...}, not a template
     '    case "${path:+$path }$word" in',
     ...(paths.length > 0 ? [`      ${paths.join("|")}) path="\${path:+$path }$word" ;;`] : []),
     "    esac",
