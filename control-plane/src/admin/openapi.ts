@@ -7,6 +7,7 @@ import {
   createJsonSchemaTransformObject,
 } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { roleNeeded } from "../auth/route-roles.js";
 import { applyBody, errorResponse } from "./api-schemas.js";
 import { APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { singularKind } from "./kind-name.js";
@@ -85,8 +86,16 @@ export async function registerOpenApi(
       if (isPublicRoute(input.url)) {
         schema.security = [];
       } else if (secured) {
-        // The bearer check is a hook, not part of any route's schema, so its 401 is added here.
-        schema.response = { 401: errorResponse, ...(schema.response as object | undefined) };
+        // The bearer and role checks are a hook, not part of any route's schema, so their 401
+        // and 403 are added here; the description names the role the route needs.
+        const { method } = input.route;
+        const role = roleNeeded(String(Array.isArray(method) ? method[0] : method), input.url);
+        schema.response = {
+          401: errorResponse,
+          403: errorResponse,
+          ...(schema.response as object | undefined),
+        };
+        schema.description = [schema.description, `Needs role ${role}.`].filter(Boolean).join(" ");
       }
       return toJsonSchema({ ...input, schema } as Parameters<typeof toJsonSchema>[0]);
     },
