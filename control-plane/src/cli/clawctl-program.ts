@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import { parseKind } from "../admin/kind-name.js";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { NodeHealthSummary } from "../health/fleet-health.js";
+import type { ConfigEvent } from "../journal/config-event.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import type { ListedNode } from "../registry/node-registry.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
@@ -246,14 +247,36 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
 
   program
     .command("events")
-    .description("show the heal journal, newest first")
+    .description("show the heal journal (or with --type config the config writes), newest first")
     .option("--upstream <name>", "only events of this upstream")
+    .addOption(
+      new Option("--type <type>", "heal: self-healing actions; config: who changed what")
+        .choices(["heal", "config"])
+        .default("heal"),
+    )
     .addOption(
       new Option("--limit <n>", "most events shown (1-1000)").default(50).argParser(parseLimit),
     )
     .addOption(outputOption())
-    .action(async (options: { upstream?: string; limit: number; output: Format }) => {
+    .action(async (options: { upstream?: string; type: string; limit: number; output: Format }) => {
       const query = new URLSearchParams({ limit: String(options.limit) });
+      if (options.type === "config") {
+        query.set("type", "config");
+        const audit = await (await client()).request<{ items: ConfigEvent[] }>(
+          "GET",
+          `/v1/events?${query}`,
+        );
+        if (options.output === "json") return out(json(audit));
+        if (options.output === "yaml") return out(stringify(audit));
+        if (audit.items.length === 0) return out("No config writes found.\n");
+        const rows = audit.items.map((event) => [
+          event.time.replace(/\.\d{3}Z$/, "Z"),
+          event.token,
+          String(event.revision),
+          oneLine(event.changes.map((c) => `${c.action} ${c.kind}/${c.name}`).join(", ")),
+        ]);
+        return out(renderTable(["TIME", "TOKEN", "REVISION", "CHANGES"], rows));
+      }
       if (options.upstream !== undefined) query.set("upstream", options.upstream);
       const events = await (await client()).request<{ items: HealEvent[] }>(
         "GET",

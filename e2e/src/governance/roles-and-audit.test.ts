@@ -138,6 +138,12 @@ describe("named tokens with roles, and the audit of config writes (real etcd)", 
         changes: [{ kind: "tokens", name: "deployer", action: "created" }],
       }),
     );
+    // clawctl shows the same journal as a table.
+    const table = await runClawctl(["events", "--type", "config"], env);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(
+      new RegExp(`\\sdeployer\\s+${removed.body.revision}\\s+deleted routes/audited\n`),
+    );
     // The heal journal's answer is unchanged when no type is asked for.
     const heal = await cp.admin.call<{ items: unknown[] }>("GET", "/v1/events");
     expect(heal.body.items).toEqual([]);
