@@ -165,6 +165,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   });
   await tokens.start();
   const audit = new ConfigAudit({ store, prefix: settings.etcdPrefix, logger });
+  await audit.start();
 
   let draining = false;
   const admin = await buildAdminApp({

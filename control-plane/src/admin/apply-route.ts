@@ -4,7 +4,7 @@ import type { ConfigService, ResourceChange } from "../resources/config-service.
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
 import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
 import { APPLY_BODY_LIMIT_BYTES, APPLY_MAX_RESOURCES } from "./apply-limits.js";
-import { type AuditSink, auditWrite } from "./audit-write.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 import { parseKind } from "./kind-name.js";
 
@@ -79,9 +79,12 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
         const message = problems.map((p) => `${p.path}: ${p.message}`).join("; ");
         return sendError(reply, clawgateError("CLAWGATE_INVALID_REQUEST", message, problems));
       }
-      const result = await config.apply(changes, { dryRun, prune: pruneKinds });
+      const result = await config.apply(changes, {
+        dryRun,
+        prune: pruneKinds,
+        alsoWrite: (results) => auditOperations(audit, request, results),
+      });
       if (!result.ok) return sendError(reply, result.error);
-      if (!result.dryRun) await auditWrite(audit, request, result.revision, result.results);
       return { revision: result.revision, dryRun: result.dryRun, results: result.results };
     },
   );

@@ -1,9 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import type { ConfigChange } from "../journal/config-event.js";
+import type { Operation } from "../store/store.js";
 
-/** What a route handler needs to journal its write: the audit log, when there is one. */
-export type AuditSink = Pick<ConfigAudit, "record"> | undefined;
+/** What a route handler needs to journal its write: the audit journal, when there is one. */
+export type AuditSink = Pick<ConfigAudit, "operations"> | undefined;
 
 interface ResultLike {
   kind: string;
@@ -12,21 +13,20 @@ interface ResultLike {
 }
 
 /**
- * Journals a successful write with the name of the token that made it. Called by each writing
- * route after the store answered, so the revision is the one the write produced; resources the
- * write left unchanged are not listed, and a write that changed nothing is not journaled.
+ * The audit writes for a write made by this request's token, to commit with the write itself
+ * (see ConfigAudit). Resources the write leaves unchanged are not listed; a write that changes
+ * nothing journals nothing.
  */
-export async function auditWrite(
+export function auditOperations(
   audit: AuditSink,
   request: FastifyRequest,
-  revision: number,
   results: readonly ResultLike[],
-): Promise<void> {
-  if (audit === undefined) return;
+): Operation[] {
+  if (audit === undefined) return [];
   const changes = results
     .filter(isChange)
     .map(({ kind, name, action }) => ({ kind, name, action }));
-  await audit.record({ token: request.caller?.name, revision, changes });
+  return audit.operations(request.caller?.name, changes);
 }
 
 function isChange(result: ResultLike): result is ConfigChange {

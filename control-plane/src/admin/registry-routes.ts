@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import { registrationSchema } from "../registry/registered-node.js";
 import { errorResponse, nameParams } from "./api-schemas.js";
-import { type AuditSink, auditWrite } from "./audit-write.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 
 export interface RegistryRoutesOptions {
@@ -90,13 +90,13 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
     },
     async (request, reply) => {
       const { name, id } = request.params;
-      const result = await registry.register(name, id, request.body);
+      // A renewal writes nothing, so only a registration or a change of address or weight is
+      // journaled: renewals come every few seconds per node and would bury the rest.
+      const result = await registry.register(name, id, request.body, (action) =>
+        auditOperations(audit, request, [{ kind: "nodes", name: `${name}/${id}`, action }]),
+      );
       if (!result.ok) return sendError(reply, result.error);
       const { node } = result;
-      // A renewal is a heartbeat, every few seconds per node: journaling it would bury the rest.
-      await auditWrite(audit, request, result.revision, [
-        { kind: "nodes", name: `${name}/${id}`, action: result.action },
-      ]);
       if (result.action === "created") {
         reply.code(201).header("location", `/v1/upstreams/${name}/nodes`);
       }
@@ -129,11 +129,14 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
     },
     async (request, reply) => {
       const { name, id } = request.params;
-      const result = await registry.deregister(name, id);
+      const result = await registry.deregister(
+        name,
+        id,
+        auditOperations(audit, request, [
+          { kind: "nodes", name: `${name}/${id}`, action: "deleted" },
+        ]),
+      );
       if (!result.ok) return sendError(reply, result.error);
-      await auditWrite(audit, request, result.revision, [
-        { kind: "nodes", name: `${name}/${id}`, action: "deleted" },
-      ]);
       return { upstream: name, id, revision: result.revision };
     },
   );

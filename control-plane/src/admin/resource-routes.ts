@@ -12,7 +12,7 @@ import {
   notModified,
   resourceResponse,
 } from "./api-schemas.js";
-import { type AuditSink, auditWrite } from "./audit-write.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
@@ -128,13 +128,13 @@ function registerKind(
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
-      const result = await config.apply([
-        { kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch },
-      ]);
+      const result = await config.apply(
+        [{ kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch }],
+        { alsoWrite: (results) => auditOperations(audit, request, results) },
+      );
       if (!result.ok) return sendError(reply, result.error);
       const applied = result.results[0];
       const revision = applied?.revision ?? result.revision;
-      await auditWrite(audit, request, result.revision, result.results);
       reply.header("etag", etag(revision));
       if (applied?.action === "created") {
         reply.code(201).header("location", `/v1/${kind}/${name}`);
@@ -160,11 +160,11 @@ function registerKind(
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
-      const result = await config.apply([
-        { kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch },
-      ]);
+      const result = await config.apply(
+        [{ kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch }],
+        { alsoWrite: (results) => auditOperations(audit, request, results) },
+      );
       if (!result.ok) return sendError(reply, result.error);
-      await auditWrite(audit, request, result.revision, result.results);
       return { name, revision: result.revision };
     },
   );

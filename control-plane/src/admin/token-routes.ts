@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ROLES } from "../auth/roles.js";
 import type { TokenStore } from "../auth/token-store.js";
 import { errorResponse } from "./api-schemas.js";
-import { type AuditSink, auditWrite } from "./audit-write.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 
 export interface TokenRoutesOptions {
@@ -60,11 +60,14 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (
     },
     async (request, reply) => {
       const { name, role, upstreams } = request.body;
-      const result = await tokens.create(name, role, upstreams, request.caller?.name);
+      const result = await tokens.create(
+        name,
+        role,
+        upstreams,
+        request.caller?.name,
+        auditOperations(audit, request, [{ kind: "tokens", name, action: "created" }]),
+      );
       if (!result.ok) return sendError(reply, result.error);
-      await auditWrite(audit, request, result.revision, [
-        { kind: "tokens", name, action: "created" },
-      ]);
       reply.code(201).header("cache-control", "no-store");
       return { name, role, token: result.token };
     },
@@ -94,11 +97,11 @@ export const tokenRoutes: FastifyPluginAsyncZod<TokenRoutesOptions> = async (
     },
     async (request, reply) => {
       const { name } = request.params;
-      const result = await tokens.revoke(name);
+      const result = await tokens.revoke(
+        name,
+        auditOperations(audit, request, [{ kind: "tokens", name, action: "deleted" }]),
+      );
       if (!result.ok) return sendError(reply, result.error);
-      await auditWrite(audit, request, result.revision, [
-        { kind: "tokens", name, action: "deleted" },
-      ]);
       return { name, revision: result.revision };
     },
   );

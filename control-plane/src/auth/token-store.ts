@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
-import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
+import type { KeyValue, Operation, Store, Watch, WatchEvent } from "../store/store.js";
 import { type Caller, ROLES, type Role } from "./roles.js";
 
 /** Name the bootstrap token (CLAWGATE_ADMIN_TOKEN) goes by in logs and the audit journal. */
@@ -132,6 +132,8 @@ export class TokenStore {
     role: Role,
     upstreams: readonly string[],
     createdBy: string | undefined,
+    /** Written in the same commit (the audit event); default none. */
+    also: readonly Operation[] = [],
   ): Promise<Outcome<{ token: string; revision: number }>> {
     if (name === BOOTSTRAP_TOKEN_NAME) {
       return fail(
@@ -170,7 +172,7 @@ export class TokenStore {
     const commit = await this.#guard(() =>
       this.#store.commit(
         [{ key, modRevision: 0 }],
-        [{ type: "put", key, value: JSON.stringify(stored) }],
+        [{ type: "put", key, value: JSON.stringify(stored) }, ...also],
       ),
     );
     if (!commit.ok) return commit;
@@ -185,7 +187,11 @@ export class TokenStore {
   }
 
   /** Deletes a token; requests carrying it are refused from then on. */
-  async revoke(name: string): Promise<Outcome<{ revision: number }>> {
+  async revoke(
+    name: string,
+    /** Written in the same commit (the audit event); default none. */
+    also: readonly Operation[] = [],
+  ): Promise<Outcome<{ revision: number }>> {
     const key = `${this.#prefix}${name}`;
     const current = await this.#guard(() => this.#store.get(key));
     if (!current.ok) return current;
@@ -194,7 +200,10 @@ export class TokenStore {
       return fail(clawgateError("CLAWGATE_NOT_FOUND", `token ${name} not found`));
     }
     const commit = await this.#guard(() =>
-      this.#store.commit([{ key, modRevision: existing.modRevision }], [{ type: "delete", key }]),
+      this.#store.commit(
+        [{ key, modRevision: existing.modRevision }],
+        [{ type: "delete", key }, ...also],
+      ),
     );
     if (!commit.ok) return commit;
     if (!commit.value.succeeded) {

@@ -1,29 +1,23 @@
+import { randomInt } from "node:crypto";
 import type { Logger } from "pino";
 import type { Operation, Store } from "../store/store.js";
 import { type ConfigChange, type ConfigEvent, storedConfigEventSchema } from "./config-event.js";
-import { eventId, eventIdTime } from "./event-key.js";
+import { eventId, eventIdTime, SEQ_MODULUS } from "./event-key.js";
 
 export interface ConfigAuditOptions {
   store: Store;
   /** Key prefix with its trailing slash; events go under `{prefix}audit/`. */
   prefix: string;
-  /** Events kept; the oldest are deleted in the commit that adds a new one. Default 1000. */
+  /** Events kept; each write deletes the oldest beyond this in its own commit. Default 1000. */
   maxEvents?: number;
   /** Wall clock for event times; default Date.now. */
   clock?: () => number;
   logger?: Logger;
 }
 
-export interface ConfigWrite {
-  /** Name of the token that made it; "anonymous" when the API runs without tokens. */
-  token: string | undefined;
-  revision: number;
-  changes: readonly ConfigChange[];
-}
-
-/** Deletes one commit may carry when trimming; under etcd's 128 operations per transaction. */
-const TRIM_BATCH = 100;
-/** Commits between re-reads of the keys, so events other replicas wrote are trimmed too. */
+/** Deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
+const TRIM_BATCH = 8;
+/** Writes between re-reads of the keys, so events other replicas wrote are trimmed too. */
 const RESYNC_EVERY = 100;
 
 export function auditPrefix(prefix: string): string {
@@ -31,11 +25,13 @@ export function auditPrefix(prefix: string): string {
 }
 
 /**
- * The audit journal of config writes: who (the token's name), what (the resources changed)
- * and the store revision it produced, beside the heal journal and read through the same
- * `GET /v1/events` (`?type=config`). Keys are the heal journal's (time, then a sequence), under
- * `{prefix}audit/`, a prefix no config reader ranges over. Config writes come at human pace,
- * so each event is its own commit; writes are serialised to keep the key list in step.
+ * The audit journal of config writes: who (the token's name), what (the resources changed) and
+ * the store revision it produced, read through `GET /v1/events?type=config`. An event is not
+ * written on its own: `operations()` gives the writes that go into the very commit that makes
+ * the change, so the event exists exactly when the change does, its key's mod revision is the
+ * change's revision, and it adds no store revision of its own (the snapshot version data planes
+ * are sent stays the write's). Keys are the heal journal's (time, then a sequence), under
+ * `{prefix}audit/`, a prefix no snapshot read ranges over.
  */
 export class ConfigAudit {
   readonly #store: Store;
@@ -43,10 +39,11 @@ export class ConfigAudit {
   readonly #maxEvents: number;
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
-  #known: string[] | undefined;
+  /** Event keys, oldest first, as last read plus those handed out since. */
+  #known: string[] = [];
   #sinceResync = 0;
-  #seq = 0;
-  #chain: Promise<unknown> = Promise.resolve();
+  /** Starts at random so two replicas writing in the same millisecond pick different keys. */
+  #seq = randomInt(SEQ_MODULUS);
 
   constructor(options: ConfigAuditOptions) {
     this.#store = options.store;
@@ -59,22 +56,39 @@ export class ConfigAudit {
     }
   }
 
+  /** Reads the keys there are, so the first writes already trim the oldest. */
+  async start(): Promise<void> {
+    await this.#resync();
+  }
+
   /**
-   * Journals a write that changed something; a write that changed nothing produced no revision
-   * and is not journaled. Never rejects: the write already happened, so a failure to journal it
-   * is logged (with the token name and revision) rather than turned into a failed request.
+   * The writes that journal a change made by `token`, to commit with the change itself: the
+   * event, and deletes of the oldest events beyond `maxEvents`. None when nothing changes.
+   * The key list is updated as if the commit succeeds; a commit that does not (a conflict that
+   * is retried) leaves it a little off until the next re-read, which costs nothing but a
+   * delete of a key that is already gone.
    */
-  record(write: ConfigWrite): Promise<ConfigEvent | undefined> {
-    if (write.changes.length === 0) return Promise.resolve(undefined);
-    const run = this.#chain.then(() => this.#write(write));
-    this.#chain = run.catch(() => undefined);
-    return run.catch((error: unknown) => {
-      this.#logger?.error(
-        { err: error, token: write.token, revision: write.revision },
-        "config write could not be journaled",
-      );
-      return undefined;
+  operations(token: string | undefined, changes: readonly ConfigChange[]): Operation[] {
+    if (changes.length === 0) return [];
+    const now = this.#clock();
+    const key = `${this.#prefix}${eventId(now, this.#seq++)}`;
+    const value = JSON.stringify({
+      time: new Date(now).toISOString(),
+      token: token ?? "anonymous",
+      changes,
     });
+    const excess = Math.min(Math.max(0, this.#known.length + 1 - this.#maxEvents), TRIM_BATCH);
+    const trimmed = this.#known.splice(0, excess);
+    this.#known.push(key);
+    if (++this.#sinceResync >= RESYNC_EVERY) {
+      this.#resync().catch((error: unknown) =>
+        this.#logger?.warn({ err: error }, "config audit keys could not be re-read"),
+      );
+    }
+    return [
+      { type: "put", key, value },
+      ...trimmed.map((old): Operation => ({ type: "delete", key: old })),
+    ];
   }
 
   /** Config events newest first, at most `limit`, recorded at or after `since` (epoch ms). */
@@ -94,47 +108,16 @@ export class ConfigAudit {
         continue;
       }
       const parsed = storedConfigEventSchema.safeParse(json);
-      if (parsed.success) events.push({ id, type: "config", ...parsed.data });
+      if (!parsed.success) continue;
+      // Written in the change's own commit: its mod revision is the revision the change made.
+      events.push({ id, type: "config", ...parsed.data, revision: item.modRevision });
     }
     return events;
   }
 
-  async #write(write: ConfigWrite): Promise<ConfigEvent> {
-    const known = await this.#knownKeys();
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = this.#clock();
-      const id = eventId(now, this.#seq++);
-      const key = `${this.#prefix}${id}`;
-      const stored = {
-        time: new Date(now).toISOString(),
-        token: write.token ?? "anonymous",
-        revision: write.revision,
-        changes: [...write.changes],
-      };
-      const excess = Math.min(Math.max(0, known.length + 1 - this.#maxEvents), TRIM_BATCH);
-      const commit = await this.#store.commit(
-        [{ key, modRevision: 0 }],
-        [
-          { type: "put", key, value: JSON.stringify(stored) },
-          ...known.slice(0, excess).map((old): Operation => ({ type: "delete", key: old })),
-        ],
-      );
-      // Another replica took this key in the same millisecond: try the next sequence number.
-      if (!commit.succeeded) continue;
-      known.splice(0, excess);
-      known.push(key);
-      known.sort();
-      this.#sinceResync++;
-      return { id, type: "config", ...stored };
-    }
-    throw new Error("config audit key collided 5 times in a row");
-  }
-
-  async #knownKeys(): Promise<string[]> {
-    if (this.#known !== undefined && this.#sinceResync < RESYNC_EVERY) return this.#known;
+  async #resync(): Promise<void> {
+    this.#sinceResync = 0;
     const range = await this.#store.range(this.#prefix);
     this.#known = range.items.map((item) => item.key);
-    this.#sinceResync = 0;
-    return this.#known;
   }
 }

@@ -10,13 +10,14 @@ export const configChangeSchema = z.object({
 });
 export type ConfigChange = z.infer<typeof configChangeSchema>;
 
-/** The stored form of a config event: everything but `id`, which is the key. */
+/**
+ * The stored form of a config event: not its id (the key) nor its revision (the key's mod
+ * revision, since the event commits with the change).
+ */
 export const storedConfigEventSchema = z.object({
   time: z.iso.datetime(),
   /** Name of the token that made the write ("bootstrap" for CLAWGATE_ADMIN_TOKEN). */
   token: z.string(),
-  /** Store revision the write produced: the config version data planes are sent. */
-  revision: z.int(),
   changes: z.array(configChangeSchema),
 });
 
@@ -24,4 +25,6 @@ export const storedConfigEventSchema = z.object({
 export interface ConfigEvent extends z.infer<typeof storedConfigEventSchema> {
   id: string;
   type: "config";
+  /** Store revision the write produced: the config version data planes are sent. */
+  revision: number;
 }

@@ -50,6 +50,12 @@ export interface ApplyOptions {
   dryRun?: boolean;
   /** Delete resources of these kinds (true: every kind) the change set does not name. Default false. */
   prune?: boolean | ResourceKind[];
+  /**
+   * Writes that commit with the change, or not at all: the audit journal's event (written in
+   * the same transaction, it adds no store revision of its own, so the version data planes are
+   * sent stays the write's). Called with what the write will do; not for a dry run. Default none.
+   */
+  alsoWrite?: (results: readonly AppliedResource[]) => Operation[];
 }
 
 export type ApplyAction = "created" | "updated" | "deleted" | "unchanged";
@@ -216,7 +222,8 @@ export class ConfigService {
           return { ok: true, revision: range.revision, dryRun, results: plan.results };
         }
         const guardRead = { key: guard, modRevision: raw.get(guard)?.modRevision ?? 0 };
-        if (!fitsOneCommit(plan, this.#store)) {
+        const also = options.alsoWrite?.(plan.results) ?? [];
+        if (!fitsOneCommit({ ...plan, operations: [...plan.operations, ...also] }, this.#store)) {
           const staged = await stagedApply({
             store: this.#store,
             prefix: this.#prefix,
@@ -227,6 +234,7 @@ export class ConfigService {
             })),
             hooks: this.#options.stagedHooks,
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
+            closeOperations: also,
           });
           if (!staged.ok && staged.reason === "conflict") continue;
           if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
@@ -245,6 +253,7 @@ export class ConfigService {
         ];
         const operations: Operation[] = [
           ...plan.operations,
+          ...also,
           { type: "put", key: guard, value: String(range.revision) },
         ];
         const commit = await this.#store.commit(compares, operations);
