@@ -9,6 +9,8 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { buildAdminApp } from "./admin/app.js";
 import { startUnreadyServer, type UnreadyServer } from "./admin/unready-server.js";
+import { TokenStore } from "./auth/token-store.js";
+import { readAdminTls } from "./config/admin-tls.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { readGrpcServerTls } from "./config/grpc-tls.js";
 import { loadControlPlaneSettings } from "./config/load-settings.js";
@@ -18,6 +20,7 @@ import { Fleet } from "./fleet/fleet.js";
 import { startSnapshotServer } from "./grpc/snapshot-server.js";
 import { FleetHealth } from "./health/fleet-health.js";
 import { SharedHealthReports } from "./health/shared-health-reports.js";
+import { ConfigAudit } from "./journal/config-audit.js";
 import { Journal } from "./journal/journal.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
@@ -40,6 +43,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const settings = loadControlPlaneSettings(argv, env);
   // Read before anything starts: a bad certificate file exits 2 like any other bad setting.
   const grpcTls = readGrpcServerTls(settings);
+  const adminTls = readAdminTls(settings);
   const logger = pino({ name: "clawgate-control-plane", level: settings.logLevel });
   if (!isLoopback(settings.grpcListen) && grpcTls?.clientCa === undefined) {
     // Whoever reaches the stream gets the whole config and can report node health, which
@@ -157,13 +161,26 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     maxStreams: settings.grpcMaxStreams,
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
+  // Named tokens with roles, kept in memory from a watch; the bootstrap token is their admin.
+  const tokens = new TokenStore({
+    store,
+    prefix: settings.etcdPrefix,
+    bootstrapToken: await resolveAdminToken(settings, logger),
+    logger,
+  });
+  await tokens.start();
+  const audit = new ConfigAudit({ store, prefix: settings.etcdPrefix, logger });
+  await audit.start();
+
   let draining = false;
   const admin = await buildAdminApp({
     draining: () => draining,
     config,
     snapshot: builder,
     fleet,
-    token: await resolveAdminToken(settings, logger),
+    tokens,
+    audit,
+    tls: adminTls,
     metrics,
     logger,
     registry,
@@ -176,7 +193,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   await admin
     .listen({ host, port })
     .catch(exitOnListenFailure(logger, "admin API", settings.adminListen));
-  logger.info({ address: settings.adminListen }, "admin API listening");
+  logger.info(
+    { address: settings.adminListen, tls: adminTls !== undefined },
+    "admin API listening",
+  );
   notifier.status(
     `serving: admin API on ${settings.adminListen}, snapshots on ${settings.grpcListen}`,
   );
@@ -208,6 +228,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await election.stop();
       await fleetHealth.close();
       await expiries.stop();
+      await tokens.stop();
       sweeper?.stop();
       await builder.stop();
       await model.stop();

@@ -2,15 +2,18 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { serializerCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import type { TokenStore } from "../auth/token-store.js";
+import type { AdminTls } from "../config/admin-tls.js";
 import type { FleetSource } from "../fleet/data-plane-view.js";
 import type { FleetHealth } from "../health/fleet-health.js";
+import type { ConfigAudit } from "../journal/config-audit.js";
 import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import type { RemediationRunner } from "../remediation/remediation-runner.js";
 import type { ConfigService } from "../resources/config-service.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { applyRoute } from "./apply-route.js";
-import { bearerAuth } from "./auth.js";
+import { bearerAuth, bootstrapOnly } from "./auth.js";
 import { installErrorHandling, validatorCompiler } from "./errors.js";
 import { eventsRoutes } from "./events-routes.js";
 import { healthRoutes } from "./health-routes.js";
@@ -19,6 +22,7 @@ import { registryRoutes } from "./registry-routes.js";
 import { adminRequestLogger } from "./request-log.js";
 import { resourceRoutes } from "./resource-routes.js";
 import { statusRoutes } from "./status-routes.js";
+import { tokenRoutes } from "./token-routes.js";
 
 export interface AdminAppOptions {
   config: ConfigService;
@@ -26,6 +30,13 @@ export interface AdminAppOptions {
   fleet: FleetSource;
   /** Bearer token every route but /healthz, /readyz and /docs requires; default none (open, for tests). */
   token?: string;
+  /**
+   * Named tokens with roles, the bootstrap token among them (as admin); serves /v1/tokens.
+   * Replaces `token` for authentication when given.
+   */
+  tokens?: TokenStore;
+  /** Journals each config write with its token's name, served at /v1/events?type=config. */
+  audit?: ConfigAudit;
   /** Registry served at /metrics; default none (no /metrics route). */
   metrics?: Registry;
   /** Request and error log; default false (silent). */
@@ -38,6 +49,8 @@ export interface AdminAppOptions {
   health?: Pick<FleetHealth, "upstream">;
   /** Adds each node's remediation episode to the health view; default none. */
   remediation?: Pick<RemediationRunner, "status">;
+  /** Certificate and key to serve HTTPS with; default none (plain HTTP). */
+  tls?: AdminTls;
   /** True while the process stops, so /readyz answers 503; default never. */
   draining?: () => boolean;
 }
@@ -50,13 +63,16 @@ const BODY_LIMIT_BYTES = 8 * 1024 * 1024;
  * call `app.inject()` and the binary decides where to bind.
  */
 export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyInstance> {
-  const base =
+  const https = options.tls === undefined ? {} : { https: options.tls };
+  const base = (
     options.logger === undefined || options.logger === false
-      ? Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES })
+      ? Fastify({ logger: false, bodyLimit: BODY_LIMIT_BYTES, ...https })
       : Fastify({
           loggerInstance: adminRequestLogger(options.logger) as FastifyBaseLogger,
           bodyLimit: BODY_LIMIT_BYTES,
-        });
+          ...https,
+        })
+  ) as FastifyInstance;
   const app = base.withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -69,17 +85,25 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     if (body === "") return done(null, undefined);
     parseJson(request, String(body), done);
   });
-  if (options.token !== undefined) app.addHook("onRequest", bearerAuth(options.token));
+  const authenticator =
+    options.tokens ?? (options.token === undefined ? undefined : bootstrapOnly(options.token));
+  if (authenticator !== undefined) app.addHook("onRequest", bearerAuth(authenticator));
 
-  await registerOpenApi(app as unknown as FastifyInstance, { token: options.token });
+  await registerOpenApi(app as unknown as FastifyInstance, {
+    secured: authenticator !== undefined,
+  });
 
-  await app.register(resourceRoutes, { config: options.config });
-  await app.register(applyRoute, { config: options.config });
+  const { audit } = options;
+  await app.register(resourceRoutes, { config: options.config, audit });
+  await app.register(applyRoute, { config: options.config, audit });
+  if (options.tokens !== undefined) {
+    await app.register(tokenRoutes, { tokens: options.tokens, audit });
+  }
   if (options.registry !== undefined) {
-    await app.register(registryRoutes, { registry: options.registry });
+    await app.register(registryRoutes, { registry: options.registry, audit });
   }
   if (options.journal !== undefined) {
-    await app.register(eventsRoutes, { journal: options.journal });
+    await app.register(eventsRoutes, { journal: options.journal, audit });
   }
   if (options.health !== undefined) {
     await app.register(healthRoutes, {

@@ -4,15 +4,21 @@ import type { ConfigService, ResourceChange } from "../resources/config-service.
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
 import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
 import { APPLY_BODY_LIMIT_BYTES, APPLY_MAX_RESOURCES } from "./apply-limits.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 import { parseKind } from "./kind-name.js";
 
 export interface ApplyRouteOptions {
   config: ConfigService;
+  /** Journals each write with its token's name; default none. */
+  audit?: AuditSink;
 }
 
 /** POST /v1/apply: several resources in one transaction, with dry run and prune. */
-export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (app, { config }) => {
+export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
+  app,
+  { config, audit },
+) => {
   app.post(
     "/v1/apply",
     {
@@ -73,7 +79,11 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (app, 
         const message = problems.map((p) => `${p.path}: ${p.message}`).join("; ");
         return sendError(reply, clawgateError("CLAWGATE_INVALID_REQUEST", message, problems));
       }
-      const result = await config.apply(changes, { dryRun, prune: pruneKinds });
+      const result = await config.apply(changes, {
+        dryRun,
+        prune: pruneKinds,
+        alsoWrite: (results) => auditOperations(audit, request, results),
+      });
       if (!result.ok) return sendError(reply, result.error);
       return { revision: result.revision, dryRun: result.dryRun, results: result.results };
     },

@@ -106,6 +106,7 @@ describe("GET /v1/events", () => {
     expect(parameters.map((p: { name: string }) => p.name).sort()).toEqual([
       "limit",
       "since",
+      "type",
       "upstream",
     ]);
   });
@@ -117,6 +118,7 @@ describe("GET /v1/events", () => {
       "limit=x",
       "since=yesterday",
       "upstream=Bad_Name",
+      "type=everything",
     ]) {
       const response = await get(`/v1/events?${query}`);
       expect(response.statusCode, query).toBe(400);

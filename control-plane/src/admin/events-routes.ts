@@ -1,6 +1,8 @@
 import { resourceName } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import type { ConfigAudit } from "../journal/config-audit.js";
+import { configChangeSchema } from "../journal/config-event.js";
 import { HEAL_ACTIONS, HEAL_OUTCOMES } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
 import { clawgateError } from "../resources/errors.js";
@@ -9,15 +11,19 @@ import { sendError } from "./errors.js";
 
 export interface EventsRoutesOptions {
   journal: Journal;
+  /** Serves `?type=config`: the config writes journaled; default none (that type answers 404). */
+  audit?: Pick<ConfigAudit, "list">;
 }
 
 /** Most events one request returns; the journal keeps 1000 by default. */
 const MAX_LIMIT = 1_000;
 
 const eventsQuery = z.object({
+  /** heal (default): what the self-healing chain did; config: the config writes and who made them. */
+  type: z.enum(["heal", "config"]).default("heal"),
   /** Most events returned, newest first; default 100. */
   limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(100),
-  /** Only events of this upstream. */
+  /** Only events of this upstream (heal events only). */
   upstream: resourceName.optional(),
   /** Only events at or after this time: ISO 8601 or epoch milliseconds. */
   since: z
@@ -48,20 +54,33 @@ const healEvent = z.object({
   sample: z.array(z.string()).optional(),
 });
 
-/** The heal journal, newest first: what the self-healing chain did, and why. */
+const configEvent = z.object({
+  id: z.string(),
+  type: z.literal("config"),
+  time: z.string(),
+  token: z.string(),
+  revision: z.int(),
+  changes: z.array(configChangeSchema),
+});
+
+/**
+ * The journals, newest first: by default the heal journal (what the self-healing chain did, and
+ * why, the answer it always gave); with `type=config`, the config writes and who made them.
+ */
 export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   app,
-  { journal },
+  { journal, audit },
 ) => {
   app.get(
     "/v1/events",
     {
       schema: {
         tags: ["status"],
-        summary: "Heal actions journaled (quarantine, evict, readmit, remediation, expiry)",
+        summary:
+          "Heal actions journaled (quarantine, evict, readmit, remediation, expiry), or with type=config the config writes",
         querystring: eventsQuery,
         response: {
-          200: z.object({ items: z.array(healEvent) }),
+          200: z.object({ items: z.union([z.array(healEvent), z.array(configEvent)]) }),
           400: errorResponse,
           401: errorResponse,
           503: errorResponse,
@@ -69,8 +88,20 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const { limit, upstream, since } = request.query;
+      const { type, limit, upstream, since } = request.query;
       try {
+        if (type === "config") {
+          if (audit === undefined) {
+            return sendError(
+              reply,
+              clawgateError(
+                "CLAWGATE_ENDPOINT_NOT_FOUND",
+                "this control plane keeps no config audit",
+              ),
+            );
+          }
+          return { items: await audit.list({ limit, since }) };
+        }
         return { items: await journal.list({ limit, upstream, since }) };
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);

@@ -124,3 +124,15 @@ describe("admin API documentation", () => {
     expect(put?.schema).toEqual({ $ref: "#/components/schemas/UpstreamInput" });
   });
 });
+
+describe("roles in the OpenAPI document", () => {
+  it("names the role each operation needs and documents its 403", () => {
+    const byName = Object.fromEntries(operations()) as Record<
+      string,
+      Operation & { description?: string }
+    >;
+    expect(byName["GET /v1/routes"]?.description).toContain("Needs role viewer.");
+    expect(byName["PUT /v1/routes/{name}"]?.description).toContain("Needs role editor.");
+    expect(byName["PUT /v1/routes/{name}"]?.responses).toHaveProperty("403");
+  });
+});

@@ -7,6 +7,7 @@ import {
   createJsonSchemaTransformObject,
 } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { roleNeeded } from "../auth/route-roles.js";
 import { applyBody, errorResponse } from "./api-schemas.js";
 import { APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { singularKind } from "./kind-name.js";
@@ -45,14 +46,14 @@ const documentedApplyBody = applyBody.extend({
 });
 
 /**
- * Serves the Swagger UI at /docs and the OpenAPI document at /docs/json. With a token, every
+ * Serves the Swagger UI at /docs and the OpenAPI document at /docs/json. When secured, every
  * operation but the public ones is documented as needing it and answering 401 without it.
  */
 export async function registerOpenApi(
   app: FastifyInstance,
-  options: { token?: string },
+  options: { secured: boolean },
 ): Promise<void> {
-  const secured = options.token !== undefined;
+  const { secured } = options;
   const toJsonSchema = createJsonSchemaTransform({
     schemaRegistry: components,
     skipList: [
@@ -85,8 +86,16 @@ export async function registerOpenApi(
       if (isPublicRoute(input.url)) {
         schema.security = [];
       } else if (secured) {
-        // The bearer check is a hook, not part of any route's schema, so its 401 is added here.
-        schema.response = { 401: errorResponse, ...(schema.response as object | undefined) };
+        // The bearer and role checks are a hook, not part of any route's schema, so their 401
+        // and 403 are added here; the description names the role the route needs.
+        const { method } = input.route;
+        const role = roleNeeded(String(Array.isArray(method) ? method[0] : method), input.url);
+        schema.response = {
+          401: errorResponse,
+          403: errorResponse,
+          ...(schema.response as object | undefined),
+        };
+        schema.description = [schema.description, `Needs role ${role}.`].filter(Boolean).join(" ");
       }
       return toJsonSchema({ ...input, schema } as Parameters<typeof toJsonSchema>[0]);
     },

@@ -4,10 +4,13 @@ import { z } from "zod";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import { registrationSchema } from "../registry/registered-node.js";
 import { errorResponse, nameParams } from "./api-schemas.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 
 export interface RegistryRoutesOptions {
   registry: NodeRegistry;
+  /** Journals registrations and deregistrations (not renewals) with the token's name. */
+  audit?: AuditSink;
 }
 
 const nodeParams = z.object({ name: resourceName, id: resourceName });
@@ -52,7 +55,7 @@ const tags = ["registry"];
  */
 export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = async (
   app,
-  { registry },
+  { registry, audit },
 ) => {
   app.get(
     "/v1/upstreams/:name/nodes",
@@ -87,7 +90,11 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
     },
     async (request, reply) => {
       const { name, id } = request.params;
-      const result = await registry.register(name, id, request.body);
+      // A renewal writes nothing, so only a registration or a change of address or weight is
+      // journaled: renewals come every few seconds per node and would bury the rest.
+      const result = await registry.register(name, id, request.body, (action) =>
+        auditOperations(audit, request, [{ kind: "nodes", name: `${name}/${id}`, action }]),
+      );
       if (!result.ok) return sendError(reply, result.error);
       const { node } = result;
       if (result.action === "created") {
@@ -122,7 +129,13 @@ export const registryRoutes: FastifyPluginAsyncZod<RegistryRoutesOptions> = asyn
     },
     async (request, reply) => {
       const { name, id } = request.params;
-      const result = await registry.deregister(name, id);
+      const result = await registry.deregister(
+        name,
+        id,
+        auditOperations(audit, request, [
+          { kind: "nodes", name: `${name}/${id}`, action: "deleted" },
+        ]),
+      );
       if (!result.ok) return sendError(reply, result.error);
       return { upstream: name, id, revision: result.revision };
     },

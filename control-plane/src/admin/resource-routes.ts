@@ -12,12 +12,15 @@ import {
   notModified,
   resourceResponse,
 } from "./api-schemas.js";
+import { type AuditSink, auditOperations } from "./audit-write.js";
 import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
 
 export interface ResourceRoutesOptions {
   config: ConfigService;
+  /** Journals each write with its token's name; default none. */
+  audit?: AuditSink;
 }
 
 const errors = {
@@ -49,15 +52,16 @@ export function parseIfMatch(header: string | undefined): Outcome<{ revision?: n
 /** GET (list and one), PUT and DELETE for each resource kind under /v1/{kind}. */
 export const resourceRoutes: FastifyPluginAsyncZod<ResourceRoutesOptions> = async (
   app,
-  { config },
+  { config, audit },
 ) => {
-  for (const kind of RESOURCE_KINDS) registerKind(app, config, kind);
+  for (const kind of RESOURCE_KINDS) registerKind(app, config, kind, audit);
 };
 
 function registerKind(
   app: Parameters<FastifyPluginAsyncZod>[0],
   config: ConfigService,
   kind: ResourceKind,
+  audit: AuditSink,
 ): void {
   const spec = resourceSchemas[kind];
   const one = singularKind(kind);
@@ -124,9 +128,10 @@ function registerKind(
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
-      const result = await config.apply([
-        { kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch },
-      ]);
+      const result = await config.apply(
+        [{ kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch }],
+        { alsoWrite: (results) => auditOperations(audit, request, results) },
+      );
       if (!result.ok) return sendError(reply, result.error);
       const applied = result.results[0];
       const revision = applied?.revision ?? result.revision;
@@ -155,9 +160,10 @@ function registerKind(
       if (!ifMatch.ok) return sendError(reply, ifMatch.error);
       const { name } = request.params;
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
-      const result = await config.apply([
-        { kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch },
-      ]);
+      const result = await config.apply(
+        [{ kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch }],
+        { alsoWrite: (results) => auditOperations(audit, request, results) },
+      );
       if (!result.ok) return sendError(reply, result.error);
       return { name, revision: result.revision };
     },

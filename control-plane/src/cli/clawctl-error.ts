@@ -15,3 +15,17 @@ export class ClawctlError extends Error {
     this.lines = lines;
   }
 }
+
+/**
+ * Ends clawctl with a status but no message: `diff` exits 1 when it found differences, which
+ * is its answer, not an error.
+ */
+export class ClawctlExit extends Error {
+  readonly exitCode: number;
+
+  constructor(exitCode: number) {
+    super(`exit ${exitCode}`);
+    this.name = "ClawctlExit";
+    this.exitCode = exitCode;
+  }
+}

@@ -43,11 +43,19 @@ describe("clawctl --help and --version", () => {
     }
   });
 
-  const commands = buildClawctlProgram().commands.map((command) => command.name());
-  it.each(commands)(
+  // Every command at every depth: `token create` as well as `get`.
+  const paths: string[][] = [];
+  const walk = (command: ReturnType<typeof buildClawctlProgram>, path: string[]) => {
+    for (const sub of command.commands) {
+      paths.push([...path, sub.name()]);
+      walk(sub, [...path, sub.name()]);
+    }
+  };
+  walk(buildClawctlProgram(), []);
+  it.each(paths.map((path) => path.join(" ")))(
     "%s --help prints its usage and exits 0 without calling the API",
     async (name) => {
-      const result = await run([name, "--help"]);
+      const result = await run([...name.split(" "), "--help"]);
       expect(result).toMatchObject({ code: 0, stderr: "", fetched: false });
       expect(result.stdout).toContain(`Usage: clawctl ${name}`);
     },

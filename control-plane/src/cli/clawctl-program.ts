@@ -1,19 +1,27 @@
 import { readFile } from "node:fs/promises";
 import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import { packageVersion } from "@clawgate/runtime";
-import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
 import { parseKind } from "../admin/kind-name.js";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { NodeHealthSummary } from "../health/fleet-health.js";
+import type { ConfigEvent } from "../journal/config-event.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import type { ListedNode } from "../registry/node-registry.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import { type AdminClient, createAdminClient } from "./admin-client.js";
-import { ClawctlError, EXIT_USAGE } from "./clawctl-error.js";
+import { fetchTrusting } from "./ca-fetch.js";
+import { ClawctlError, ClawctlExit, EXIT_USAGE } from "./clawctl-error.js";
+import type { CommandContext, Format, ResourceView } from "./command-context.js";
+import { bashCompletion, zshCompletion } from "./completion.js";
+import { dumpYaml, manifestYaml, readCurrentConfig } from "./current-config.js";
+import { addDiffCommands } from "./diff-command.js";
 import { parseManifest } from "./manifest.js";
 import { KIND_COLUMNS } from "./resource-columns.js";
+import { addStatusCommand } from "./status-command.js";
 import { formatAge, renderTable } from "./table.js";
+import { addTokenCommands } from "./token-commands.js";
 import { DEFAULT_TOKEN_FILE, lookUpToken, unauthorizedHint } from "./token-lookup.js";
 
 /** Where clawctl reads and writes; every field defaults to the real process. */
@@ -32,14 +40,8 @@ export interface ClawctlIo {
   readFile?: (path: string) => Promise<string>;
   /** Milliseconds since the epoch, for LAST SEEN; default Date.now. */
   now?: () => number;
-}
-
-type Format = "table" | "json" | "yaml";
-
-interface ResourceView {
-  name: string;
-  revision: number;
-  spec: unknown;
+  /** Whether stdout is a terminal (diff colours its lines there); default process.stdout.isTTY. */
+  isTty?: boolean;
 }
 
 interface ApplyResponse {
@@ -74,22 +76,51 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
     .option(
       "--token <token>",
       `bearer token (env CLAWGATE_ADMIN_TOKEN, or a file named by CLAWGATE_ADMIN_TOKEN_FILE, default ${DEFAULT_TOKEN_FILE})`,
+    )
+    .option(
+      "--ca-file <file>",
+      "PEM CA to trust for an https --server signed by a private CA (env CLAWGATE_ADMIN_CA_FILE)",
     );
 
   async function client(): Promise<AdminClient> {
-    const flags = program.opts<{ server?: string; token?: string }>();
+    const flags = program.opts<{ server?: string; token?: string; caFile?: string }>();
     const server = flags.server ?? env.CLAWGATE_ADMIN_URL ?? DEFAULT_SERVER;
     if (!URL.canParse(server) || !/^https?:$/.test(new URL(server).protocol)) {
       throw new ClawctlError(`--server must be an http(s) URL, got ${server}`, EXIT_USAGE);
+    }
+    const caFile = flags.caFile ?? (env.CLAWGATE_ADMIN_CA_FILE || undefined);
+    let doFetch = io.fetch;
+    if (caFile !== undefined) {
+      let ca: string;
+      try {
+        ca = await read(caFile);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new ClawctlError(`cannot read the --ca-file ${caFile}: ${reason}`, EXIT_USAGE);
+      }
+      if (!ca.includes("-----BEGIN CERTIFICATE-----")) {
+        throw new ClawctlError(`--ca-file ${caFile} holds no PEM certificate`, EXIT_USAGE);
+      }
+      doFetch = fetchTrusting(ca);
     }
     const lookup = await lookUpToken({ flag: flags.token, env, read });
     return createAdminClient({
       server,
       token: lookup.token,
-      fetch: io.fetch,
+      fetch: doFetch,
       unauthorizedHint: unauthorizedHint(lookup),
     });
   }
+
+  const ctx: CommandContext = {
+    out,
+    err,
+    client,
+    read,
+    readStdin: io.readStdin ?? readProcessStdin,
+    now,
+    colour: (io.isTty ?? process.stdout.isTTY === true) && !env.NO_COLOR,
+  };
 
   const outputOption = () =>
     new Option("-o, --output <format>", "output format")
@@ -98,11 +129,20 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
 
   program
     .command("get")
-    .description("list the resources of a kind, or show one")
-    .argument("<kind>", `one of ${RESOURCE_KINDS.join(", ")} (singular works too)`)
+    .description("list the resources of a kind (or of every kind: get all), or show one")
+    .argument("<kind>", `one of ${RESOURCE_KINDS.join(", ")} (singular works too), or all`)
     .argument("[name]", "resource name")
     .addOption(outputOption())
     .action(async (kindArg: string, name: string | undefined, options: { output: Format }) => {
+      if (kindArg.toLowerCase() === "all" && name === undefined) {
+        const config = await readCurrentConfig(await client());
+        if (options.output === "json") return out(json(Object.fromEntries(config)));
+        if (options.output === "yaml") return out(dumpYaml(config));
+        const sections = [...config]
+          .filter(([, items]) => items.length > 0)
+          .map(([kind, items]) => `${kind.toUpperCase()}\n${resourceTable(kind, items)}`);
+        return out(sections.length === 0 ? "No resources found.\n" : sections.join("\n"));
+      }
       const kind = kindOf(kindArg);
       const api = await client();
       if (name === undefined) {
@@ -207,14 +247,36 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
 
   program
     .command("events")
-    .description("show the heal journal, newest first")
+    .description("show the heal journal (or with --type config the config writes), newest first")
     .option("--upstream <name>", "only events of this upstream")
+    .addOption(
+      new Option("--type <type>", "heal: self-healing actions; config: who changed what")
+        .choices(["heal", "config"])
+        .default("heal"),
+    )
     .addOption(
       new Option("--limit <n>", "most events shown (1-1000)").default(50).argParser(parseLimit),
     )
     .addOption(outputOption())
-    .action(async (options: { upstream?: string; limit: number; output: Format }) => {
+    .action(async (options: { upstream?: string; type: string; limit: number; output: Format }) => {
       const query = new URLSearchParams({ limit: String(options.limit) });
+      if (options.type === "config") {
+        query.set("type", "config");
+        const audit = await (await client()).request<{ items: ConfigEvent[] }>(
+          "GET",
+          `/v1/events?${query}`,
+        );
+        if (options.output === "json") return out(json(audit));
+        if (options.output === "yaml") return out(stringify(audit));
+        if (audit.items.length === 0) return out("No config writes found.\n");
+        const rows = audit.items.map((event) => [
+          event.time.replace(/\.\d{3}Z$/, "Z"),
+          event.token,
+          String(event.revision),
+          oneLine(event.changes.map((c) => `${c.action} ${c.kind}/${c.name}`).join(", ")),
+        ]);
+        return out(renderTable(["TIME", "TOKEN", "REVISION", "CHANGES"], rows));
+      }
       if (options.upstream !== undefined) query.set("upstream", options.upstream);
       const events = await (await client()).request<{ items: HealEvent[] }>(
         "GET",
@@ -308,6 +370,22 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
       );
     });
 
+  addDiffCommands(program, ctx);
+  addStatusCommand(program, ctx);
+  addTokenCommands(program, ctx);
+
+  program
+    .command("completion")
+    .description("print a shell completion script: source <(clawctl completion bash)")
+    .addArgument(new Argument("<shell>", "bash or zsh").choices(["bash", "zsh"]))
+    .action((shell: "bash" | "zsh") => {
+      const hints = {
+        get: [...RESOURCE_KINDS, "all"],
+        delete: [...RESOURCE_KINDS],
+      };
+      out(shell === "bash" ? bashCompletion(program, hints) : zshCompletion(program, hints));
+    });
+
   return program;
 }
 
@@ -350,6 +428,7 @@ export async function runClawctl(argv: readonly string[], io: ClawctlIo = {}): P
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (error instanceof ClawctlExit) return error.exitCode;
     if (error instanceof ClawctlError) {
       err(`Error: ${error.message}\n`);
       for (const line of error.lines) err(`${line}\n`);
@@ -372,13 +451,6 @@ function kindOf(input: string): ResourceKind {
 
 function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
-}
-
-/** YAML that `clawctl apply -f` takes back: one `{ kind, name, spec }` document per resource. */
-function manifestYaml(kind: ResourceKind, items: readonly ResourceView[]): string {
-  return items
-    .map((item) => stringify({ kind: kind.slice(0, -1), name: item.name, spec: item.spec }))
-    .join("---\n");
 }
 
 function resourceTable(kind: ResourceKind, items: readonly ResourceView[]): string {

@@ -61,13 +61,15 @@ export function readGrpcServerTls(
   return { certChain, privateKey, clientCa };
 }
 
+// read, parse and fail are shared with the admin listener's TLS (admin-tls.ts).
+
 /** The first certificate of a PEM bundle; X509Certificate alone would also take DER. */
-function pemCertificate(pem: Buffer): X509Certificate {
+export function pemCertificate(pem: Buffer): X509Certificate {
   if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no BEGIN CERTIFICATE line");
   return new X509Certificate(pem);
 }
 
-function read(setting: keyof GrpcTlsSettings, path: string, readFile: ReadFile): Buffer {
+export function read(setting: string, path: string, readFile: ReadFile): Buffer {
   try {
     return readFile(path);
   } catch (error) {
@@ -75,7 +77,7 @@ function read(setting: keyof GrpcTlsSettings, path: string, readFile: ReadFile):
   }
 }
 
-function parse<T>(setting: keyof GrpcTlsSettings, path: string, what: string, parser: () => T): T {
+export function parse<T>(setting: string, path: string, what: string, parser: () => T): T {
   try {
     return parser();
   } catch (error) {
@@ -83,6 +85,6 @@ function parse<T>(setting: keyof GrpcTlsSettings, path: string, what: string, pa
   }
 }
 
-function fail(setting: keyof GrpcTlsSettings, path: string, reason: string): never {
+export function fail(setting: string, path: string, reason: string): never {
   throw new ConfigError([{ field: setting, value: path, layer: "settings", reason }]);
 }

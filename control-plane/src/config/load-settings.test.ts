@@ -89,6 +89,8 @@ describe("loadControlPlaneSettings", () => {
       grpcTlsKeyFile: "/k",
       grpcTlsClientCaFile: "/ca",
       grpcMaxStreams: "8",
+      adminTlsCertFile: "/ac",
+      adminTlsKeyFile: "/ak",
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(CONTROL_PLANE_SETTINGS).sort());
     const expected = {

@@ -121,6 +121,19 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.string().min(1),
     defaultText: "none: client certificates not asked for",
   },
+  adminTlsCertFile: {
+    variable: "CLAWGATE_ADMIN_TLS_CERT_FILE",
+    flag: "admin-tls-cert-file",
+    doc: "PEM certificate chain the admin API presents (HTTPS), with adminTlsKeyFile.",
+    type: z.string().min(1),
+    defaultText: "none: plain HTTP",
+  },
+  adminTlsKeyFile: {
+    variable: "CLAWGATE_ADMIN_TLS_KEY_FILE",
+    flag: "admin-tls-key-file",
+    doc: "PEM private key of adminTlsCertFile; set both or neither.",
+    type: z.string().min(1),
+  },
   grpcMaxStreams: {
     variable: "CLAWGATE_GRPC_MAX_STREAMS",
     flag: "grpc-max-streams",

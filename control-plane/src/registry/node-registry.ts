@@ -6,7 +6,7 @@ import {
   fieldProblems,
   type Outcome,
 } from "../resources/errors.js";
-import type { KeyValue, Store } from "../store/store.js";
+import type { KeyValue, Operation, Store } from "../store/store.js";
 import { type MergedNode, mergeNodes } from "./merge-nodes.js";
 import {
   parseRegistration,
@@ -88,6 +88,8 @@ export class NodeRegistry {
     upstream: string,
     id: string,
     input: RegistrationInput,
+    /** Writes to commit with a registration or change (the audit event); not on a renewal. */
+    alsoWrite?: (action: "created" | "updated") => Operation[],
   ): Promise<Outcome<RegisterResult>> {
     const names = checkNames(upstream, id);
     if (names !== undefined) return { ok: false, error: names };
@@ -145,7 +147,10 @@ export class NodeRegistry {
             { key: upstreamKey, modRevision: upstreamKv.modRevision },
             { key, modRevision: existing?.modRevision ?? 0 },
           ],
-          [{ type: "put", key, value: JSON.stringify(value), lease }],
+          [
+            { type: "put", key, value: JSON.stringify(value), lease },
+            ...(alsoWrite?.(existing === undefined ? "created" : "updated") ?? []),
+          ],
         );
         if (!commit.succeeded) {
           if (granted) await this.#revokeQuietly(lease);
@@ -187,7 +192,12 @@ export class NodeRegistry {
    * so no control plane journals this as an expiry; the lease is revoked afterwards. Works
    * for an upstream that no longer exists, to clear its leftovers.
    */
-  async deregister(upstream: string, id: string): Promise<Outcome<{ revision: number }>> {
+  async deregister(
+    upstream: string,
+    id: string,
+    /** Writes to commit with the deregistration (the audit event); default none. */
+    also: readonly Operation[] = [],
+  ): Promise<Outcome<{ revision: number }>> {
     const names = checkNames(upstream, id);
     if (names !== undefined) return { ok: false, error: names };
     const key = registryKey(this.#prefix, upstream, id);
@@ -213,6 +223,7 @@ export class NodeRegistry {
               key: registryGoneKey(this.#prefix, upstream, id),
               value: JSON.stringify(marker),
             },
+            ...also,
           ],
         );
         if (!commit.succeeded) continue;

@@ -41,6 +41,12 @@ export interface ApplyOptions {
   dryRun?: boolean;
   /** Delete resources of these kinds (true: every kind) the change set does not name. Default false. */
   prune?: boolean | ResourceKind[];
+  /**
+   * Writes that commit with the change, or not at all: the audit journal's event (written in
+   * the same transaction, it adds no store revision of its own, so the version data planes are
+   * sent stays the write's). Called with what the write will do; not for a dry run. Default none.
+   */
+  alsoWrite?: (results: readonly AppliedResource[]) => Operation[];
 }
 
 export type ApplyAction = "created" | "updated" | "deleted" | "unchanged";
@@ -243,7 +249,8 @@ export class ConfigService {
         if (dryRun || plan.operations.length === 0) {
           return { ok: true, revision, dryRun, results: plan.results };
         }
-        if (!fitsOneCommit(plan, this.#store)) {
+        const also = options.alsoWrite?.(plan.results) ?? [];
+        if (!fitsOneCommit({ ...plan, operations: [...plan.operations, ...also] }, this.#store)) {
           const staged = await stagedApply({
             store: this.#store,
             prefix: this.#prefix,
@@ -254,6 +261,7 @@ export class ConfigService {
             })),
             hooks: this.#options.stagedHooks,
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
+            closeOperations: also,
           });
           if (!staged.ok && staged.reason === "conflict") {
             await this.#catchUp([guardRead, { key: gateKey, modRevision: 0 }]);
@@ -276,6 +284,7 @@ export class ConfigService {
         ];
         const operations: Operation[] = [
           ...plan.operations,
+          ...also,
           { type: "put", key: guard, value: String(revision) },
         ];
         const commit = await this.#store.commit(compares, operations);

@@ -13,6 +13,8 @@ export const ERROR_CATALOG = {
   CLAWGATE_INVALID_REQUEST: { status: 400, message: "request is invalid" },
   /** The bearer token is missing or wrong. */
   CLAWGATE_UNAUTHORIZED: { status: 401, message: "a valid bearer token is required" },
+  /** The token is valid but its role does not allow this endpoint; the message names the role needed. */
+  CLAWGATE_FORBIDDEN: { status: 403, message: "the token's role does not allow this request" },
   /** The resource does not exist. */
   CLAWGATE_NOT_FOUND: { status: 404, message: "resource not found" },
   /** The path names no resource kind (upstreams, routes, breakers, tenants). */

@@ -60,6 +60,8 @@ export interface StagedApplyInput {
   hooks?: StagedApplyHooks;
   /** Lifetime of the owner lease without renewal; default 30 s. */
   leaseTtlSeconds?: number;
+  /** Written in the commit that closes the gate (the audit event), so only a whole apply has them. */
+  closeOperations?: readonly Operation[];
 }
 
 export type StagedApplyResult =
@@ -174,6 +176,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
       { type: "delete", key: gateKey },
       { type: "delete", key: ownerKey },
       { type: "put", key: input.guard.key, value: `applied ${id}` },
+      ...(input.closeOperations ?? []),
     ]);
     if (!closed.succeeded) throw new Error("this control plane lost its lease before the end");
     await revoke();

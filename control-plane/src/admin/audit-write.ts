@@ -1,0 +1,34 @@
+import type { FastifyRequest } from "fastify";
+import type { ConfigAudit } from "../journal/config-audit.js";
+import type { ConfigChange } from "../journal/config-event.js";
+import type { Operation } from "../store/store.js";
+
+/** What a route handler needs to journal its write: the audit journal, when there is one. */
+export type AuditSink = Pick<ConfigAudit, "operations"> | undefined;
+
+interface ResultLike {
+  kind: string;
+  name: string;
+  action: string;
+}
+
+/**
+ * The audit writes for a write made by this request's token, to commit with the write itself
+ * (see ConfigAudit). Resources the write leaves unchanged are not listed; a write that changes
+ * nothing journals nothing.
+ */
+export function auditOperations(
+  audit: AuditSink,
+  request: FastifyRequest,
+  results: readonly ResultLike[],
+): Operation[] {
+  if (audit === undefined) return [];
+  const changes = results
+    .filter(isChange)
+    .map(({ kind, name, action }) => ({ kind, name, action }));
+  return audit.operations(request.caller?.name, changes);
+}
+
+function isChange(result: ResultLike): result is ConfigChange {
+  return result.action === "created" || result.action === "updated" || result.action === "deleted";
+}

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigService, type ResourceChange } from "../resources/config-service.js";
+import { openEtcdStore } from "../store/etcd-store.js";
+import type { Store } from "../store/store.js";
+import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
+import { ConfigAudit } from "./config-audit.js";
+
+// Real etcd: its 128-operation transactions are what make an apply of 300 resources staged.
+let etcd: EtcdProcess;
+let store: Store;
+beforeAll(async () => {
+  etcd = await startEtcd();
+  store = await openEtcdStore({ endpoints: [etcd.endpoint] });
+});
+afterAll(async () => {
+  await store?.close();
+  await etcd?.stop();
+});
+
+let prefixes = 0;
+function upstreams(count: number, port: number): ResourceChange[] {
+  return Array.from({ length: count }, (_, i) => ({
+    kind: "upstreams" as const,
+    name: `u-${i}`,
+    document: { nodes: [{ address: `127.0.0.1:${port}` }] },
+  }));
+}
+
+async function setUp(options: ConstructorParameters<typeof ConfigService>[2] = {}) {
+  const prefix = `/audit-${++prefixes}-${Date.now()}/`;
+  const audit = new ConfigAudit({ store, prefix, maxEvents: 3 });
+  await audit.start();
+  const config = new ConfigService(store, prefix, options);
+  const apply = (changes: ResourceChange[]) =>
+    config.apply(changes, {
+      alsoWrite: (results) =>
+        audit.operations(
+          "ci",
+          results.flatMap((r) =>
+            r.action === "unchanged" ? [] : [{ kind: r.kind, name: r.name, action: r.action }],
+          ),
+        ),
+    });
+  return { audit, apply };
+}
+
+describe("ConfigAudit with the config service", () => {
+  it("journals a staged apply in its closing commit, at the revision the apply answers", async () => {
+    const { audit, apply } = await setUp();
+    const result = await apply(upstreams(300, 9001));
+    expect(result.ok).toBe(true);
+    const [event] = await audit.list();
+    expect(event?.revision).toBe(result.ok ? result.revision : -1);
+    expect(event?.changes).toHaveLength(300);
+  }, 60_000);
+
+  it("journals nothing for a staged apply that is rolled back", async () => {
+    const { audit, apply } = await setUp({
+      stagedHooks: {
+        beforeBatch(index) {
+          if (index === 1) throw new Error("injected failure");
+        },
+      },
+    });
+    const result = await apply(upstreams(300, 9002));
+    expect(result.ok).toBe(false);
+    expect(await audit.list()).toEqual([]);
+  }, 60_000);
+
+  it("keeps the newest maxEvents, trimming in the writes' own commits", async () => {
+    const { audit, apply } = await setUp();
+    const revisions: number[] = [];
+    for (let port = 1; port <= 5; port++) {
+      const result = await apply(upstreams(1, port));
+      if (result.ok) revisions.push(result.revision);
+    }
+    const events = await audit.list();
+    expect(events.map((event) => event.revision)).toEqual(revisions.slice(-3).reverse());
+  });
+});
