@@ -22,13 +22,20 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * tables: a small GET, then a 64 KiB POST and an SSE response of 100 events. It measures and
  * reports; it asserts nothing.
  *
- * Environment: BENCH_DURATION (wrk -d per target, default 5s), BENCH_CONNECTIONS (default 50),
- * BENCH_WARMUP (wrk -d of an unreported run first, default 2s; 0 skips it),
+ * Environment: BENCH_DURATION (wrk -d per target and round, default 5s), BENCH_ROUNDS
+ * (default 3; the median round is reported), BENCH_CONNECTIONS (default 50),
+ * BENCH_WARMUP (wrk -d of an unreported run before each, default 1s; 0 skips it),
  * BENCH_BODY_BYTES (small response size, default 100), BENCH_NODE_FLAGS (extra node flags for
  * the Node proxies, e.g. --cpu-prof).
  */
 const duration = seconds(process.env.BENCH_DURATION ?? "5s");
-const warmup = seconds(process.env.BENCH_WARMUP ?? "2s");
+const warmup = seconds(process.env.BENCH_WARMUP ?? "1s");
+const rounds = Number(process.env.BENCH_ROUNDS ?? "3");
+if (!Number.isInteger(rounds) || rounds < 1) {
+  throw new Error(
+    `BENCH_ROUNDS must be a whole number of at least 1, got ${process.env.BENCH_ROUNDS}`,
+  );
+}
 const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
 const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "100");
 const SSE_EVENTS = 100;
@@ -140,7 +147,7 @@ async function main(): Promise<void> {
     }
 
     log(
-      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, ${cpus().length} cores, node ${process.version}`,
+      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, median of ${rounds} rounds, ${cpus().length} cores, node ${process.version}`,
     );
     const postScript = await writePostScript(dir);
     const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, undefined);
@@ -154,35 +161,48 @@ async function main(): Promise<void> {
   }
 }
 
-/** One wrk run per target on `path`, each charged to its proxy's process tree. */
+/**
+ * BENCH_ROUNDS rounds of one wrk run per target on `path`, the targets in turn within each
+ * round, so a burst of load from elsewhere on the machine hits every target alike; each target
+ * is reported by its median round (by requests/s), charged to its proxy's process tree.
+ */
 async function measureAll(
   targets: readonly Target[],
   path: string,
   what: string,
   script: string | undefined,
 ): Promise<Measured[]> {
-  const rows: Measured[] = [];
-  for (const { target, base, pid } of targets) {
-    const url = `${base}${path}`;
-    if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s`, script });
-    log(`measuring ${target}: ${what}`);
-    const pids = pid === undefined ? [] : processTree(pid);
-    const cpuBefore = cpuSeconds(pids);
-    const result = await runWrk(url, { connections, duration: `${duration}s`, script });
-    const cpuUsed = cpuSeconds(pids) - cpuBefore;
-    rows.push({
-      target,
-      result,
-      usage:
-        pid === undefined
-          ? undefined
-          : {
-              cpuMicrosPerRequest: (cpuUsed * 1e6) / Math.max(1, result.requests),
-              residentMiB: residentMiB(pids),
-            },
-    });
+  const runs = new Map<string, Measured[]>(targets.map(({ target }) => [target, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const { target, base, pid } of targets) {
+      const url = `${base}${path}`;
+      if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s`, script });
+      log(`measuring ${target}: ${what}, round ${round} of ${rounds}`);
+      const pids = pid === undefined ? [] : processTree(pid);
+      const cpuBefore = cpuSeconds(pids);
+      const result = await runWrk(url, { connections, duration: `${duration}s`, script });
+      const cpuUsed = cpuSeconds(pids) - cpuBefore;
+      runs.get(target)!.push({
+        target,
+        result,
+        usage:
+          pid === undefined
+            ? undefined
+            : {
+                cpuMicrosPerRequest: (cpuUsed * 1e6) / Math.max(1, result.requests),
+                residentMiB: residentMiB(pids),
+              },
+      });
+    }
   }
-  return rows;
+  return targets.map(({ target }) => median(runs.get(target)!));
+}
+
+function median(measured: Measured[]): Measured {
+  const sorted = [...measured].sort(
+    (a, b) => a.result.requestsPerSecond - b.result.requestsPerSecond,
+  );
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function seconds(text: string): number {
