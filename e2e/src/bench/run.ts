@@ -26,7 +26,8 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * (default 3; the median round is reported), BENCH_CONNECTIONS (default 50),
  * BENCH_WARMUP (wrk -d of an unreported run before each, default 1s; 0 skips it),
  * BENCH_BODY_BYTES (small response size, default 100), BENCH_NODE_FLAGS (extra node flags for
- * the Node proxies, e.g. --cpu-prof).
+ * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
+ * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline").
  */
 const duration = seconds(process.env.BENCH_DURATION ?? "5s");
 const warmup = seconds(process.env.BENCH_WARMUP ?? "1s");
@@ -124,7 +125,16 @@ async function main(): Promise<void> {
       CLAWGATE_NODE_ID: "bench",
     });
     teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
+    const baselineBin = process.env.BENCH_BASELINE_DP;
+    const baseline =
+      baselineBin === undefined
+        ? undefined
+        : await startDataPlane(
+            { ...quiet, CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "baseline" },
+            { bin: baselineBin },
+          );
+    if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
+    await waitForConvergence(cp, baseline === undefined ? [dp] : [dp, baseline]);
 
     const targets: Target[] = [
       { target: "direct", base: origin, pid: undefined },
@@ -133,6 +143,13 @@ async function main(): Promise<void> {
       { target: "fastify-proxy", base: `http://127.0.0.1:${fastifyPort}`, pid: fastify.pid },
       { target: "clawgate", base: dp.proxyUrl, pid: dp.process.pid },
     ];
+    if (baseline !== undefined) {
+      targets.push({
+        target: "clawgate-baseline",
+        base: baseline.proxyUrl,
+        pid: baseline.process.pid,
+      });
+    }
     // Same bytes from all of them, or the comparison means nothing.
     for (const { target, base } of targets) {
       for (const [path, expected] of [
