@@ -34,8 +34,9 @@ export interface ProxyHandlerOptions {
    */
   healing?: RequestHealing;
   /**
-   * Request bodies declared (Content-Length) up to this size are kept so a retry can send them
-   * again; a larger one streams through once and is never retried. Default 64 KiB.
+   * Request bodies declared (Content-Length) up to this size are read whole before the first
+   * attempt on a retrying route, so a retry can send them again; a larger one streams through
+   * once and is never retried. Default 64 KiB.
    */
   replayBodyLimitBytes?: number;
 }
@@ -148,13 +149,20 @@ export function createProxyHandler(
     const contentLength = headers["content-length"];
     const chunked = headers["transfer-encoding"] !== undefined;
     let body: ExchangeBody = null;
+    let bufferBodyBytes = -1;
     if (chunked || (contentLength !== undefined && contentLength !== "0")) {
-      // Kept for a retry when it may be one: a body of unknown length stays replayable only
-      // while what was read of it fits the limit; a declared larger one is sent once.
-      body =
-        route.retryAttempts > 0 && (chunked || Number(contentLength) <= replayLimit)
-          ? new ReplayableBody(req, { limitBytes: replayLimit })
-          : req;
+      // Kept for a retry when it may be one: a declared body within the limit is read whole
+      // first (one buffer every attempt sends, no per-chunk work), one of unknown length stays
+      // replayable only while what was read of it fits the limit; a larger one is sent once.
+      const declared = Number(contentLength);
+      if (route.retryAttempts > 0 && !chunked && declared <= replayLimit) {
+        body = req;
+        bufferBodyBytes = declared;
+      } else if (route.retryAttempts > 0 && chunked) {
+        body = new ReplayableBody(req, { limitBytes: replayLimit });
+      } else {
+        body = req;
+      }
     }
 
     // The upstream's breaker, budget, cooldown and picker are looked up by name: make sure they
@@ -182,6 +190,7 @@ export function createProxyHandler(
         : undefined,
       requestId,
       startedAt,
+      bufferBodyBytes,
     );
     try {
       run(exchange);

@@ -5,8 +5,12 @@ import type { ReplayableBody } from "../../retry/replayable-body.js";
 import type { UpstreamHealing } from "../request-healing.js";
 import type { StageHandler } from "./stage.js";
 
-/** What the request carries upstream; nothing here changes between attempts. */
-export type ExchangeBody = null | IncomingMessage | ReplayableBody;
+/**
+ * What the request carries upstream: none, the client's stream (sent once), a chunked body kept
+ * for replay, or the whole body in memory (read by the request-body stage; every attempt sends
+ * the same bytes).
+ */
+export type ExchangeBody = null | IncomingMessage | ReplayableBody | Buffer;
 
 /**
  * One proxied request's state, shared by the stages of the pipeline: what the handler resolved
@@ -51,11 +55,13 @@ export class Exchange {
     readonly path: string,
     /** Request headers for undici, flat. */
     readonly headers: string[],
-    readonly body: ExchangeBody,
+    public body: ExchangeBody,
     /** Stale-cache key; undefined unless the route opted in and this is a GET. */
     readonly staleKey: string | undefined,
     readonly requestId: string,
     readonly startedAt: number,
+    /** Bytes of a body to read whole before the first attempt (request-body stage); -1: none. */
+    readonly bufferBodyBytes = -1,
   ) {}
 
   /**

@@ -5,6 +5,7 @@ import { cooldownGate, cooldownPerAttempt } from "./cooldown.js";
 import type { Exchange } from "./exchange.js";
 import { nodePick } from "./node-pick.js";
 import type { ProxyDeps } from "./proxy-deps.js";
+import { requestBody } from "./request-body.js";
 import { requestMetrics } from "./request-metrics.js";
 import { retry } from "./retry.js";
 import { sendToNode } from "./send-to-node.js";
@@ -21,6 +22,7 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
     [
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
+      requestBody(), // a body a retry may resend is read whole first
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once
       breakerPermit(deps), // one permit per request; records how the request ended
       totalTimeout(deps), // routes' timeouts.totalMs across attempts and backoffs

@@ -140,7 +140,10 @@ class RetryHandler extends DecoratorHandler implements StageController {
       attempt: exchange.attempt,
       maxAttempts: route.retryAttempts,
       retryOn: route.retryOn,
-      bodyReplayable: body === null || (body instanceof ReplayableBody && body.replayable),
+      bodyReplayable:
+        body === null ||
+        Buffer.isBuffer(body) ||
+        (body instanceof ReplayableBody && body.replayable),
       reachedUpstream: !neverReachedUpstream(kind),
     });
     if (!verdict.retry) return false;
