@@ -63,7 +63,9 @@ class BodyReader implements StageController {
   #finish(): void {
     if (this.#done) return;
     this.#stop();
-    this.exchange.body = Buffer.concat(this.#chunks, this.#bytes);
+    const chunks = this.#chunks;
+    // A body that arrived in one read is sent as it is, without a copy.
+    this.exchange.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#bytes);
     guarded(this.next, this.exchange, this.handler);
   }
 
