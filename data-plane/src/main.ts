@@ -85,8 +85,8 @@ export async function startDataPlane(
     registry,
     logger,
     nodeUsable: (upstream, address) => health.isUsable(upstream, address),
-    // While every node is in rotation, picks skip the per-node check above.
-    anyNodeUnusable: () => health.unusableCount > 0,
+    // Each change rebuilds that upstream's picker, so a pick never asks the registry.
+    healthChanges: (listener) => health.onChange(listener),
     reportRefused: (upstream, address) => health.reportRefused(upstream, address),
   });
   const notifier = options.notifier ?? createNotifier({ logger });

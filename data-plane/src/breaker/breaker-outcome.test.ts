@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FAILURE_KINDS, type FailureKind } from "../retry/failure-kind.js";
+import { FAILURE_KINDS, type AttemptFailureKind as FailureKind } from "../errors/failure-kind.js";
 import { breakerOutcomeOf } from "./breaker-outcome.js";
 
 describe("breakerOutcomeOf", () => {

@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from "prom-client";
-import type { UpstreamFailureKind } from "../errors/upstream-failure.js";
+import type { FailureKind } from "../errors/failure-kind.js";
 
 /** Label value for requests that matched no route (route names cannot start with "_"). */
 export const NO_ROUTE = "_none";
@@ -21,7 +21,7 @@ export class ProxyMetrics {
   readonly #errors: Counter<"upstream" | "kind">;
   readonly #requestChildren = new Map<string, Map<string, Map<number, CounterChild>>>();
   readonly #durationChildren = new Map<string, HistogramChild>();
-  readonly #errorChildren = new Map<string, Map<UpstreamFailureKind, ErrorChild>>();
+  readonly #errorChildren = new Map<string, Map<FailureKind, ErrorChild>>();
 
   constructor(registry: Registry) {
     this.#requests = new Counter({
@@ -72,7 +72,7 @@ export class ProxyMetrics {
     histogram.observe(durationSeconds);
   }
 
-  upstreamError(upstream: string, kind: UpstreamFailureKind): void {
+  upstreamError(upstream: string, kind: FailureKind): void {
     let byKind = this.#errorChildren.get(upstream);
     if (byKind === undefined) {
       byKind = new Map();

@@ -8,12 +8,12 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../clock/clock.js";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
-import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
-import { RequestHealing } from "./request-healing.js";
+import { RequestHealing, type UpstreamHealing } from "./request-healing.js";
 
 /*
  * Issue 8: what a hostile or careless client or config can send must cost at most its own
@@ -380,25 +380,27 @@ describe("a throw while an exchange holds the half-open probe", () => {
     const snapshot = result.value;
     let failPick = false;
     const registry = new Registry();
+    const healing = new RequestHealing({ registry: new Registry(), logger, clock });
     const proxy = await listen(
       createProxyHandler({
         current: () => snapshot,
         pools,
         metrics: new ProxyMetrics(registry),
         logger,
-        healing: new RequestHealing({
-          registry: new Registry(),
-          logger,
-          clock,
-          // Asked right after the breaker hands out its permit: the spot where a throw would
-          // otherwise keep the half-open probe slot forever.
-          anyNodeUnusable: () => {
-            if (failPick) throw new Error("health view failed");
-            return false;
-          },
-        }),
+        healing,
       }),
     );
+    // The node pick runs right after the breaker hands out its permit: the spot where a throw
+    // would otherwise keep the half-open probe slot forever.
+    healing.sync(snapshot);
+    const record = healing.upstream("dead")! as { picker: UpstreamHealing["picker"] };
+    const picker = record.picker;
+    record.picker = Object.assign(Object.create(picker), {
+      pick: (skip?: (node: CompiledNode) => boolean) => {
+        if (failPick) throw new Error("picker failed");
+        return picker.pick(skip);
+      },
+    });
     const get = () => rawRequest(proxy.port, ["GET / HTTP/1.1", "Host: a.test"]);
     try {
       expect((await get()).status).toBe(502); // refused: the breaker opens

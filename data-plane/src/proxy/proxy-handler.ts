@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { normalizePath } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
+import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
@@ -10,7 +10,8 @@ import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
 import { badHostField } from "./host-field.js";
 import { failRequest } from "./internal-error.js";
-import { type ExchangeBody, type ExchangeShared, ProxyExchange } from "./proxy-exchange.js";
+import { Exchange, type ExchangeBody } from "./pipeline/exchange.js";
+import { buildPipeline } from "./pipeline/pipeline.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
 import { upstreamPath } from "./rewrite-path.js";
@@ -33,8 +34,9 @@ export interface ProxyHandlerOptions {
    */
   healing?: RequestHealing;
   /**
-   * Request bodies declared (Content-Length) up to this size are kept so a retry can send them
-   * again; a larger one streams through once and is never retried. Default 64 KiB.
+   * Request bodies declared (Content-Length) up to this size are read whole before the first
+   * attempt on a retrying route, so a retry can send them again; a larger one streams through
+   * once and is never retried. Default 64 KiB.
    */
   replayBodyLimitBytes?: number;
 }
@@ -42,8 +44,9 @@ export interface ProxyHandlerOptions {
 /**
  * The node:http request listener of the proxy port. Per request: read the compiled snapshot
  * once (the request uses that version to its end), match a route, pick the upstream (split),
- * then hand over to a ProxyExchange, which runs the request layer of self-healing: Retry-After
- * cooldown, breaker, smooth WRR over usable nodes, retries on other nodes, stale-if-error.
+ * then hand the Exchange to the pipeline (pipeline/pipeline.ts), the request layer of
+ * self-healing: stale-if-error, Retry-After cooldown, breaker, total timeout, retries on other
+ * nodes, smooth WRR over the nodes in rotation, the node's pool.
  */
 export function createProxyHandler(
   options: ProxyHandlerOptions,
@@ -53,14 +56,7 @@ export function createProxyHandler(
   const nextRequestId = createRequestIdSource();
   const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
   const replayLimit = options.replayBodyLimitBytes ?? 65_536;
-  const nodeUsable = healing.nodeUsable;
-  const shared: ExchangeShared = Object.freeze({
-    metrics,
-    logger,
-    pools,
-    healing,
-    skipUnusable: (node: CompiledNode) => !nodeUsable(node.upstream, node.address),
-  });
+  const run = buildPipeline(Object.freeze({ metrics, logger, pools, healing }));
 
   function answer(
     res: ServerResponse,
@@ -153,23 +149,31 @@ export function createProxyHandler(
     const contentLength = headers["content-length"];
     const chunked = headers["transfer-encoding"] !== undefined;
     let body: ExchangeBody = null;
+    let bufferBodyBytes = -1;
     if (chunked || (contentLength !== undefined && contentLength !== "0")) {
-      // Kept for a retry when it may be one: a body of unknown length stays replayable only
-      // while what was read of it fits the limit; a declared larger one is sent once.
-      body =
-        route.retryAttempts > 0 && (chunked || Number(contentLength) <= replayLimit)
-          ? new ReplayableBody(req, { limitBytes: replayLimit })
-          : req;
+      // Kept for a retry when it may be one: a declared body within the limit is read whole
+      // first (one buffer every attempt sends, no per-chunk work), one of unknown length stays
+      // replayable only while what was read of it fits the limit; a larger one is sent once.
+      const declared = Number(contentLength);
+      if (route.retryAttempts > 0 && !chunked && declared <= replayLimit) {
+        body = req;
+        bufferBodyBytes = declared;
+      } else if (route.retryAttempts > 0 && chunked) {
+        body = new ReplayableBody(req, { limitBytes: replayLimit });
+      } else {
+        body = req;
+      }
     }
 
-    // The exchange looks its upstream's breaker, budget and cooldown up by name: make sure they
+    // The upstream's breaker, budget, cooldown and picker are looked up by name: make sure they
     // are those of this snapshot (one comparison unless the snapshot changed).
     healing.syncWith(snapshot);
-    const exchange = new ProxyExchange(
+    const exchange = new Exchange(
       req,
       res,
       route,
       target,
+      healing.upstream(target.upstream.name)!,
       method,
       upstreamPath(route, path, query),
       upstreamRequestHeaders(req, {
@@ -189,10 +193,10 @@ export function createProxyHandler(
         : undefined,
       requestId,
       startedAt,
-      shared,
+      bufferBodyBytes,
     );
     try {
-      exchange.start();
+      run(exchange);
     } catch (error) {
       // The exchange may hold a breaker permit and timers by now: it ends itself, releasing
       // them and counting the request once, under its route.

@@ -208,14 +208,14 @@ describe("request-layer self-healing", () => {
     let current = snapshot;
     let lastRead: number | undefined;
     registry = new Registry();
-    let hooks: Pick<RequestHealingOptions, "nodeUsable" | "anyNodeUnusable" | "reportRefused"> = {};
+    let hooks: Pick<RequestHealingOptions, "nodeUsable" | "healthChanges" | "reportRefused"> = {};
     if (options.health) {
       const health = new HealthRegistry({ prober: () => idleProber });
       health.sync(healthTargets(snapshot.upstreams.values()));
       cleanup.push(() => health.close());
       hooks = {
         nodeUsable: (upstream, address) => health.isUsable(upstream, address),
-        anyNodeUnusable: () => health.unusableCount > 0,
+        healthChanges: (listener) => health.onChange(listener),
         reportRefused: (upstream, address) => health.reportRefused(upstream, address),
       };
     }

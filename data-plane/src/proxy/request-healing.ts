@@ -1,11 +1,12 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import { BreakerMetrics } from "../breaker/breaker-metrics.js";
 import { BreakerRegistry } from "../breaker/breaker-registry.js";
 import type { BreakerTransition, CircuitBreaker } from "../breaker/circuit-breaker.js";
 import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
-import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
 import { StaleCache, type StaleCacheOptions } from "../fallback/stale-cache.js";
 import { RetryBudget, type RetryBudgetOptions } from "../retry/retry-budget.js";
 import { RetryMetrics } from "./retry-metrics.js";
@@ -14,8 +15,8 @@ import { RetryMetrics } from "./retry-metrics.js";
 export type NodeUsable = (upstream: string, address: string) => boolean;
 /** A live request found the node refusing connections. */
 export type RefusedReport = (upstream: string, address: string) => void;
-/** O(1): whether any node at all is out of rotation; false lets the balancer skip no one. */
-export type AnyNodeUnusable = () => boolean;
+/** Subscribes to node health changes (`HealthRegistry.onChange`); returns the unsubscribe. */
+export type HealthChanges = (listener: (change: { readonly upstream: string }) => void) => unknown;
 
 /** One upstream's request-layer state, looked up once per request by upstream name. */
 export interface UpstreamHealing {
@@ -23,6 +24,17 @@ export interface UpstreamHealing {
   readonly budget: RetryBudget;
   /** The Retry-After cooldown the upstream asked for. */
   readonly cooldown: Cooldown;
+  /**
+   * Smooth WRR over the upstream's nodes in rotation, an immutable list computed when the
+   * snapshot or a node's health changes (grpc-js's picker), so a pick never looks health up.
+   */
+  readonly picker: SmoothWrrPicker<CompiledNode>;
+}
+
+/** The record's picker is replaced, never changed, when health changes. */
+interface UpstreamRecord extends UpstreamHealing {
+  picker: SmoothWrrPicker<CompiledNode>;
+  readonly nodes: readonly CompiledNode[];
 }
 
 export interface RequestHealingOptions {
@@ -40,22 +52,20 @@ export interface RequestHealingOptions {
   countStreamBroken?: boolean;
   /**
    * Node health as the balancer sees it (`HealthRegistry.isUsable`: probe-gated eviction and the
-   * quarantine of refusing nodes); default every node usable.
+   * quarantine of refusing nodes), asked when a picker is built; default every node usable.
    */
   nodeUsable?: NodeUsable;
   /**
-   * Whether `nodeUsable` may say no to any node now (`HealthRegistry.unusableCount > 0`); while
-   * false, picks run without the per-node check. Default: true when `nodeUsable` is given.
+   * Where node health changes are announced (`(l) => health.onChange(l)`): each one rebuilds
+   * that upstream's picker from `nodeUsable`. Default none (pickers change with snapshots only).
    */
-  anyNodeUnusable?: AnyNodeUnusable;
+  healthChanges?: HealthChanges;
   /** Told about refused connections (`HealthRegistry.reportRefused`); default ignored. */
   reportRefused?: RefusedReport;
 }
 
 const everyNodeUsable: NodeUsable = () => true;
 const ignoreRefused: RefusedReport = () => {};
-const always: AnyNodeUnusable = () => true;
-const never: AnyNodeUnusable = () => false;
 
 /**
  * The request layer's state that outlives snapshots (DESIGN.md "Applying a snapshot"):
@@ -71,11 +81,10 @@ export class RequestHealing {
   readonly retryMetrics: RetryMetrics;
   readonly staleCache: StaleCache;
   readonly nodeUsable: NodeUsable;
-  readonly anyNodeUnusable: AnyNodeUnusable;
   readonly reportRefused: RefusedReport;
   readonly #budgets = new Map<string, RetryBudget>();
   readonly #budgetOptions: RetryBudgetOptions | undefined;
-  #upstreams = new Map<string, UpstreamHealing>();
+  #upstreams = new Map<string, UpstreamRecord>();
   #synced: CompiledSnapshot | undefined;
 
   constructor(options: RequestHealingOptions) {
@@ -93,9 +102,14 @@ export class RequestHealing {
     this.staleCache = new StaleCache({ ...options.staleCache, clock: this.clock });
     this.#budgetOptions = options.retryBudget;
     this.nodeUsable = options.nodeUsable ?? everyNodeUsable;
-    this.anyNodeUnusable =
-      options.anyNodeUnusable ?? (options.nodeUsable === undefined ? never : always);
     this.reportRefused = options.reportRefused ?? ignoreRefused;
+    options.healthChanges?.((change) => this.nodeHealthChanged(change.upstream));
+  }
+
+  /** A node of `upstream` entered or left rotation: its picker is rebuilt from `nodeUsable`. */
+  nodeHealthChanged(upstream: string): void {
+    const record = this.#upstreams.get(upstream);
+    if (record !== undefined) record.picker = this.#usablePicker(record.nodes);
   }
 
   /**
@@ -121,7 +135,7 @@ export class RequestHealing {
     this.gate.retain(names);
     const keep = new Set(names);
     for (const name of this.#budgets.keys()) if (!keep.has(name)) this.#budgets.delete(name);
-    const upstreams = new Map<string, UpstreamHealing>();
+    const upstreams = new Map<string, UpstreamRecord>();
     for (const upstream of snapshot.upstreams.values()) {
       const name = upstream.name;
       let budget = this.#budgets.get(name);
@@ -129,17 +143,21 @@ export class RequestHealing {
         budget = new RetryBudget(this.#budgetOptions);
         this.#budgets.set(name, budget);
       }
-      upstreams.set(
-        name,
-        Object.freeze({
-          breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
-          budget,
-          cooldown: this.gate.cooldown(name),
-        }),
-      );
+      upstreams.set(name, {
+        breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
+        budget,
+        cooldown: this.gate.cooldown(name),
+        nodes: upstream.nodes,
+        picker: this.#usablePicker(upstream.nodes),
+      });
     }
     this.#upstreams = upstreams;
     this.#synced = snapshot;
+  }
+
+  #usablePicker(nodes: readonly CompiledNode[]): SmoothWrrPicker<CompiledNode> {
+    const usable = this.nodeUsable;
+    return new SmoothWrrPicker(nodes.filter((node) => usable(node.upstream, node.address)));
   }
 }
 

@@ -1,6 +1,6 @@
 import { DEFAULT_RETRY_ON } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { FAILURE_KINDS, type FailureKind } from "./failure-kind.js";
+import { FAILURE_KINDS, type AttemptFailureKind as FailureKind } from "../errors/failure-kind.js";
 import { type RetryInput, retryDecision } from "./retry-decision.js";
 
 const ALL = ["connect-failure", "reset", "timeout", "5xx"];

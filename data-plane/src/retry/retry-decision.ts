@@ -1,7 +1,6 @@
-import type { FailureKind } from "./failure-kind.js";
+import { type FailureKind, type RetryCondition, retryConditionOf } from "../errors/failure-kind.js";
 
-/** The route-level conditions of `retry.on`. */
-export type RetryCondition = "connect-failure" | "reset" | "timeout" | "5xx";
+export type { RetryCondition } from "../errors/failure-kind.js";
 
 export interface RetryInput {
   /** The request method as received. */
@@ -35,36 +34,6 @@ export type RetryVerdict =
 /** RFC 9110 9.2.2: sending these twice has the effect of sending them once. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]);
 
-/** The `retry.on` condition a failure falls under; a refusal reason when none can apply. */
-const CONDITION: Readonly<Record<FailureKind, RetryCondition | RetryRefusal>> = {
-  refused: "connect-failure",
-  connect_timeout: "connect-failure",
-  dns: "connect-failure",
-  unreachable: "connect-failure",
-  // One node's bad certificate (expired, wrong name) need not fail the request: the handshake
-  // failed before any request byte was sent.
-  tls: "connect-failure",
-  // A snapshot swap closed the pool; another node of the same snapshot may still be open.
-  pool_closed: "connect-failure",
-  reset: "reset",
-  header_timeout: "timeout",
-  status_5xx: "5xx",
-  // The response has begun reaching the client; a second one cannot be spliced in.
-  body_timeout: "response_started",
-  stream_broken: "response_started",
-  // Sending the same thing again would fail the same way, or nobody knows what happened.
-  protocol: "failure_not_retryable",
-  bad_request: "failure_not_retryable",
-  other: "failure_not_retryable",
-};
-
-const CONDITIONS: ReadonlySet<string> = new Set<RetryCondition>([
-  "connect-failure",
-  "reset",
-  "timeout",
-  "5xx",
-]);
-
 const RETRY: RetryVerdict = Object.freeze({ retry: true });
 
 /**
@@ -76,19 +45,19 @@ const RETRY: RetryVerdict = Object.freeze({ retry: true });
  */
 export function retryDecision(input: RetryInput): RetryVerdict {
   if (input.attempt > input.maxAttempts) return refuse("attempts_exhausted");
-  const condition = CONDITION[input.failure];
-  if (!isCondition(condition)) return refuse(condition);
-  if (!input.retryOn.includes(condition)) return refuse("condition_not_enabled");
+  const condition = retryConditionOf(input.failure);
+  if (condition === "response_started" || condition === "failure_not_retryable") {
+    return refuse(condition);
+  }
+  if (!input.retryOn.includes(condition satisfies RetryCondition)) {
+    return refuse("condition_not_enabled");
+  }
   if (!input.bodyReplayable) return refuse("body_not_replayable");
   // A 5xx or a header timeout means the request arrived, whatever the caller believes.
   const reached =
     input.reachedUpstream || input.failure === "status_5xx" || input.failure === "header_timeout";
   if (reached && !IDEMPOTENT.has(input.method.toUpperCase())) return refuse("not_idempotent");
   return RETRY;
-}
-
-function isCondition(value: RetryCondition | RetryRefusal): value is RetryCondition {
-  return CONDITIONS.has(value);
 }
 
 function refuse(reason: RetryRefusal): RetryVerdict {

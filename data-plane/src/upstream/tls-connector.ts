@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { buildConnector } from "undici";
-import { isTlsFailureCode } from "../errors/upstream-failure.js";
+import { isTlsFailureCode } from "../errors/tls-failure-code.js";
 import type { UpstreamTlsOptions } from "./upstream-tls.js";
 
 /**

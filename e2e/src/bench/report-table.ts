@@ -7,40 +7,45 @@ export interface Measured {
   usage?: { cpuMicrosPerRequest: number; residentMiB: number };
 }
 
+/** The floor every proxy is compared with, and the well-known Node proxy. */
+const FLOOR = "minimal";
+const PEER = "fastify-proxy";
+
 /**
- * A plain-text table of every target with its throughput and p99 as ratios to the direct run
- * (what the proxy costs) and to nginx (how it compares with a well-known proxy).
+ * A plain-text table of every target: throughput, latency and the proxy's CPU time per request
+ * and memory, with ratios to the minimal undici dispatch proxy (the floor of what Node can do:
+ * CPU, p99 and RSS) and throughput against @fastify/http-proxy.
  */
 export function formatReport(rows: Measured[]): string {
-  const direct = rows.find((row) => row.target === "direct")?.result;
-  const nginx = rows.find((row) => row.target === "nginx")?.result;
-  const ratio = (value: number, base: number | undefined) =>
-    base === undefined || base === 0 ? "-" : `${(value / base).toFixed(2)}x`;
+  const floor = rows.find((row) => row.target === FLOOR);
+  const peer = rows.find((row) => row.target === PEER)?.result;
+  const ratio = (value: number | undefined, base: number | undefined) =>
+    value === undefined || base === undefined || base === 0 ? "-" : `${(value / base).toFixed(2)}x`;
   const header = [
     "target",
     "req/s",
     "p50 ms",
     "p99 ms",
-    "req/s vs direct",
-    "req/s vs nginx",
-    "p99 vs direct",
-    "p99 vs nginx",
     "CPU us/req",
     "RSS MiB",
     "errors",
+    "req/s vs fastify",
+    "CPU vs minimal",
+    "p99 vs minimal",
+    "RSS vs minimal",
   ];
   const body = rows.map(({ target, result, usage }) => [
     target,
     result.requestsPerSecond.toFixed(0),
     result.p50Ms.toFixed(2),
     result.p99Ms.toFixed(2),
-    ratio(result.requestsPerSecond, direct?.requestsPerSecond),
-    ratio(result.requestsPerSecond, nginx?.requestsPerSecond),
-    ratio(result.p99Ms, direct?.p99Ms),
-    ratio(result.p99Ms, nginx?.p99Ms),
     usage === undefined ? "-" : usage.cpuMicrosPerRequest.toFixed(0),
     usage === undefined ? "-" : usage.residentMiB.toFixed(0),
     String(result.errors),
+    ratio(result.requestsPerSecond, peer?.requestsPerSecond),
+    ratio(usage?.cpuMicrosPerRequest, floor?.usage?.cpuMicrosPerRequest),
+    ratio(result.p99Ms, floor?.result.p99Ms),
+    ratio(usage?.residentMiB, floor?.usage?.residentMiB),
   ]);
   const widths = header.map((title, i) =>
     Math.max(title.length, ...body.map((cells) => cells[i]!.length)),

@@ -7,24 +7,47 @@ import { send } from "../support/proxy-client.js";
 import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
+import { startNodeProxy } from "./node-proxy-process.js";
 import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
 import { runWrk } from "./wrk-process.js";
+import { sseBody, writePostScript } from "./wrk-scripts.js";
 
 /**
- * `npm run bench`: the same small response fetched directly from an nginx static upstream,
- * through nginx as a reverse proxy, and through Clawgate (control plane on the embedded store,
- * one data plane), with wrk, one after another in one run so the three share the machine's
- * state. It measures and reports; it asserts nothing.
+ * `npm run bench`: the same responses fetched directly from an nginx static upstream, through
+ * nginx as a reverse proxy, through a minimal node:http + undici dispatch proxy (the floor of
+ * what Node can do), through @fastify/http-proxy, and through Clawgate (control plane on the
+ * embedded store, one data plane with metrics, breakers, probes and 2 retry attempts on the
+ * route), with wrk, one after another in one run so they share the machine's state. Two
+ * tables: a small GET, then a 64 KiB POST and an SSE response of 100 events. It measures and
+ * reports; it asserts nothing.
  *
- * Environment: BENCH_DURATION (wrk -d, default 10s), BENCH_CONNECTIONS (default 32),
- * BENCH_WARMUP (wrk -d of an unreported run first, default 2s; 0 skips it),
- * BENCH_BODY_BYTES (response size, default 1024).
+ * Environment: BENCH_DURATION (wrk -d per target and round, default 5s), BENCH_ROUNDS
+ * (default 3; the median round is reported), BENCH_CONNECTIONS (default 50),
+ * BENCH_WARMUP (wrk -d of an unreported run before each, default 1s; 0 skips it),
+ * BENCH_BODY_BYTES (small response size, default 100), BENCH_NODE_FLAGS (extra node flags for
+ * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
+ * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline").
  */
-const duration = seconds(process.env.BENCH_DURATION ?? "10s");
-const warmup = seconds(process.env.BENCH_WARMUP ?? "2s");
-const connections = Number(process.env.BENCH_CONNECTIONS ?? "32");
-const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "1024");
+const duration = seconds(process.env.BENCH_DURATION ?? "5s");
+const warmup = seconds(process.env.BENCH_WARMUP ?? "1s");
+const rounds = Number(process.env.BENCH_ROUNDS ?? "3");
+if (!Number.isInteger(rounds) || rounds < 1) {
+  throw new Error(
+    `BENCH_ROUNDS must be a whole number of at least 1, got ${process.env.BENCH_ROUNDS}`,
+  );
+}
+const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
+const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "100");
+const SSE_EVENTS = 100;
+
+interface Target {
+  target: string;
+  /** Scheme, host and port, no trailing slash. */
+  base: string;
+  /** The process charged with the run's CPU and memory; none for the direct run. */
+  pid: number | undefined;
+}
 
 async function main(): Promise<void> {
   const teardown = new Teardown();
@@ -37,7 +60,8 @@ async function main(): Promise<void> {
   try {
     const dir = await makeWorkDir("bench");
     teardown.add("bench dir", () => removeWorkDir(dir));
-    const [upstreamPort, nginxPort] = await freePorts(2);
+    const [upstreamPort, nginxPort, minimalPort, fastifyPort] = await freePorts(4);
+    const origin = `http://127.0.0.1:${upstreamPort}`;
 
     log(`starting the upstream (nginx static) on 127.0.0.1:${upstreamPort}`);
     const body = fixedJsonBody(bodyBytes);
@@ -45,36 +69,55 @@ async function main(): Promise<void> {
       name: "upstream",
       dir,
       port: upstreamPort!,
-      serverBody: `    location = /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
+      serverBody: `    client_max_body_size 1m;
+    location = /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
+    location = /events { default_type text/event-stream; return 200 '${sseBody(SSE_EVENTS)}'; }
     location / { default_type application/json; return 200 '${body}'; }`,
     });
     teardown.add("upstream nginx", () => upstream.stop());
 
     log(`starting nginx as a reverse proxy on 127.0.0.1:${nginxPort}`);
-    const proxy = await startNginx({
+    const nginx = await startNginx({
       name: "nginx-proxy",
       dir,
       port: nginxPort!,
       httpExtra: `  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }`,
-      serverBody: `    location / {
+      serverBody: `    client_max_body_size 1m;
+    location / {
       proxy_pass http://bench;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
     }`,
     });
-    teardown.add("nginx proxy", () => proxy.stop());
+    teardown.add("nginx proxy", () => nginx.stop());
+
+    log("starting the minimal undici dispatch proxy and @fastify/http-proxy");
+    const minimal = await startNodeProxy("minimal-proxy", minimalPort!, origin);
+    teardown.add("minimal proxy", () => minimal.stop());
+    const fastify = await startNodeProxy("fastify-proxy", fastifyPort!, origin);
+    teardown.add("fastify proxy", () => fastify.stop());
 
     log("starting Clawgate: control plane (embedded store) and one data plane");
     const quiet = { CLAWGATE_LOG_LEVEL: "warn" };
     const cp = await startControlPlane(quiet);
     teardown.add("control plane", () => cp.stop());
+    // Every healing feature on: probes every second, the default breaker, 2 retries.
     await cp.admin.apply([
       {
         kind: "upstream",
         name: "bench",
-        spec: { nodes: [{ address: `127.0.0.1:${upstreamPort}` }] },
+        spec: {
+          nodes: [{ address: `127.0.0.1:${upstreamPort}` }],
+          healthCheck: { intervalMs: 1_000, path: "/healthz", expectStatus: "ok" },
+          breaker: "default",
+        },
       },
-      { kind: "route", name: "bench", spec: { match: { pathPrefix: "/" }, upstream: "bench" } },
+      { kind: "breaker", name: "default", spec: {} },
+      {
+        kind: "route",
+        name: "bench",
+        spec: { match: { pathPrefix: "/" }, upstream: "bench", retry: { attempts: 2 } },
+      },
     ]);
     const dp = await startDataPlane({
       ...quiet,
@@ -82,35 +125,81 @@ async function main(): Promise<void> {
       CLAWGATE_NODE_ID: "bench",
     });
     teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
+    const baselineBin = process.env.BENCH_BASELINE_DP;
+    const baseline =
+      baselineBin === undefined
+        ? undefined
+        : await startDataPlane(
+            { ...quiet, CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "baseline" },
+            { bin: baselineBin },
+          );
+    if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
+    await waitForConvergence(cp, baseline === undefined ? [dp] : [dp, baseline]);
 
-    // The processes whose CPU and memory each run is charged to: the proxy under test, or
-    // none for the direct run (the upstream serves every run alike).
-    const targets = [
-      { target: "direct", url: `http://127.0.0.1:${upstreamPort}/`, pid: undefined },
-      { target: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: proxy.pid },
-      { target: "clawgate", url: `${dp.proxyUrl}/`, pid: dp.process.pid },
+    const targets: Target[] = [
+      { target: "direct", base: origin, pid: undefined },
+      { target: "nginx", base: `http://127.0.0.1:${nginxPort}`, pid: nginx.pid },
+      { target: "minimal", base: `http://127.0.0.1:${minimalPort}`, pid: minimal.pid },
+      { target: "fastify-proxy", base: `http://127.0.0.1:${fastifyPort}`, pid: fastify.pid },
+      { target: "clawgate", base: dp.proxyUrl, pid: dp.process.pid },
     ];
-    // Same bytes from all three, or the comparison means nothing.
-    for (const { target, url } of targets) {
-      const response = await send(url);
-      if (response.status !== 200 || response.text !== body) {
-        throw new Error(`${target} at ${url} answered ${response.status} with a different body`);
+    if (baseline !== undefined) {
+      targets.push({
+        target: "clawgate-baseline",
+        base: baseline.proxyUrl,
+        pid: baseline.process.pid,
+      });
+    }
+    // Same bytes from all of them, or the comparison means nothing.
+    for (const { target, base } of targets) {
+      for (const [path, expected] of [
+        ["/", body],
+        ["/events", sseBody(SSE_EVENTS).replaceAll("\\n", "\n")],
+      ] as const) {
+        const response = await send(`${base}${path}`);
+        if (response.status !== 200 || response.text !== expected) {
+          throw new Error(`${target} at ${base}${path} answered ${response.status}, another body`);
+        }
       }
     }
 
     log(
-      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, ${cpus().length} cores, node ${process.version}`,
+      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, median of ${rounds} rounds, ${cpus().length} cores, node ${process.version}`,
     );
-    const rows: Measured[] = [];
-    for (const { target, url, pid } of targets) {
-      if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s` });
-      log(`measuring ${target}`);
+    const postScript = await writePostScript(dir);
+    const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, undefined);
+    const post = await measureAll(targets, "/upload", "POST 64 KiB", postScript);
+    const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, undefined);
+    process.stdout.write(`\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n`);
+    process.stdout.write(`\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n`);
+    process.stdout.write(`\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n\n`);
+  } finally {
+    await teardown.run();
+  }
+}
+
+/**
+ * BENCH_ROUNDS rounds of one wrk run per target on `path`, the targets in turn within each
+ * round, so a burst of load from elsewhere on the machine hits every target alike; each target
+ * is reported by its median round (by requests/s), charged to its proxy's process tree.
+ */
+async function measureAll(
+  targets: readonly Target[],
+  path: string,
+  what: string,
+  script: string | undefined,
+): Promise<Measured[]> {
+  const runs = new Map<string, Measured[]>(targets.map(({ target }) => [target, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const { target, base, pid } of targets) {
+      const url = `${base}${path}`;
+      if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s`, script });
+      log(`measuring ${target}: ${what}, round ${round} of ${rounds}`);
       const pids = pid === undefined ? [] : processTree(pid);
       const cpuBefore = cpuSeconds(pids);
-      const result = await runWrk(url, { connections, duration: `${duration}s` });
+      const result = await runWrk(url, { connections, duration: `${duration}s`, script });
       const cpuUsed = cpuSeconds(pids) - cpuBefore;
-      rows.push({
+      runs.get(target)!.push({
         target,
         result,
         usage:
@@ -122,10 +211,15 @@ async function main(): Promise<void> {
               },
       });
     }
-    process.stdout.write(`\n${formatReport(rows)}\n\n`);
-  } finally {
-    await teardown.run();
   }
+  return targets.map(({ target }) => median(runs.get(target)!));
+}
+
+function median(measured: Measured[]): Measured {
+  const sorted = [...measured].sort(
+    (a, b) => a.result.requestsPerSecond - b.result.requestsPerSecond,
+  );
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function seconds(text: string): number {

@@ -10,6 +10,8 @@ export interface WrkOptions {
   duration: string;
   /** wrk threads; default 1, leaving the other core to the server under test. */
   threads?: number;
+  /** A wrk Lua script (-s), for a method or body other than GET. */
+  script?: string;
 }
 
 /** Runs wrk against `url` and parses its report; a non-zero exit throws with the output. */
@@ -22,6 +24,7 @@ export async function runWrk(url: string, options: WrkOptions): Promise<WrkResul
       `-c${options.connections}`,
       `-d${options.duration}`,
       "--latency",
+      ...(options.script === undefined ? [] : ["-s", options.script]),
       url,
     ],
   });

@@ -18,6 +18,8 @@ export interface StartDataPlaneOptions {
   readyTimeoutMs?: number;
   /** Echo the process's output to stderr; default when E2E_VERBOSE is set. */
   echo?: boolean;
+  /** The clawgate-data-plane.js to run; default this repository's build (DATA_PLANE_BIN). */
+  bin?: string;
 }
 
 export interface DataPlane {
@@ -66,7 +68,7 @@ export async function startDataPlane(
   const process = await ManagedProcess.spawn({
     name,
     command: globalThis.process.execPath,
-    args: [DATA_PLANE_BIN],
+    args: [options.bin ?? DATA_PLANE_BIN],
     env: full,
     cwd,
     echo: options.echo,

@@ -3,7 +3,7 @@ import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { requestPathProblem } from "../../compiler/origin-form.js";
-import { isTlsFailureCode } from "../../errors/upstream-failure.js";
+import { isTlsFailureCode } from "../../errors/tls-failure-code.js";
 import type { ProbeEvidence, ProbeSpec, ProbeTls } from "./probe-protocol.js";
 
 /** Largest health body read; a health endpoint has no reason to send more. */

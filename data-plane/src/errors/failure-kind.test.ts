@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorBody } from "./error-catalog.js";
-import { classifyUpstreamError, errorCodeForFailure } from "./upstream-failure.js";
+import { classifyUpstreamError, errorCodeForFailure } from "./failure-kind.js";
 
 function coded(code: string): Error {
   return Object.assign(new Error("x"), { code });

@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { CompiledNode, CompiledRoute, CompiledTarget } from "../../compiler/compiled-types.js";
+import type { AttemptFailureKind } from "../../errors/failure-kind.js";
+import type { ReplayableBody } from "../../retry/replayable-body.js";
+import type { UpstreamHealing } from "../request-healing.js";
+import type { StageHandler } from "./stage.js";
+
+/**
+ * What the request carries upstream: none, the client's stream (sent once), a chunked body kept
+ * for replay, or the whole body in memory (read by the request-body stage; every attempt sends
+ * the same bytes).
+ */
+export type ExchangeBody = null | IncomingMessage | ReplayableBody | Buffer;
+
+/**
+ * One proxied request's state, shared by the stages of the pipeline: what the handler resolved
+ * (route, target, the upstream's healing record, the forwarded path and headers), and the few
+ * facts stages hand each other (the node of the attempt, whether the response started).
+ * Attempts never overlap, so each field describes the current attempt.
+ */
+export class Exchange {
+  /** The node of the current attempt, set by the node-pick stage. */
+  node: CompiledNode | undefined = undefined;
+  /** Preset by the retry stage: the node the next attempt goes to. */
+  nextNode: CompiledNode | undefined = undefined;
+  /** Nodes tried so far, once a retry is planned. */
+  tried: CompiledNode[] | undefined = undefined;
+  /** Attempts sent to a node's pool so far. */
+  attempt = 0;
+  /** The failure a retry was last planned for: the request's outcome if it ends before. */
+  retriedAfter: AttemptFailureKind | undefined = undefined;
+  /** The current attempt's response carried a Retry-After cooldown (429 or 503). */
+  coolingDown = false;
+  /** The status line went to the client; from here a failure can only cut the connection. */
+  responseStarted = false;
+  /** Client-facing headers as sent (kept for the stale cache when the route caches). */
+  sentHeaders: string[] | undefined = undefined;
+  /** The status the client got or is getting; 0 until then. */
+  status = 0;
+  /** The client's answer is complete (or abandoned). */
+  settled = false;
+  clientGone = false;
+  /** The outermost handler: where a failure of the proxy itself enters the pipeline. */
+  top: StageHandler | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly route: CompiledRoute,
+    readonly target: CompiledTarget,
+    /** The upstream's breaker, budget, cooldown and picker, looked up once. */
+    readonly healing: UpstreamHealing,
+    readonly method: string,
+    /** Path and query as sent upstream. */
+    readonly path: string,
+    /** Request headers for undici, flat. */
+    readonly headers: string[],
+    public body: ExchangeBody,
+    /** Stale-cache key; undefined unless the route opted in and this is a GET. */
+    readonly staleKey: string | undefined,
+    readonly requestId: string,
+    readonly startedAt: number,
+    /** Bytes of a body to read whole before the first attempt (request-body stage); -1: none. */
+    readonly bufferBodyBytes = -1,
+  ) {}
+
+  /**
+   * A bug in one of this exchange's callbacks (a timer, a client event, undici's error
+   * callback): the request ends with 500 or a cut connection, the process serves on.
+   */
+  failInternally(error: unknown): void {
+    try {
+      this.top?.onFailure({
+        kind: "internal",
+        error: error instanceof Error ? error : new Error(String(error)),
+      });
+    } catch {
+      // The bookkeeping is what failed: at least the client is not left hanging.
+      this.settled = true;
+      this.res.destroy();
+    }
+  }
+}

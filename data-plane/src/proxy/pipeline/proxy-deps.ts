@@ -1,0 +1,13 @@
+import type { Logger } from "pino";
+import type { ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import type { PoolRegistry } from "../../upstream/pool-registry.js";
+import type { RequestHealing } from "../request-healing.js";
+
+/** What the stages of every request share: built once per proxy handler. */
+export interface ProxyDeps {
+  readonly metrics: ProxyMetrics;
+  readonly logger: Logger;
+  readonly pools: PoolRegistry;
+  /** Breakers, cooldowns, retry budgets, pickers and the stale cache, kept across snapshots. */
+  readonly healing: RequestHealing;
+}

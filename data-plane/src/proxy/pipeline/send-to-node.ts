@@ -1,0 +1,113 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
+import { classifyUpstreamError } from "../../errors/failure-kind.js";
+import { ReplayableBody } from "../../retry/replayable-body.js";
+import type { Exchange } from "./exchange.js";
+import { ExchangeAbort } from "./exchange-abort.js";
+import { failFast } from "./failure-log.js";
+import type { ProxyDeps } from "./proxy-deps.js";
+import type { Dispatch, Failure, StageHandler } from "./stage.js";
+
+/** Sent upstream on a retried attempt; its value is the retry's number (1 for the first). */
+export const RETRY_HEADER = "x-clawgate-retry";
+
+/**
+ * The bottom of the pipeline: sends the attempt to its node's connection pool, and turns what
+ * undici reports back into stage callbacks, an error into a classified Failure.
+ */
+export function sendToNode(deps: ProxyDeps): Dispatch {
+  const pools = deps.pools;
+  return (exchange, handler) => {
+    const node = exchange.node!;
+    let pool: ReturnType<typeof pools.get>;
+    try {
+      pool = pools.get(node.address, exchange.target.poolSettings);
+    } catch {
+      // Only after pools.close(): the process is shutting down.
+      failFast(deps, exchange, handler, "no_healthy_node", 1_000);
+      return;
+    }
+    const retry = exchange.attempt;
+    exchange.attempt = retry + 1;
+    const body = exchange.body;
+    const route = exchange.route;
+    pool.dispatch(
+      {
+        origin: node.origin,
+        method: exchange.method,
+        path: exchange.path,
+        // Only a retry copies the headers, to number itself.
+        headers:
+          retry === 0 ? exchange.headers : [...exchange.headers, RETRY_HEADER, String(retry)],
+        body: body === null ? null : body instanceof ReplayableBody ? replay(body) : body,
+        // 0 on the wire means off, and undici reads 0 as "no timeout" too.
+        headersTimeout: route.headersTimeoutMs,
+        bodyTimeout: route.bodyTimeoutMs,
+      },
+      new NodeAttempt(exchange, handler),
+    );
+  };
+}
+
+/** undici's handler of one attempt: relays to the stages, classifies errors once. */
+class NodeAttempt implements Dispatcher.DispatchHandler {
+  constructor(
+    private readonly exchange: Exchange,
+    private readonly handler: StageHandler,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    // 1xx informational answers (103 Early Hints) are not relayed; the final one follows.
+    if (statusCode >= 200) this.handler.onResponseStart(controller, statusCode, headers);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
+    this.handler.onResponseEnd(controller);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    // undici catches what the other callbacks throw and reports it here; a throw from here
+    // would escape into its socket code, so it ends this exchange instead.
+    try {
+      this.handler.onFailure(this.#failureOf(error));
+    } catch (bug) {
+      this.exchange.failInternally(bug);
+    }
+  }
+
+  #failureOf(error: Error): Failure {
+    if (error instanceof ExchangeAbort) return { kind: error.kind, error };
+    const exchange = this.exchange;
+    // A client that leaves mid-upload fails the request body stream; undici reports that as
+    // the request's error, but it is the client's doing, not the upstream's.
+    if (exchange.clientGone || exchange.req.socket.destroyed) {
+      exchange.clientGone = true;
+      return { kind: "client_gone", error };
+    }
+    const kind = classifyUpstreamError(error);
+    if (!exchange.responseStarted) return { kind, error };
+    // "Stream broke after N bytes" is counted apart from "headers never arrived" (seed 004).
+    return { kind: kind === "body_timeout" ? "body_timeout" : "stream_broken", error };
+  }
+}
+
+/**
+ * undici sends any async iterable as a body (core/util isIterable); its typings only list
+ * streams, so the replay generator is passed under the Readable type.
+ */
+function replay(body: ReplayableBody): Readable {
+  return body.attempt() as unknown as Readable;
+}

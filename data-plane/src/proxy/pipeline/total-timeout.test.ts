@@ -1,0 +1,49 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
+import { totalTimeout } from "./total-timeout.js";
+
+describe("total-timeout stage", () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  function setup() {
+    const world = stageWorld({ route: { timeouts: { totalMs: 1_000 } } });
+    const down = fakeDispatch();
+    const exchange = world.exchange();
+    const above = new RecordingHandler(exchange);
+    totalTimeout(world.deps)(down)(exchange, above);
+    return { down, above };
+  }
+
+  it("fails a request without headers in time as header_timeout and aborts its attempt", () => {
+    const { down, above } = setup();
+    const attempt = down.attempts[0]!.start();
+    vi.advanceTimersByTime(1_000);
+    expect(above.events).toEqual(["failure header_timeout"]);
+    expect(attempt.controller.aborted).toBeDefined();
+    // What the aborted attempt reports afterwards changes nothing.
+    attempt.respond(200, {}, "late");
+    expect(above.events).toEqual(["failure header_timeout"]);
+  });
+
+  it("aborts an attempt still queued in the pool as soon as it starts", () => {
+    const { down } = setup();
+    vi.advanceTimersByTime(1_000);
+    const attempt = down.attempts[0]!.start();
+    expect(attempt.controller.aborted).toBeDefined();
+  });
+
+  it("a body that stalls past the total time is a body_timeout", () => {
+    const { down, above } = setup();
+    const attempt = down.attempts[0]!.start();
+    attempt.handler.onResponseStart(attempt.controller, 200, {});
+    vi.advanceTimersByTime(1_000);
+    expect(above.events).toEqual(["start 200", "failure body_timeout"]);
+  });
+
+  it("holds no timer once the response ended", () => {
+    const { down } = setup();
+    down.attempts[0]!.start().respond(200, {}, "ok");
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});

@@ -1,0 +1,112 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { StaleEntry } from "../../fallback/stale-cache.js";
+import type { Exchange } from "./exchange.js";
+import { answered } from "./exchange-abort.js";
+import { logAttemptFailure } from "./failure-log.js";
+import type { ProxyDeps } from "./proxy-deps.js";
+import {
+  DecoratorHandler,
+  type Failure,
+  guarded,
+  type Interceptor,
+  type StageController,
+} from "./stage.js";
+
+/**
+ * routes' timeouts.totalMs, across every attempt and backoff: when it runs out the request
+ * fails as a header timeout (a body timeout once the response started), and the attempt in
+ * flight is aborted. It stands under the breaker, which records that failure.
+ */
+export function totalTimeout(deps: ProxyDeps): Interceptor {
+  return (next) => (exchange, handler) => {
+    const totalMs = exchange.route.totalTimeoutMs;
+    if (totalMs <= 0) {
+      next(exchange, handler);
+      return;
+    }
+    const timing = new TimeoutHandler(handler, exchange, deps);
+    timing.timer = setTimeout(onTotalTimeout, totalMs, timing);
+    guarded(next, exchange, timing);
+  };
+}
+
+class TimeoutHandler extends DecoratorHandler {
+  timer: NodeJS.Timeout | undefined;
+  #done = false;
+  #controller: StageController | undefined;
+  /** Set when the timeout fired before the attempt's controller arrived (pool queue). */
+  #abortReason: Error | undefined;
+
+  constructor(
+    handler: TimeoutHandler["handler"],
+    readonly exchange: Exchange,
+    private readonly deps: ProxyDeps,
+  ) {
+    super(handler);
+  }
+
+  override onRequestStart(controller: StageController): void {
+    if (this.#abortReason !== undefined) {
+      controller.abort(this.#abortReason);
+      return;
+    }
+    this.#controller = controller;
+    if (!this.#done) this.handler.onRequestStart(controller);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (!this.#done) this.handler.onResponseStart(controller, status, headers);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    if (!this.#done) this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    if (this.#finish()) this.handler.onResponseEnd(controller);
+  }
+
+  override onFailure(failure: Failure): void {
+    if (this.#finish()) this.handler.onFailure(failure);
+  }
+
+  override onStale(entry: StaleEntry, ageSeconds: number): void {
+    if (this.#finish()) this.handler.onStale(entry, ageSeconds);
+  }
+
+  timedOut(): void {
+    this.timer = undefined;
+    if (this.#done) return;
+    this.#done = true;
+    const exchange = this.exchange;
+    const kind = exchange.responseStarted ? "body_timeout" : "header_timeout";
+    logAttemptFailure(this.deps, exchange, kind, undefined, true);
+    // Answer first: the abort below calls back synchronously and must find this stage done.
+    this.handler.onFailure({ kind });
+    const reason = answered("total timeout of the route");
+    const controller = this.#controller;
+    if (controller === undefined) this.#abortReason = reason;
+    else controller.abort(reason);
+  }
+
+  /** Whether this is the request's end (not a late callback after the timeout). */
+  #finish(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    return true;
+  }
+}
+
+function onTotalTimeout(timing: TimeoutHandler): void {
+  try {
+    timing.timedOut();
+  } catch (bug) {
+    timing.exchange.failInternally(bug);
+  }
+}

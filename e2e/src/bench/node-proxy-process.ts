@@ -1,0 +1,39 @@
+import { fileURLToPath } from "node:url";
+import { httpStatus } from "../support/http-probe.js";
+import { ManagedProcess } from "../support/managed-process.js";
+import { waitFor } from "../support/wait-for.js";
+
+/**
+ * Starts one of the bench's own Node proxies (a script next to this file, compiled to
+ * e2e/dist/bench) in front of `origin`, and waits until it relays `/` with a 200.
+ */
+export async function startNodeProxy(
+  script: "minimal-proxy" | "fastify-proxy",
+  port: number,
+  origin: string,
+): Promise<ManagedProcess> {
+  const file = fileURLToPath(new URL(`./${script}.js`, import.meta.url));
+  const proxy = await ManagedProcess.spawn({
+    name: script,
+    command: process.execPath,
+    args: [
+      ...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []),
+      file,
+      String(port),
+      origin,
+    ],
+  });
+  try {
+    await waitFor(
+      async () => {
+        proxy.assertRunning();
+        return (await httpStatus(`http://127.0.0.1:${port}/`)) === 200;
+      },
+      { what: `${script} on 127.0.0.1:${port}` },
+    );
+  } catch (error) {
+    await proxy.stop();
+    throw error;
+  }
+  return proxy;
+}
