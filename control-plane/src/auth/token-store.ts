@@ -1,8 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
-import type { KeyValue, Operation, Store, Watch, WatchEvent } from "../store/store.js";
+import { Informer, type InformerBatch } from "../store/informer.js";
+import type { KeyValue, Operation, Store } from "../store/store.js";
 import { type Caller, ROLES, type Role } from "./roles.js";
 
 /** Name the bootstrap token (CLAWGATE_ADMIN_TOKEN) goes by in logs and the audit journal. */
@@ -29,7 +30,8 @@ export interface TokenView {
 
 interface KnownToken {
   caller: Caller;
-  digest: Buffer;
+  /** SHA-256 of the secret, hex. */
+  digest: string;
   view: TokenView;
 }
 
@@ -46,9 +48,12 @@ export function tokensPrefix(prefix: string): string {
   return `${prefix}tokens/`;
 }
 
-function sha256(value: string): Buffer {
-  return createHash("sha256").update(value).digest();
+function sha256(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
 }
+
+/** Logs nothing: for a token store built without a logger (tests). */
+const SILENT = { debug() {}, info() {}, warn() {} };
 
 /**
  * Named bearer tokens with roles, stored hashed under `{prefix}tokens/{name}` (outside every
@@ -61,9 +66,11 @@ export class TokenStore {
   readonly #prefix: string;
   readonly #logger: Logger | undefined;
   readonly #bootstrap: KnownToken | undefined;
-  #tokens = new Map<string, KnownToken>();
-  #watch: Watch | undefined;
-  #stopped = false;
+  readonly #informer: Informer;
+  /** Tokens by name, for list and revoke. */
+  readonly #tokens = new Map<string, KnownToken>();
+  /** The same tokens by the SHA-256 of their secret, for authenticate. */
+  readonly #byDigest = new Map<string, KnownToken>();
 
   constructor(options: TokenStoreOptions) {
     this.#store = options.store;
@@ -77,47 +84,37 @@ export class TokenStore {
         view: { name: BOOTSTRAP_TOKEN_NAME, role: "admin", upstreams: [], createdAt: "" },
       };
     }
-  }
-
-  /** Reads every token and watches for changes from then on. */
-  async start(): Promise<void> {
-    const range = await this.#store.range(this.#prefix);
-    const tokens = new Map<string, KnownToken>();
-    for (const item of range.items) {
-      const known = this.#parse(item);
-      if (known !== undefined) tokens.set(known.caller.name, known);
-    }
-    this.#tokens = tokens;
-    this.#watch = await this.#store.watch(this.#prefix, range.revision + 1, {
-      onEvents: (events) => this.#apply(events),
-      onError: (error) => {
-        // The watch ended for good (compaction): read everything again and watch anew.
-        this.#logger?.warn({ err: error }, "token watch failed; reloading tokens");
-        if (!this.#stopped) void this.start().catch(() => undefined);
-      },
+    // The shared list-then-watch loop: a compacted or broken watch is relisted and handed over
+    // as the difference, so a token revoked meanwhile is still forgotten.
+    this.#informer = new Informer({
+      store: options.store,
+      prefixes: [this.#prefix],
+      name: "tokens",
+      logger: options.logger ?? SILENT,
+      onBatch: (batch) => this.#apply(batch),
     });
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    await this.#watch?.close();
+  /** Reads every token and follows changes from then on; rejects if the first read fails. */
+  start(): Promise<void> {
+    return this.#informer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#informer.stop();
   }
 
   /**
-   * The caller a bearer secret belongs to, or undefined. Every known digest is compared in
-   * constant time and the loop never stops early, so timing says nothing about which token
-   * (or how much of one) a guess matched.
+   * The caller a bearer secret belongs to, or undefined. Looked up by the secret's SHA-256:
+   * the digest of a guess says nothing about any stored secret, so a map lookup leaks nothing a
+   * constant-time compare would hide, and the cost does not grow with the number of tokens.
    */
   authenticate(secret: string): Caller | undefined {
     const digest = sha256(secret);
-    let found: Caller | undefined;
-    if (this.#bootstrap !== undefined && timingSafeEqual(digest, this.#bootstrap.digest)) {
-      found = this.#bootstrap.caller;
+    if (this.#bootstrap !== undefined && digest === this.#bootstrap.digest) {
+      return this.#bootstrap.caller;
     }
-    for (const token of this.#tokens.values()) {
-      if (timingSafeEqual(digest, token.digest)) found = token.caller;
-    }
-    return found;
+    return this.#byDigest.get(digest)?.caller;
   }
 
   list(): TokenView[] {
@@ -164,7 +161,7 @@ export class TokenStore {
     const stored: StoredToken = {
       role,
       upstreams: [...upstreams],
-      sha256: sha256(token).toString("hex"),
+      sha256: sha256(token),
       createdAt: new Date().toISOString(),
       ...(createdBy === undefined ? {} : { createdBy }),
     };
@@ -182,7 +179,7 @@ export class TokenStore {
       );
     }
     // Known at once here, so the secret works on this replica as soon as it is answered.
-    this.#tokens.set(name, known(name, stored));
+    this.#remember(name, known(name, stored));
     return { ok: true, token, revision: commit.value.revision };
   }
 
@@ -209,26 +206,30 @@ export class TokenStore {
     if (!commit.value.succeeded) {
       return fail(clawgateError("CLAWGATE_STORE_CONFLICT", `token ${name} changed; try again`));
     }
-    this.#tokens.delete(name);
+    this.#forget(name);
     return { ok: true, revision: commit.value.revision };
   }
 
-  #apply(events: readonly WatchEvent[]): void {
-    for (const event of events) {
-      const name = event.key.slice(this.#prefix.length);
-      if (event.type === "delete" || event.value === undefined) {
-        this.#tokens.delete(name);
-        continue;
-      }
-      const known = this.#parse({
-        key: event.key,
-        value: event.value,
-        modRevision: event.modRevision,
-        createRevision: event.modRevision,
-      });
-      if (known === undefined) this.#tokens.delete(name);
-      else this.#tokens.set(name, known);
+  #apply(batch: InformerBatch): void {
+    for (const { key, current } of batch.changes) {
+      const name = key.slice(this.#prefix.length);
+      const parsed = current === undefined ? undefined : this.#parse(current);
+      if (parsed === undefined) this.#forget(name);
+      else this.#remember(name, parsed);
     }
+  }
+
+  #remember(name: string, token: KnownToken): void {
+    this.#forget(name);
+    this.#tokens.set(name, token);
+    this.#byDigest.set(token.digest, token);
+  }
+
+  #forget(name: string): void {
+    const token = this.#tokens.get(name);
+    if (token === undefined) return;
+    this.#tokens.delete(name);
+    this.#byDigest.delete(token.digest);
   }
 
   #parse(item: KeyValue): KnownToken | undefined {
@@ -269,7 +270,7 @@ function known(name: string, stored: StoredToken): KnownToken {
   };
   return {
     caller: { name, role: stored.role, upstreams: stored.upstreams },
-    digest: Buffer.from(stored.sha256, "hex"),
+    digest: stored.sha256,
     view,
   };
 }
