@@ -14,3 +14,4 @@ export * from "./route-schema.js";
 export * from "./tenant-schema.js";
 export * from "./upstream-schema.js";
 export * from "./validate-config.js";
+export * from "./validate-delta.js";

@@ -76,7 +76,7 @@ export function validateSnapshot(snapshot: Snapshot): ConfigProblem[] {
 }
 
 /** Names of one kind: each present, well formed and used once. */
-function uniqueNames(
+export function uniqueNames(
   kind: ResourceKind,
   resources: readonly { name: string }[],
   problems: ConfigProblem[],
@@ -95,7 +95,8 @@ function uniqueNames(
   return names;
 }
 
-function upstreamProblems(upstream: Upstream): ConfigProblem[] {
+/** What is wrong with one upstream on its own (references are checked apart). */
+export function upstreamProblems(upstream: Upstream): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const add = (field: string, message: string) =>
     problems.push({ kind: "upstreams", name: upstream.name, field, message });
@@ -125,7 +126,8 @@ function upstreamProblems(upstream: Upstream): ConfigProblem[] {
   return problems;
 }
 
-function routeProblems(route: Route): ConfigProblem[] {
+/** What is wrong with one route on its own (references are checked apart). */
+export function routeProblems(route: Route): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const add = (field: string, message: string) =>
     problems.push({ kind: "routes", name: route.name, field, message });
