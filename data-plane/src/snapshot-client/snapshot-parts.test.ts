@@ -45,6 +45,17 @@ describe("SnapshotParts", () => {
     expect(result.status === "whole" && result.snapshot.version).toBe(4n);
   });
 
+  it("refuses and drops an assembly that grows past its resource limit", () => {
+    const parts = new SnapshotParts(4_096, 2);
+    expect(parts.add(part(6, 0, 3)).status).toBe("waiting");
+    expect(parts.add(part(6, 1, 3))).toEqual({ status: "waiting" });
+    expect(parts.add(part(6, 2, 3))).toEqual({
+      status: "refused",
+      reason: "snapshot part refused: snapshot holds over 2 resources",
+    });
+    expect(parts.pending).toBe(0);
+  });
+
   it.each([
     ["a part beyond the count", part(5, 3, 3), "part 3 is beyond parts 0..2"],
     ["a numbered part of a whole snapshot", part(5, 2, 1), "part 2 of a snapshot in 1 part(s)"],

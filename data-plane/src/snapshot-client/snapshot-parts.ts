@@ -3,6 +3,13 @@ import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 /** Most parts one snapshot may announce; at the 64 MiB message limit that is far beyond any config. */
 export const DEFAULT_MAX_PARTS = 4_096;
 
+/**
+ * Most resources one assembly may hold: 10 times issue 9's scale (20,000 resources, about
+ * 50 MB). Past it the assembly is dropped and the part refused, so a stream announcing
+ * endless parts cannot grow the data plane's memory without bound.
+ */
+export const DEFAULT_MAX_RESOURCES = 200_000;
+
 export type PartResult =
   /** The snapshot is whole: it came in one message, or this part was its last missing one. */
   | { status: "whole"; snapshot: Snapshot }
@@ -21,13 +28,16 @@ export type PartResult =
  */
 export class SnapshotParts {
   readonly #maxParts: number;
+  readonly #maxResources: number;
+  #resources = 0;
   #key: string | undefined;
   #version: bigint | undefined;
   #parts: (Snapshot | undefined)[] = [];
   #received = 0;
 
-  constructor(maxParts = DEFAULT_MAX_PARTS) {
+  constructor(maxParts = DEFAULT_MAX_PARTS, maxResources = DEFAULT_MAX_RESOURCES) {
     this.#maxParts = maxParts;
+    this.#maxResources = maxResources;
   }
 
   /** Parts held for the snapshot being assembled. */
@@ -56,7 +66,13 @@ export class SnapshotParts {
       this.#version = message.version;
       this.#parts = new Array(parts).fill(undefined);
     }
-    if (this.#parts[part] === undefined) this.#received += 1;
+    if (this.#parts[part] !== undefined) return { status: "waiting" };
+    this.#resources += resourceCount(message);
+    if (this.#resources > this.#maxResources) {
+      this.#drop();
+      return refused(`snapshot holds over ${this.#maxResources} resources`);
+    }
+    this.#received += 1;
     this.#parts[part] = message;
     if (this.#received < parts) return { status: "waiting" };
     const whole = merge(this.#parts as Snapshot[]);
@@ -69,7 +85,12 @@ export class SnapshotParts {
     this.#version = undefined;
     this.#parts = [];
     this.#received = 0;
+    this.#resources = 0;
   }
+}
+
+function resourceCount(part: Snapshot): number {
+  return part.routes.length + part.upstreams.length + part.breakers.length + part.tenants.length;
 }
 
 function merge(parts: readonly Snapshot[]): Snapshot {
