@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
-import type { Snapshot } from "@clawgate/proto";
+import type { Snapshot, SnapshotDelta } from "@clawgate/proto";
 import {
   CLOSE_GRACE_MS,
   createNotifier,
@@ -26,9 +26,15 @@ import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
-import { AppliedSnapshot, type SnapshotSource } from "./runtime/applied-snapshot.js";
+import {
+  AppliedSnapshot,
+  type CompiledSnapshot,
+  type CompileResult,
+  type SnapshotSource,
+} from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
+import { diffSnapshots } from "./runtime/snapshot-diff.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
 import { type ApplyResult, SnapshotClient } from "./snapshot-client/snapshot-client.js";
 import {
@@ -36,6 +42,12 @@ import {
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
+
+/**
+ * Snapshots delivered within this window reach the disk cache as one write of the newest: a
+ * write encodes the whole config, and a burst of one-route deltas must not pay that per change.
+ */
+const CACHE_SAVE_DELAY_MS = 2_000;
 
 const SOFTWARE_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -100,11 +112,21 @@ export async function startDataPlane(
     lastAppliedVersion: () => applied.version(),
     logger,
     tls: cpTls,
-    apply: (snapshot) =>
-      applySnapshot(snapshot, "control-plane", [
-        ["snapshot cache", () => lastGood.delivered(snapshot)],
-        ["serving status", () => status.applied(applied.version(), "control-plane")],
-      ]),
+    // A whole snapshot compiles across event-loop turns; a delta compiles only what it touches.
+    apply: async (snapshot, superseded) => {
+      const previous = applied.current();
+      const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
+      return result && afterApply(result, previous, fromControlPlane(snapshot));
+    },
+    applyDelta: (delta: SnapshotDelta) => {
+      const previous = applied.current();
+      const result = applied.applyDelta(delta);
+      return afterApply(
+        result,
+        previous,
+        fromControlPlane(result.ok ? result.value.source : undefined),
+      );
+    },
   });
   client.onStateChange((state) => {
     snapshotMetrics.connected(state.status === "connected");
@@ -124,34 +146,64 @@ export async function startDataPlane(
     fallbackAfterMs: config.cacheFallbackAfterMs,
     hasSnapshot: () => applied.current() !== undefined,
     apply: (snapshot) => applySnapshot(snapshot, "cache"),
+    saveDelayMs: CACHE_SAVE_DELAY_MS,
     onServedFromCache: (version) => status.applied(version, "cache"),
   });
+  /** Steps that follow a control plane's snapshot, besides those every snapshot takes. */
+  function fromControlPlane(snapshot: Snapshot | undefined): AfterSwapStep[] {
+    return [
+      ["snapshot cache", () => snapshot && lastGood.delivered(snapshot)],
+      ["serving status", () => status.applied(applied.version(), "control-plane")],
+    ];
+  }
+
+  /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
+  function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
+    const previous = applied.current();
+    return afterApply(applied.apply(snapshot, source), previous, []);
+  }
+
   /**
-   * Validates and compiles the snapshot, then swaps it in, last: only a refusal before the swap
-   * is a NACK, and then the previous version is still the one served. Everything after the
-   * swap follows the version now served and is logged, never NACKed, if it fails.
+   * Only a refusal before the swap is a NACK, and then the previous version is still the one
+   * served. Everything after the swap follows the version now served and is logged, never
+   * NACKed, if it fails; and it does work in proportion to what the swap changed (diffSnapshots),
+   * so a one-route delta does not walk 20,000 nodes.
    */
-  function applySnapshot(
-    snapshot: Snapshot,
-    source: SnapshotSource,
-    more: readonly AfterSwapStep[] = [],
+  function afterApply(
+    result: CompileResult,
+    previous: CompiledSnapshot | undefined,
+    more: readonly AfterSwapStep[],
   ): ApplyResult {
-    const result = applied.apply(snapshot, source);
     if (!result.ok) {
       snapshotMetrics.nacked();
       return result;
     }
     const compiled = result.value;
+    const diff = diffSnapshots(previous, compiled);
     runAfterSwap(
       [
         ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
         // Pools of removed nodes, and those built with settings no route uses any more (a
         // changed keepAliveTimeoutMs), close once their requests in flight are done.
-        ["pools", () => pools.retain(compiled.poolKeys())],
-        ["health", () => health.sync(healthTargets(compiled.upstreams.values()))],
+        ["pools", () => pools.retain({ get: (a) => compiled.poolKeysOf(a) }, diff.addresses)],
+        [
+          "health",
+          () => {
+            const changes = new Map<string, ReturnType<typeof healthTargets>>();
+            for (const [name, upstream] of diff.upstreams) {
+              changes.set(name, upstream === undefined ? [] : healthTargets([upstream]));
+            }
+            health.syncUpstreams(changes);
+          },
+        ],
         ["healing", () => healing.sync(compiled)],
-        // Nodes added or removed change the view without any state change to report it.
-        ["health report", () => healthReports.request()],
+        // Nodes added or removed change the view without any state change to report it. In
+        // the next turn: a first snapshot of 20,000 nodes makes a report that costs a turn of
+        // its own, and need not delay the ACK or the clients waiting behind the swap.
+        [
+          "health report",
+          () => diff.upstreams.size > 0 && setImmediate(() => healthReports.request()),
+        ],
         ...more,
       ],
       compiled.version,

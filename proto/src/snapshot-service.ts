@@ -19,6 +19,12 @@ export const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
  */
 export type EncodedOrResponse = StreamSnapshotsResponse | Uint8Array;
 
+/**
+ * What the data plane writes on a stream: a message, or the bytes of one it encoded itself
+ * (a health report of 20,000 nodes is put together from each node's cached encoding).
+ */
+export type EncodedOrRequest = StreamSnapshotsRequest | Uint8Array;
+
 export function encodeResponse(message: StreamSnapshotsResponse): Uint8Array {
   return toBinary(StreamSnapshotsResponseSchema, message);
 }
@@ -36,8 +42,10 @@ export const snapshotServiceDefinition = {
     path: "/clawgate.v1.SnapshotService/StreamSnapshots",
     requestStream: true,
     responseStream: true,
-    requestSerialize: (message: StreamSnapshotsRequest) =>
-      toBuffer(toBinary(StreamSnapshotsRequestSchema, message)),
+    requestSerialize: (message: EncodedOrRequest) =>
+      toBuffer(
+        message instanceof Uint8Array ? message : toBinary(StreamSnapshotsRequestSchema, message),
+      ),
     requestDeserialize: (bytes: Buffer) => fromBinary(StreamSnapshotsRequestSchema, bytes),
     responseSerialize: (message: EncodedOrResponse) =>
       toBuffer(message instanceof Uint8Array ? message : encodeResponse(message)),

@@ -1,9 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { create, SnapshotSchema, type UpstreamTls } from "@clawgate/proto";
+import { create, SnapshotDeltaSchema, SnapshotSchema, type UpstreamTls } from "@clawgate/proto";
 import { makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compileDelta } from "./compile-delta.js";
 import { compileSnapshot } from "./compile-snapshot.js";
+import { FrozenCompiledSnapshot } from "./frozen-compiled-snapshot.js";
 
 function compileWith(
   tls: Omit<Partial<UpstreamTls>, "$typeName"> | undefined,
@@ -80,5 +82,38 @@ describe("compiling an upstream's tls", () => {
     expect(mismatched.ok ? "" : mismatched.reason).toMatch(
       /^upstream "api": tls\.clientCertFile is not usable: .*key values mismatch/,
     );
+  });
+});
+
+describe("a delta naming a tls file this machine cannot read", () => {
+  it("is refused, naming the field and the path, and the base keeps its upstream", () => {
+    const base = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [{ name: "api", nodes: [{ address: "127.0.0.1:8443", weight: 1 }] }],
+        routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "api" }],
+      }),
+    );
+    if (!base.ok || !(base.value instanceof FrozenCompiledSnapshot)) throw new Error("no base");
+    const delta = create(SnapshotDeltaSchema, {
+      version: 2n,
+      baseVersion: 1n,
+      upstreams: [
+        {
+          name: "api",
+          nodes: [{ address: "127.0.0.1:8443", weight: 1 }],
+          tls: { enabled: true, caFile: "/nonexistent/ca.pem" },
+        },
+      ],
+    });
+    const result = compileDelta(base.value, delta);
+    expect(result.ok ? "" : result.reason).toBe(
+      'upstream "api": tls.caFile cannot read /nonexistent/ca.pem (ENOENT)',
+    );
+    // Still the base's plaintext upstream, and the base still takes a good delta.
+    expect(base.value.upstreams.get("api")!.nodes[0]!.origin).toBe("http://127.0.0.1:8443");
+    expect(
+      compileDelta(base.value, create(SnapshotDeltaSchema, { version: 3n, baseVersion: 1n })).ok,
+    ).toBe(true);
   });
 });

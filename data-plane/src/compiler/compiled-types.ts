@@ -124,6 +124,8 @@ export interface CompiledSnapshot {
    * PoolRegistry.retain() takes it and closes every other pool.
    */
   poolKeys(): ReadonlyMap<string, ReadonlySet<string>>;
+  /** The pool settings keys of one node address (poolKeys().get(address)), found in O(routes of its upstreams). */
+  poolKeysOf(address: string): ReadonlySet<string> | undefined;
   readonly source: Snapshot;
 }
 

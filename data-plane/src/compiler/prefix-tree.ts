@@ -26,17 +26,89 @@ const SLASH = 47;
 
 export class PrefixTree<T> {
   readonly #root: Node<T>;
+  /** Prefixes holding a value. */
+  readonly size: number;
 
-  private constructor(root: Node<T>) {
+  private constructor(root: Node<T>, size: number) {
     this.#root = root;
+    this.size = size;
     Object.freeze(this);
   }
 
   /** Builds the tree of `entries` (prefix, value); a prefix may appear once. */
   static build<T>(entries: Iterable<readonly [string, T]>): PrefixTree<T> {
     const root = newNode<T>("");
-    for (const [prefix, value] of entries) insert(root, prefix, value);
-    return new PrefixTree(root);
+    let size = 0;
+    for (const [prefix, value] of entries) {
+      insert(root, prefix, value);
+      size += 1;
+    }
+    return new PrefixTree(root, size);
+  }
+
+  /** The value stored at exactly `prefix`, if any. */
+  get(prefix: string): T | undefined {
+    let node = this.#root;
+    let at = 0;
+    while (at < prefix.length) {
+      const child = node.children.get(prefix.charCodeAt(at));
+      if (child === undefined || !prefix.startsWith(child.label, at)) return undefined;
+      node = child;
+      at += child.label.length;
+    }
+    return node.value;
+  }
+
+  /**
+   * A new tree with `prefix` set to `value` (undefined removes it); this one is unchanged. Only
+   * the nodes on the prefix's path are copied (the rest is shared), so a change costs the depth
+   * of one path, not the size of the tree: a one-route delta does not rebuild 10,000 prefixes.
+   * A removed prefix may leave an empty node behind, which a match passes through; the route
+   * table rebuilds a tier whole when it has changed as many times as it has prefixes.
+   */
+  with(prefix: string, value: T | undefined): PrefixTree<T> {
+    const had = this.get(prefix) !== undefined;
+    if (value === undefined && !had) return this;
+    const root = copyNode(this.#root);
+    let node = root;
+    let at = 0;
+    while (at < prefix.length) {
+      const key = prefix.charCodeAt(at);
+      const child = node.children.get(key);
+      if (child === undefined) {
+        const leaf = newNode<T>(prefix.slice(at));
+        node.children.set(key, leaf);
+        node = leaf;
+        at = prefix.length;
+        break;
+      }
+      const common = commonLength(child.label, prefix, at);
+      if (common < child.label.length) {
+        const middle = newNode<T>(child.label.slice(0, common));
+        const rest: Node<T> = { ...child, label: child.label.slice(common) };
+        middle.children.set(rest.label.charCodeAt(0), rest);
+        node.children.set(key, middle);
+        node = middle;
+      } else {
+        const copy = copyNode(child);
+        node.children.set(key, copy);
+        node = copy;
+      }
+      at += common;
+    }
+    node.value = value;
+    node.boundary = !prefix.endsWith("/");
+    const size = this.size + (value === undefined ? -1 : had ? 0 : 1);
+    return new PrefixTree(root, size);
+  }
+
+  /** Every value in the tree. */
+  *values(): Generator<T> {
+    const stack: Node<T>[] = [this.#root];
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (node.value !== undefined) yield node.value;
+      for (const child of node.children.values()) stack.push(child);
+    }
   }
 
   /**
@@ -74,6 +146,11 @@ function findFrom<T, R, A, B>(
   if (node.value === undefined) return undefined;
   if (node.boundary && end < path.length && path.charCodeAt(end) !== SLASH) return undefined;
   return visit(node.value, a, b);
+}
+
+/** A node with its own children map, sharing the children themselves. */
+function copyNode<T>(node: Node<T>): Node<T> {
+  return { ...node, children: new Map(node.children) };
 }
 
 function newNode<T>(label: string): Node<T> {

@@ -20,14 +20,21 @@ import { normalizeRequestHost } from "./request-host.js";
  *   4. then priority, higher first; then name, so the order never depends on input order.
  * Each snapshot builds these indexes once, so a match costs the same with 10 routes or 10,000:
  * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
- * then ".example.com", ...: longest suffix first), then per host tier a map lookup for the
- * exact path and a walk down a radix tree of its prefixes (prefix-tree.ts), longest first.
+ * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
+ * path and a walk down a radix tree of its prefixes (prefix-tree.ts), longest first. Exact
+ * paths sit in a radix tree too, so that a delta (update()) copies one path of each tree it
+ * touches instead of a map of thousands of paths.
  */
 
 interface HostTier {
-  readonly exact: ReadonlyMap<string, readonly CompiledRoute[]>;
+  readonly exact: PrefixTree<readonly CompiledRoute[]>;
   readonly prefixes: PrefixTree<readonly CompiledRoute[]>;
+  /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
+  readonly updates: number;
 }
+
+/** Key of the tier of routes that name no host. */
+const ANY_HOST = "";
 
 export class RouteTable {
   readonly #byHost: ReadonlyMap<string, HostTier>;
@@ -66,6 +73,40 @@ export class RouteTable {
     const wildcards = new Map<string, HostTier>();
     for (const [suffix, list] of wildcardHosts) wildcards.set(suffix, buildTier(list));
     return new RouteTable(byHost, wildcards, anyHost.length > 0 ? buildTier(anyHost) : undefined);
+  }
+
+  /**
+   * The table with `removed` (compiled routes of this table) taken out and `added` put in;
+   * this one is unchanged. Only the host tiers and paths they touch are rebuilt, so a
+   * one-route delta costs one path of a radix tree, not 10,000 routes.
+   */
+  update(removed: readonly CompiledRoute[], added: readonly CompiledRoute[]): RouteTable {
+    const byTier = new Map<string, { removed: Set<CompiledRoute>; added: CompiledRoute[] }>();
+    const touch = (key: string) => {
+      let entry = byTier.get(key);
+      if (entry === undefined) {
+        entry = { removed: new Set(), added: [] };
+        byTier.set(key, entry);
+      }
+      return entry;
+    };
+    for (const route of removed) for (const key of tierKeys(route)) touch(key).removed.add(route);
+    for (const route of added) for (const key of tierKeys(route)) touch(key).added.push(route);
+    let byHost: Map<string, HostTier> | undefined;
+    let wildcards: Map<string, HostTier> | undefined;
+    let anyHost = this.#anyHost;
+    for (const [key, change] of byTier) {
+      if (key === ANY_HOST) {
+        anyHost = updateTier(anyHost, change.removed, change.added);
+      } else if (key.startsWith(".")) {
+        wildcards ??= new Map(this.#wildcards);
+        setTier(wildcards, key, updateTier(wildcards.get(key), change.removed, change.added));
+      } else {
+        byHost ??= new Map(this.#byHost);
+        setTier(byHost, key, updateTier(byHost.get(key), change.removed, change.added));
+      }
+    }
+    return new RouteTable(byHost ?? this.#byHost, wildcards ?? this.#wildcards, anyHost);
   }
 
   match(
@@ -155,7 +196,63 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
   }
   for (const list of exact.values()) Object.freeze(list.sort(byPrecedence));
   for (const list of prefixes.values()) Object.freeze(list.sort(byPrecedence));
-  return Object.freeze({ exact, prefixes: PrefixTree.build(prefixes) });
+  return Object.freeze({
+    exact: PrefixTree.build(exact),
+    prefixes: PrefixTree.build(prefixes),
+    updates: 0,
+  });
+}
+
+/** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
+function tierKeys(route: CompiledRoute): string[] {
+  if (route.hosts.length === 0) return [ANY_HOST];
+  return route.hosts.map((host) => (host.startsWith("*.") ? host.slice(1) : host));
+}
+
+function setTier(map: Map<string, HostTier>, key: string, tier: HostTier | undefined): void {
+  if (tier === undefined) map.delete(key);
+  else map.set(key, tier);
+}
+
+/** The tier with routes removed (by identity) and added; undefined once it holds none. */
+function updateTier(
+  tier: HostTier | undefined,
+  removed: ReadonlySet<CompiledRoute>,
+  added: readonly CompiledRoute[],
+): HostTier | undefined {
+  const paths = new Map<string, { kind: "exact" | "prefix"; value: string }>();
+  for (const route of [...removed, ...added]) {
+    paths.set(`${route.pathKind} ${route.pathValue}`, {
+      kind: route.pathKind,
+      value: route.pathValue,
+    });
+  }
+  let exact = tier?.exact ?? PrefixTree.build<readonly CompiledRoute[]>([]);
+  let prefixes = tier?.prefixes ?? PrefixTree.build<readonly CompiledRoute[]>([]);
+  for (const { kind, value } of paths.values()) {
+    const tree = kind === "exact" ? exact : prefixes;
+    const list = (tree.get(value) ?? []).filter((route) => !removed.has(route));
+    for (const route of added) {
+      if (route.pathKind === kind && route.pathValue === value) list.push(route);
+    }
+    const next = tree.with(
+      value,
+      list.length === 0 ? undefined : Object.freeze(list.sort(byPrecedence)),
+    );
+    if (kind === "exact") exact = next;
+    else prefixes = next;
+  }
+  if (exact.size === 0 && prefixes.size === 0) return undefined;
+  const updates = (tier?.updates ?? 0) + paths.size;
+  // Removed paths may leave empty nodes behind: once the tier has changed as often as it has
+  // paths, it is rebuilt from its routes, so its size stays bounded by the config.
+  if (updates > exact.size + prefixes.size) {
+    const routes = new Set<CompiledRoute>();
+    for (const list of exact.values()) for (const route of list) routes.add(route);
+    for (const list of prefixes.values()) for (const route of list) routes.add(route);
+    return buildTier([...routes]);
+  }
+  return Object.freeze({ exact, prefixes, updates });
 }
 
 function byPrecedence(a: CompiledRoute, b: CompiledRoute): number {

@@ -1,6 +1,8 @@
-import { create, SnapshotSchema } from "@clawgate/proto";
+import { create, fromBinary, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { decodeCacheFile, encodeCacheFile } from "./cache-file.js";
+import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
+import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
+import { decodeCacheFile, encodeCacheFile, encodeSnapshot } from "./cache-file.js";
 
 const snapshot = create(SnapshotSchema, {
   version: 1234n,
@@ -23,6 +25,23 @@ describe("cache file", () => {
     if (!decoded.ok) return;
     expect(decoded.version).toBe(1234);
     expect(decoded.snapshot).toEqual(snapshot);
+  });
+
+  it("encodes each snapshot of a delta chain as itself, reusing resources it shares", () => {
+    const applied = new AppliedSnapshot();
+    applied.apply(snapshotOf(1, 30, 5));
+    for (let version = 2; version <= 4; version++) {
+      const before = applied.current()!.source;
+      expect(fromBinary(SnapshotSchema, encodeSnapshot(before))).toEqual(before);
+      const changed = applied.applyDelta(
+        deltaOf(version, { routes: [routeAt(version, 5, version)], removedRoutes: ["r-20"] }),
+      );
+      if (!changed.ok) throw new Error(changed.reason);
+      const after = changed.value.source;
+      const decoded = fromBinary(SnapshotSchema, encodeSnapshot(after));
+      expect(decoded).toEqual(create(SnapshotSchema, { ...after }));
+      expect(decoded.routes.find((r) => r.name === `r-${version}`)?.priority).toBe(version);
+    }
   });
 
   it.each([

@@ -1,5 +1,15 @@
 import { createHash } from "node:crypto";
-import { fromBinary, type Snapshot, SnapshotSchema, toBinary } from "@clawgate/proto";
+import {
+  BreakerPolicySchema,
+  create,
+  fromBinary,
+  RouteSchema,
+  type Snapshot,
+  SnapshotSchema,
+  TenantSchema,
+  toBinary,
+  UpstreamSchema,
+} from "@clawgate/proto";
 
 /**
  * Layout of the cache file, all integers big-endian:
@@ -20,7 +30,7 @@ export type DecodeResult =
 
 /** The snapshot framed with its version and checksum, ready to be written. */
 export function encodeCacheFile(snapshot: Snapshot): Buffer {
-  const payload = toBinary(SnapshotSchema, snapshot);
+  const payload = encodeSnapshot(snapshot);
   const header = Buffer.alloc(HEADER_BYTES);
   MAGIC.copy(header, 0);
   header.writeUInt32BE(FORMAT, 8);
@@ -28,6 +38,59 @@ export function encodeCacheFile(snapshot: Snapshot): Buffer {
   header.writeUInt32BE(payload.length, 20);
   sha256(payload).copy(header, 24);
   return Buffer.concat([header, payload]);
+}
+
+/**
+ * Each resource's encoding, kept while the resource object lives: a snapshot built from a delta
+ * shares every resource it did not change with the one before, so writing it encodes only
+ * what changed (a whole encode of 10,000 routes blocked the event loop for 100+ ms).
+ */
+const encodedResources = new WeakMap<object, Uint8Array>();
+
+/** Snapshot fields 3-6 (routes, upstreams, breakers, tenants), length-delimited. */
+const RESOURCE_FIELDS = [
+  ["routes", (3 << 3) | 2, RouteSchema],
+  ["upstreams", (4 << 3) | 2, UpstreamSchema],
+  ["breakers", (5 << 3) | 2, BreakerPolicySchema],
+  ["tenants", (6 << 3) | 2, TenantSchema],
+] as const;
+
+/**
+ * The snapshot as binary protobuf: the scalar fields, then every resource from its cached
+ * encoding. Field order differs from toBinary's, which protobuf allows; it decodes the same.
+ */
+export function encodeSnapshot(snapshot: Snapshot): Buffer {
+  const head = toBinary(
+    SnapshotSchema,
+    create(SnapshotSchema, {
+      version: snapshot.version,
+      nonce: snapshot.nonce,
+      createdAtMs: snapshot.createdAtMs,
+    }),
+  );
+  const chunks: Uint8Array[] = [head];
+  for (const [kind, tag, schema] of RESOURCE_FIELDS) {
+    for (const resource of snapshot[kind]) {
+      let bytes = encodedResources.get(resource);
+      if (bytes === undefined) {
+        // biome-ignore lint/suspicious/noExplicitAny: the schema and resource kinds pair up above.
+        bytes = toBinary(schema as any, resource);
+        encodedResources.set(resource, bytes);
+      }
+      chunks.push(Uint8Array.of(tag), varint(bytes.length), bytes);
+    }
+  }
+  return Buffer.concat(chunks);
+}
+
+function varint(value: number): Uint8Array {
+  const bytes: number[] = [];
+  while (value >= 0x80) {
+    bytes.push((value % 128) | 0x80);
+    value = Math.floor(value / 128);
+  }
+  bytes.push(value);
+  return Uint8Array.from(bytes);
 }
 
 /** Checks the frame and decodes the snapshot; a damaged file is a reason, never a throw. */

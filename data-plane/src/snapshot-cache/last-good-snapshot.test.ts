@@ -16,7 +16,9 @@ afterEach(async () => {
 const snapshot = (version: number): Snapshot =>
   create(SnapshotSchema, { version: BigInt(version), nonce: `n${version}` });
 
-async function setup(options: { fallbackAfterMs?: number; refuse?: boolean } = {}) {
+async function setup(
+  options: { fallbackAfterMs?: number; refuse?: boolean; saveDelayMs?: number } = {},
+) {
   const dir = await mkdtemp(join(tmpdir(), "clawgate-lastgood-"));
   dirs.push(dir);
   const registry = new Registry();
@@ -47,6 +49,7 @@ async function setup(options: { fallbackAfterMs?: number; refuse?: boolean } = {
       return { ok: true };
     },
     onServedFromCache: (version) => fromCache(version),
+    saveDelayMs: options.saveDelayMs,
   });
   return {
     cache,
@@ -64,6 +67,23 @@ async function setup(options: { fallbackAfterMs?: number; refuse?: boolean } = {
 }
 
 describe("LastGoodSnapshot", () => {
+  it("writes a burst of deliveries once, the newest, and what is pending at stop", async () => {
+    const t = await setup({ saveDelayMs: 60_000 });
+    const saved: bigint[] = [];
+    const save = t.cache.save.bind(t.cache);
+    t.cache.save = (s: Snapshot) => {
+      saved.push(s.version);
+      return save(s);
+    };
+    for (let version = 20; version <= 30; version++) t.deliver(snapshot(version));
+    // Nothing is encoded or written per delivery; stop() writes the newest, once.
+    expect(saved).toEqual([]);
+    await t.lastGood.stop();
+    expect(saved).toEqual([30n]);
+    const loaded = await t.cache.load();
+    expect(loaded.ok && loaded.version).toBe(30);
+  });
+
   it("writes each delivered snapshot, and a restart with no control plane serves it", async () => {
     const first = await setup();
     first.deliver(snapshot(12));

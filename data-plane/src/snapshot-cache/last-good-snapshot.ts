@@ -23,6 +23,12 @@ export interface LastGoodSnapshotOptions {
   apply: (snapshot: Snapshot) => CacheApplyResult;
   /** Told when the cached snapshot is being served. */
   onServedFromCache?: (version: number) => void;
+  /**
+   * Snapshots delivered within this window are written once, the newest; default 0 (the next
+   * timer turn). Writing encodes the whole config, so at one write per change a stream of
+   * one-route deltas would cost a full encode each; stop() writes what is still pending.
+   */
+  saveDelayMs?: number;
 }
 
 /**
@@ -36,6 +42,9 @@ export class LastGoodSnapshot {
   #timer: NodeJS.Timeout | undefined;
   #loading: Promise<void> | undefined;
   #stopped = false;
+  /** The newest delivered snapshot not yet handed to the cache, and its timer. */
+  #pending: Snapshot | undefined;
+  #saveTimer: NodeJS.Timeout | undefined;
 
   constructor(options: LastGoodSnapshotOptions) {
     this.#options = options;
@@ -49,9 +58,20 @@ export class LastGoodSnapshot {
     }, this.#options.fallbackAfterMs);
   }
 
-  /** A control plane's snapshot was applied: it replaces the cached one, on disk too. */
+  /** A control plane's snapshot was applied: it replaces the cached one, on disk too (coalesced). */
   delivered(snapshot: Snapshot): void {
     this.#options.metrics.fromCache(false);
+    this.#pending = snapshot;
+    if (this.#saveTimer !== undefined || this.#stopped) return;
+    this.#saveTimer = setTimeout(() => this.#savePending(), this.#options.saveDelayMs ?? 0);
+    this.#saveTimer.unref();
+  }
+
+  #savePending(): void {
+    this.#saveTimer = undefined;
+    const snapshot = this.#pending;
+    this.#pending = undefined;
+    if (snapshot === undefined) return;
     const { cache, metrics, logger } = this.#options;
     void cache.save(snapshot).then((result) => {
       if (result.ok) {
@@ -67,6 +87,9 @@ export class LastGoodSnapshot {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#saveTimer);
+    // The last snapshot delivered reaches the disk before the process exits.
+    this.#savePending();
     await this.#loading;
     await this.#options.cache.flush();
   }

@@ -10,6 +10,7 @@ import {
   NodeHealthSchema,
   PROTOCOL_VERSION,
   type Snapshot,
+  type SnapshotDelta,
   SnapshotSchema,
   type StreamSnapshotsRequest,
   StreamSnapshotsResponseSchema,
@@ -23,6 +24,7 @@ import {
   type CompiledSnapshot,
   type CompileResult,
 } from "../runtime/applied-snapshot.js";
+import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
 import type { ConnectionState } from "./connection-state.js";
 import { SnapshotClient, type SnapshotClientOptions } from "./snapshot-client.js";
 
@@ -418,5 +420,111 @@ describe("SnapshotClient", () => {
     await cp.until(() => cp.calls[0]?.cancelled);
     expect(cp.hellos).toHaveLength(1);
     expect(dp.states.at(-1)).toEqual({ status: "stopped" });
+  });
+});
+
+describe("SnapshotClient with deltas and parts", () => {
+  function sendDelta(call: ServerCall, value: SnapshotDelta): void {
+    call.write(create(StreamSnapshotsResponseSchema, { message: { case: "delta", value } }));
+  }
+
+  /** A data plane's apply path on a real AppliedSnapshot, as main.ts wires it. */
+  function realApply(applied: AppliedSnapshot) {
+    return {
+      apply: (wire: Snapshot) => applied.apply(wire),
+      applyDelta: (delta: SnapshotDelta) => applied.applyDelta(delta),
+      lastAppliedVersion: () => applied.version(),
+    };
+  }
+
+  it("says it takes deltas, applies one on the version it serves and ACKs it", async () => {
+    const applied = new AppliedSnapshot();
+    const cp = await controlPlane((call) => {
+      send(call, snapshotOf(10, 20, 4));
+      sendDelta(call, deltaOf(11, { routes: [routeAt(5, 4, 0, "/moved")] }));
+    });
+    startClient({ addresses: [cp.address], ...realApply(applied) });
+    await cp.until(() => cp.acks.length === 2);
+    expect(cp.hellos[0]?.acceptsDeltas).toBe(true);
+    expect(cp.acks.map((a) => [a.version, a.nonce])).toEqual([
+      [10n, "n10"],
+      [11n, "n11"],
+    ]);
+    expect(applied.version()).toBe(11);
+    expect(applied.current()?.match("GET", "x", "/api/v2/s5/moved/1", {})?.name).toBe("r-5");
+  });
+
+  it("asks for the whole snapshot when a delta is not on the version it serves, and keeps serving", async () => {
+    const applied = new AppliedSnapshot();
+    const cp = await controlPlane((call) => {
+      send(call, snapshotOf(10, 20, 4));
+      // Built on 11, which this data plane never had.
+      sendDelta(call, deltaOf(12, { routes: [routeAt(5, 4, 0, "/moved")] }));
+    });
+    startClient({ addresses: [cp.address], ...realApply(applied) });
+    await cp.until(() => cp.nacks.length === 1);
+    expect(cp.nacks[0]).toMatchObject({ version: 12n, nonce: "n12", wantsFullSnapshot: true });
+    expect(cp.nacks[0]?.errorDetail).toContain(
+      "delta 12 is on version 11; this data plane serves 10",
+    );
+    expect(applied.version()).toBe(10);
+    expect(applied.current()?.match("GET", "x", "/api/v2/s5/moved/1", {})?.pathValue).toBe(
+      "/api/v2/s5",
+    );
+  });
+
+  it("NACKs a delta that does not check out, without wantsFullSnapshot, and never serves it", async () => {
+    const applied = new AppliedSnapshot();
+    const cp = await controlPlane((call) => {
+      send(call, snapshotOf(10, 20, 4));
+      sendDelta(call, deltaOf(11, { removedUpstreams: ["u-1"] }));
+      // The next good delta is on 10 still: 11 was never served.
+      sendDelta(call, deltaOf(12, { baseVersion: 10n, routes: [routeAt(2, 4, 4)] }));
+    });
+    startClient({ addresses: [cp.address], ...realApply(applied) });
+    await cp.until(() => cp.acks.length === 2);
+    expect(cp.nacks).toHaveLength(1);
+    expect(cp.nacks[0]).toMatchObject({ version: 11n, wantsFullSnapshot: false });
+    expect(cp.nacks[0]?.errorDetail).toContain("names upstream u-1, which does not exist");
+    expect(applied.version()).toBe(12);
+    expect(applied.current()?.upstreams.has("u-1")).toBe(true);
+  });
+
+  it("applies a snapshot sent in parts once every part is in, in any order", async () => {
+    const applied = new AppliedSnapshot();
+    const whole = snapshotOf(10, 30, 6);
+    const parts = [0, 1, 2].map((part) =>
+      snapshot(10, {
+        nonce: "n10",
+        part,
+        parts: 3,
+        routes: whole.routes.slice(part * 10, part * 10 + 10),
+        upstreams: whole.upstreams.slice(part * 2, part * 2 + 2),
+        breakers: part === 1 ? whole.breakers : [],
+      }),
+    );
+    const cp = await controlPlane((call) => {
+      for (const part of [parts[2]!, parts[0]!, parts[1]!]) send(call, part);
+    });
+    startClient({ addresses: [cp.address], ...realApply(applied) });
+    await cp.until(() => cp.acks.length === 1);
+    expect(cp.acks[0]).toMatchObject({ version: 10n, nonce: "n10" });
+    expect(applied.current()?.routeCount).toBe(30);
+    expect(applied.current()?.upstreams.size).toBe(6);
+  });
+
+  it("never applies a snapshot with a part missing; the next version replaces it", async () => {
+    const applied = new AppliedSnapshot();
+    const whole = snapshotOf(10, 10, 2);
+    const cp = await controlPlane((call) => {
+      // Part 1 of 2 never comes; version 11 arrives whole.
+      send(call, snapshot(10, { ...whole, nonce: "n10", part: 0, parts: 2 }));
+      send(call, snapshotOf(11, 4, 2));
+    });
+    startClient({ addresses: [cp.address], ...realApply(applied) });
+    await cp.until(() => cp.acks.length === 1);
+    expect(cp.acks[0]?.version).toBe(11n);
+    expect(cp.acks.some((a) => a.version === 10n)).toBe(false);
+    expect(applied.current()?.routeCount).toBe(4);
   });
 });

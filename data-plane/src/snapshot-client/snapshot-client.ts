@@ -1,10 +1,11 @@
 import {
   create,
+  type EncodedOrRequest,
   type NodeHealth,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
   type Snapshot,
-  type StreamSnapshotsRequest,
+  type SnapshotDelta,
   StreamSnapshotsRequestSchema,
   type StreamSnapshotsResponse,
   snapshotServiceDefinition,
@@ -19,8 +20,13 @@ import {
   snapshotChannelSecurity,
 } from "./channel-credentials.js";
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
+import { HealthReportEncoder } from "./health-report-bytes.js";
+import { SnapshotParts } from "./snapshot-parts.js";
 
 export type ApplyResult = { ok: true } | { ok: false; reason: string };
+
+/** The outcome of a whole snapshot's apply; undefined when a newer one superseded it mid-way. */
+export type SnapshotApplyResult = ApplyResult | undefined;
 
 export type SnapshotClientLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
@@ -30,8 +36,21 @@ export interface SnapshotClientOptions {
   nodeId: string;
   hostname: string;
   softwareVersion: string;
-  /** Applies a snapshot; a failure is NACKed with its reason and the last good one stays. */
-  apply: (snapshot: Snapshot) => ApplyResult;
+  /**
+   * Applies a whole snapshot; a failure is NACKed with its reason and the last good one stays.
+   * It may take several event-loop turns (a promise); `superseded()` turns true once a newer
+   * snapshot is waiting, and an apply that then gives up resolves to undefined: nothing is
+   * answered for that version, the newer one is applied next.
+   */
+  apply: (
+    snapshot: Snapshot,
+    superseded: () => boolean,
+  ) => SnapshotApplyResult | Promise<SnapshotApplyResult>;
+  /**
+   * Applies a delta on top of the version served (the client has checked its base_version);
+   * given, the Hello says the data plane accepts deltas. Default none: whole snapshots only.
+   */
+  applyDelta?: (delta: SnapshotDelta) => ApplyResult;
   /** Version being served, sent in each Hello; 0 when none. */
   lastAppliedVersion: () => number;
   logger: SnapshotClientLogger;
@@ -59,10 +78,16 @@ const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": 64 * 1024 * 1024,
 };
 
+type RequestInit = NonNullable<Parameters<typeof create<typeof StreamSnapshotsRequestSchema>>[1]>;
+
+type Update =
+  | { readonly kind: "snapshot"; readonly snapshot: Snapshot }
+  | { readonly kind: "delta"; readonly delta: SnapshotDelta };
+
 interface Attempt {
   readonly address: string;
   readonly client: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<StreamSnapshotsRequest, StreamSnapshotsResponse>;
+  readonly call: grpc.ClientDuplexStream<EncodedOrRequest, StreamSnapshotsResponse>;
   /** Set once the stream delivered a snapshot: proof the control plane was healthy. */
   delivered: boolean;
   timedOut: boolean;
@@ -71,6 +96,11 @@ interface Attempt {
   healthBlocked: boolean;
   /** A newer health report arrived while blocked; it is written on "drain". */
   healthPending: boolean;
+  /** Snapshots and deltas received and not yet applied, in arrival order. */
+  readonly queue: Update[];
+  /** True while the queue is being worked through (an apply may span turns). */
+  applying: boolean;
+  readonly parts: SnapshotParts;
   readonly closed: Promise<void>;
   markClosed(): void;
 }
@@ -92,8 +122,9 @@ export class SnapshotClient {
   #attempt: Attempt | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #stopped = false;
-  /** The last node-health report, sent again after every Hello; undefined until one is given. */
-  #health: StreamSnapshotsRequest | undefined;
+  /** The last node-health report, encoded, sent again after every Hello; undefined until one is given. */
+  #health: Uint8Array | undefined;
+  readonly #healthEncoder = new HealthReportEncoder();
 
   constructor(options: SnapshotClientOptions) {
     if (options.addresses.length === 0) throw new RangeError("SnapshotClient needs an address");
@@ -141,9 +172,7 @@ export class SnapshotClient {
    */
   sendHealth(nodes: readonly NodeHealth[]): void {
     if (this.#stopped) return;
-    this.#health = create(StreamSnapshotsRequestSchema, {
-      message: { case: "health", value: { nodes: [...nodes] } },
-    });
+    this.#health = this.#healthEncoder.encode(nodes);
     const attempt = this.#attempt;
     if (attempt !== undefined && !attempt.ended) this.#writeHealth(attempt);
   }
@@ -193,6 +222,9 @@ export class SnapshotClient {
       ended: false,
       healthBlocked: false,
       healthPending: false,
+      queue: [],
+      applying: false,
+      parts: new SnapshotParts(),
       closed,
       markClosed,
     };
@@ -222,6 +254,7 @@ export class SnapshotClient {
             softwareVersion: this.#options.softwareVersion,
             protocolVersion: PROTOCOL_VERSION,
             lastAppliedVersion: BigInt(this.#options.lastAppliedVersion()),
+            acceptsDeltas: this.#options.applyDelta !== undefined,
           },
         },
       }),
@@ -230,38 +263,115 @@ export class SnapshotClient {
   }
 
   #onResponse(attempt: Attempt, response: StreamSnapshotsResponse): void {
-    if (attempt.ended || this.#stopped || response.message.case !== "snapshot") return;
-    const snapshot = response.message.value;
-    attempt.delivered = true;
-    const { version, nonce } = snapshot;
-    const result = this.#applySafely(snapshot);
+    if (attempt.ended || this.#stopped) return;
+    const message = response.message;
+    if (message.case === "delta") {
+      attempt.delivered = true;
+      attempt.queue.push({ kind: "delta", delta: message.value });
+    } else if (message.case === "snapshot") {
+      attempt.delivered = true;
+      const part = attempt.parts.add(message.value);
+      if (part.status === "waiting" || part.status === "stale") return;
+      if (part.status === "refused") {
+        const { version, nonce } = message.value;
+        this.#answer(attempt, version, nonce, { ok: false, reason: part.reason });
+        return;
+      }
+      attempt.queue.push({ kind: "snapshot", snapshot: part.snapshot });
+    } else {
+      return;
+    }
+    if (!attempt.applying) void this.#applyQueue(attempt);
+  }
+
+  /**
+   * Applies what arrived, one at a time and in order: a delta is built on the version served,
+   * so it must wait for the snapshot before it. A whole snapshot with a newer one queued behind
+   * it is skipped, and one being compiled is abandoned when a newer one arrives.
+   */
+  async #applyQueue(attempt: Attempt): Promise<void> {
+    attempt.applying = true;
+    try {
+      while (attempt.queue.length > 0 && !attempt.ended && !this.#stopped) {
+        const update = attempt.queue.shift()!;
+        if (update.kind === "delta") {
+          this.#applyDelta(attempt, update.delta);
+          continue;
+        }
+        const superseded = () =>
+          attempt.ended || this.#stopped || attempt.queue.some((u) => u.kind === "snapshot");
+        if (superseded()) continue;
+        const { version, nonce } = update.snapshot;
+        const result = await this.#applySafely(() =>
+          this.#options.apply(update.snapshot, superseded),
+        );
+        if (result === undefined || attempt.ended) continue;
+        this.#answer(attempt, version, nonce, result);
+      }
+    } finally {
+      attempt.applying = false;
+    }
+  }
+
+  #applyDelta(attempt: Attempt, delta: SnapshotDelta): void {
+    const { version, nonce, baseVersion } = delta;
+    const served = this.#options.lastAppliedVersion();
+    const applyDelta = this.#options.applyDelta;
+    if (applyDelta === undefined || baseVersion !== BigInt(served) || served === 0) {
+      // Nothing is wrong with the version: this data plane is elsewhere (behind, ahead after a
+      // reconnect, or it never said it takes deltas). It asks for the whole snapshot instead.
+      const reason = `delta ${version} is on version ${baseVersion}; this data plane serves ${served}`;
+      this.#options.logger.info(
+        {
+          version: Number(version),
+          baseVersion: Number(baseVersion),
+          served,
+          controlPlane: attempt.address,
+        },
+        "delta not on the version served; asking for the whole snapshot",
+      );
+      this.#write(attempt, {
+        case: "nack",
+        value: { version, nonce, errorDetail: reason, wantsFullSnapshot: true },
+      });
+      return;
+    }
+    const result = this.#applySafelySync(() => applyDelta(delta));
+    this.#answer(attempt, version, nonce, result);
+  }
+
+  #answer(attempt: Attempt, version: bigint, nonce: string, result: ApplyResult): void {
     const log = this.#options.logger;
     if (result.ok) {
       log.info({ version: Number(version), controlPlane: attempt.address }, "snapshot applied");
-      attempt.call.write(
-        create(StreamSnapshotsRequestSchema, {
-          message: { case: "ack", value: { version, nonce } },
-        }),
-      );
+      this.#write(attempt, { case: "ack", value: { version, nonce } });
       return;
     }
     log.warn(
       { version: Number(version), controlPlane: attempt.address, reason: result.reason },
       "snapshot refused (NACK); still serving the last good snapshot",
     );
-    attempt.call.write(
-      create(StreamSnapshotsRequestSchema, {
-        message: { case: "nack", value: { version, nonce, errorDetail: result.reason } },
-      }),
-    );
+    this.#write(attempt, { case: "nack", value: { version, nonce, errorDetail: result.reason } });
   }
 
-  #applySafely(snapshot: Snapshot): ApplyResult {
+  #write(attempt: Attempt, message: RequestInit["message"]): void {
+    if (attempt.ended) return;
+    attempt.call.write(create(StreamSnapshotsRequestSchema, { message }));
+  }
+
+  async #applySafely(apply: () => SnapshotApplyResult | Promise<SnapshotApplyResult>) {
     try {
-      return this.#options.apply(snapshot);
+      return await apply();
     } catch (err) {
-      // A throwing apply is a bug, but the stream must still answer and keep serving.
-      return { ok: false, reason: `apply failed: ${err instanceof Error ? err.message : err}` };
+      return applyFailed(err);
+    }
+  }
+
+  #applySafelySync(apply: () => ApplyResult): ApplyResult {
+    try {
+      return apply();
+    } catch (err) {
+      return applyFailed(err);
     }
   }
 
@@ -313,4 +423,9 @@ export class SnapshotClient {
     this.#state = state;
     for (const listener of this.#listeners) listener(state);
   }
+}
+
+// A throwing apply is a bug, but the stream must still answer and keep serving.
+function applyFailed(err: unknown): ApplyResult {
+  return { ok: false, reason: `apply failed: ${err instanceof Error ? err.message : err}` };
 }

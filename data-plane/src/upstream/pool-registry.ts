@@ -2,6 +2,11 @@ import { Pool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
 import { tlsConnector } from "./tls-connector.js";
 
+/** Per node address, the settings keys to keep; a ReadonlyMap fits, so does a lookup. */
+export interface PoolKeyLookup {
+  get(address: string): ReadonlySet<string> | undefined;
+}
+
 export interface PoolRegistryOptions {
   /** Keep-alive time for get() calls without settings; default 4000 ms (undici's default). */
   keepAliveTimeoutMs?: number;
@@ -75,17 +80,29 @@ export class PoolRegistry {
    * loses its pools, and a node whose settings changed loses the pool built with the old ones.
    * close() lets requests in flight finish; a request still holding the previous snapshot
    * that asks for a closed pool afterwards gets a fresh one, closed by the next retain().
+   * With `only`, the pools of those addresses alone are checked (the nodes a change touched).
    */
-  retain(keys: ReadonlyMap<string, ReadonlySet<string>>): void {
-    for (const [address, bySettings] of this.#pools) {
-      const kept = keys.get(address);
-      for (const [key, pool] of bySettings) {
-        if (kept?.has(key)) continue;
-        bySettings.delete(key);
-        void pool.close().catch(ignore);
-      }
-      if (bySettings.size === 0) this.#pools.delete(address);
+  retain(keys: PoolKeyLookup, only?: ReadonlySet<string>): void {
+    if (only !== undefined && only.size < this.#pools.size) {
+      // A change that touched a few nodes checks their pools only.
+      for (const address of only) this.#retainAddress(address, keys);
+      return;
     }
+    for (const address of [...this.#pools.keys()]) {
+      if (only === undefined || only.has(address)) this.#retainAddress(address, keys);
+    }
+  }
+
+  #retainAddress(address: string, keys: PoolKeyLookup): void {
+    const bySettings = this.#pools.get(address);
+    if (bySettings === undefined) return;
+    const kept = keys.get(address);
+    for (const [key, pool] of bySettings) {
+      if (kept?.has(key)) continue;
+      bySettings.delete(key);
+      void pool.close().catch(ignore);
+    }
+    if (bySettings.size === 0) this.#pools.delete(address);
   }
 
   /** Closes every pool, letting requests in flight finish. */

@@ -15,3 +15,4 @@ export * from "./tenant-schema.js";
 export * from "./upstream-schema.js";
 export * from "./upstream-tls.js";
 export * from "./validate-config.js";
+export * from "./validate-delta.js";

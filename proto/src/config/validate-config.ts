@@ -77,7 +77,7 @@ export function validateSnapshot(snapshot: Snapshot): ConfigProblem[] {
 }
 
 /** Names of one kind: each present, well formed and used once. */
-function uniqueNames(
+export function uniqueNames(
   kind: ResourceKind,
   resources: readonly { name: string }[],
   problems: ConfigProblem[],
