@@ -29,37 +29,39 @@ const codecPath =
 const nodes = evictedNodes(nodeCount);
 
 const codec = (await import(codecPath)) as Codec;
-const histogram = monitorEventLoopDelay({ resolution: 1 });
-/** A timer that should fire every millisecond: its longest lateness is the longest block. */
-let longestGapMs = 0;
-let last = performance.now();
-const ticker = setInterval(() => {
-  const now = performance.now();
-  longestGapMs = Math.max(longestGapMs, now - last);
-  last = now;
-}, 1);
-
-// Warm up (JIT, zlib's pool) before measuring.
-await codec.parseHealthReport("dp-1", await codec.encodeHealthReport(report(0)));
-histogram.enable();
-last = performance.now();
-longestGapMs = 0;
-for (let round = 1; round <= rounds; round++) {
-  const value = await codec.encodeHealthReport(report(round));
-  await codec.parseHealthReport("dp-1", value);
-  // Yield a turn between rounds, as reports from separate data planes would arrive.
-  await new Promise((resolve) => setImmediate(resolve));
-}
-histogram.disable();
-clearInterval(ticker);
-
 const ms = (nanoseconds: number) => (nanoseconds / 1e6).toFixed(1);
 console.log(`codec: ${codecPath}`);
-console.log(`${rounds} rounds of encode + parse of a ${nodeCount}-node report`);
-console.log(
-  `event-loop delay (monitorEventLoopDelay): p50 ${ms(histogram.percentile(50))} ms, p99 ${ms(histogram.percentile(99))} ms, max ${ms(histogram.max)} ms`,
-);
-console.log(`longest gap of a 1 ms timer: ${longestGapMs.toFixed(1)} ms`);
+console.log(`${rounds} rounds of a ${nodeCount}-node report, each phase measured on its own`);
+
+// Warm up (JIT, zlib's pool) before measuring.
+const stored = await codec.encodeHealthReport(report(0));
+await codec.parseHealthReport("dp-1", stored);
+await measure("encode (JSON, deflate)", (round) => codec.encodeHealthReport(report(round)));
+await measure("parse (inflate, JSON, schema)", () => codec.parseHealthReport("dp-1", stored));
+
+/** Runs `step` `rounds` times and prints how long the event loop was blocked meanwhile. */
+async function measure(phase: string, step: (round: number) => unknown): Promise<void> {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  // A timer that should fire every millisecond: its longest lateness is the longest block.
+  let longestGapMs = 0;
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    longestGapMs = Math.max(longestGapMs, now - last);
+    last = now;
+  }, 1);
+  histogram.enable();
+  for (let round = 1; round <= rounds; round++) {
+    await step(round);
+    // Yield a turn between rounds, as reports from separate data planes would arrive.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  histogram.disable();
+  clearInterval(ticker);
+  console.log(
+    `${phase}: event-loop delay p50 ${ms(histogram.percentile(50))} ms, p99 ${ms(histogram.percentile(99))} ms, max ${ms(histogram.max)} ms; longest 1 ms timer gap ${longestGapMs.toFixed(1)} ms`,
+  );
+}
 
 function report(round: number) {
   return { replica: "cp-1", reportedAtMs: 1_764_547_200_000 + round, nodes };
