@@ -140,7 +140,7 @@ function describeSharing(
     async function stored(dataPlane: string) {
       const kv = await stores.raw.get(healthReportKey(PREFIX, dataPlane));
       if (kv === undefined) return undefined;
-      const parsed = parseHealthReport(dataPlane, kv.value);
+      const parsed = await parseHealthReport(dataPlane, kv.value);
       if (!parsed.ok) throw new Error(parsed.reason);
       return { ...parsed.report, lease: kv.lease };
     }
@@ -427,7 +427,7 @@ describe("SharedHealthReports", () => {
         {
           type: "put",
           key: key("dp-x"),
-          value: encodeHealthReport({ replica: "cp-2", reportedAtMs: 0, nodes: [] }),
+          value: await encodeHealthReport({ replica: "cp-2", reportedAtMs: 0, nodes: [] }),
         },
       ],
     );
@@ -436,7 +436,9 @@ describe("SharedHealthReports", () => {
     shared.withdraw("dp-y");
     // stop() waits for the deletes under way (coalesceMs 0: both start at once).
     await shared.stop();
-    expect(parseHealthReport("dp-x", (await store.get(key("dp-x")))?.value ?? "")).toMatchObject({
+    expect(
+      await parseHealthReport("dp-x", (await store.get(key("dp-x")))?.value ?? ""),
+    ).toMatchObject({
       ok: true,
       report: { replica: "cp-2" },
     });
@@ -452,7 +454,7 @@ describe("SharedHealthReports", () => {
         {
           type: "put",
           key,
-          value: encodeHealthReport({
+          value: await encodeHealthReport({
             replica: "cp-9",
             reportedAtMs: Date.now() + 60_000,
             nodes: [node("evicted")],
@@ -467,12 +469,12 @@ describe("SharedHealthReports", () => {
     shared.publish("dp-z", [node("healthy")]);
     await moved;
     await shared.stop();
-    const parsed = parseHealthReport("dp-z", (await store.get(key))?.value ?? "");
+    const parsed = await parseHealthReport("dp-z", (await store.get(key))?.value ?? "");
     expect(parsed).toMatchObject({ ok: true, report: { replica: "cp-9" } });
   });
 
-  it("reads everything again after its watch fails", async () => {
-    const { handlers } = listening();
+  it("reads everything again after its watch fails, and hands over what changed", async () => {
+    const { handlers, next } = listening();
     /** The newest watch: make it miss events, then fail. */
     let latest: { deaf: boolean; fail(error: Error): void } | undefined;
     const breakable: Store = {
@@ -489,20 +491,17 @@ describe("SharedHealthReports", () => {
       },
     };
     const resets: string[][] = [];
-    const reset = new Promise<void>((resolve) => {
-      handlers.onReset = (reports) => {
-        resets.push([...reports.keys()].sort());
-        if (resets.length === 2) resolve();
-      };
-    });
-    const put = (id: string) =>
+    handlers.onReset = (reports) => {
+      resets.push([...reports.keys()].sort());
+    };
+    const put = async (id: string) =>
       store.commit(
         [],
         [
           {
             type: "put",
             key: healthReportKey(PREFIX, id),
-            value: encodeHealthReport({ replica: "cp-9", reportedAtMs: 0, nodes: [] }),
+            value: await encodeHealthReport({ replica: "cp-9", reportedAtMs: 0, nodes: [] }),
           },
         ],
       );
@@ -522,10 +521,13 @@ describe("SharedHealthReports", () => {
     first.deaf = true;
     await store.commit([], [{ type: "delete", key: healthReportKey(PREFIX, "dp-1") }]);
     await put("dp-2");
+    const gone = next("gone dp-1");
+    const reported = next("report dp-2 cp-9");
     first.fail(new Error("watch cancelled"));
-    await reset;
+    // The re-read hands over the difference: dp-1 went, dp-2 came; no second reset.
+    await Promise.all([gone, reported]);
     await shared.stop();
-    expect(resets).toEqual([["dp-1"], ["dp-2"]]);
+    expect(resets).toEqual([["dp-1"]]);
   });
 });
 

@@ -1,11 +1,13 @@
 import type { Logger } from "pino";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
-import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
+import { Informer, type InformerBatch, type InformerChange } from "../store/informer.js";
+import type { KeyValue, Store } from "../store/store.js";
 import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
 import {
   encodeHealthReport,
   HealthReportTooLarge,
+  type ParsedHealthReport,
   parseHealthReport,
   type SharedHealthReport,
 } from "./stored-health-report.js";
@@ -23,7 +25,10 @@ export interface SharedHealthReportsOptions {
   leaseTtlSeconds?: number;
   /** At most one write per data plane per this many ms; the newest report wins; default 100. */
   coalesceMs?: number;
-  /** Delay before retrying a failed write or re-reading after a failed watch; default 1000 ms. */
+  /**
+   * Delay before retrying a failed write, and the first delay before re-reading after a failed
+   * watch (backing off to 5 s); default 1000 ms.
+   */
   retryMs?: number;
   logger?: Pick<Logger, "debug" | "info" | "warn">;
   /** Wall clock for the time a report was received; default Date.now. */
@@ -37,7 +42,10 @@ export interface SharedHealthReportsOptions {
 
 /** Where the shared view goes: every replica's reports, as the store has them. */
 export interface SharedHealthHandlers {
-  /** Every report in the store, after the first read and after each re-read (a watch failed). */
+  /**
+   * Every report in the store, after the first read. A re-read after a failed watch hands over
+   * only what changed meanwhile, as onReport and onGone.
+   */
   onReset(reports: ReadonlyMap<string, SharedHealthReport>): void;
   /** A data plane's report was written, by any replica. */
   onReport(report: SharedHealthReport): void;
@@ -74,14 +82,22 @@ interface KnownKey {
   reportedAtMs?: number;
 }
 
+/** Logs nothing: the default logger. */
+const SILENT = { debug() {}, info() {}, warn() {} };
+
 /** Tries of a guarded write before giving up until the next report or retry. */
 const MAX_WRITE_ATTEMPTS = 5;
 
 /**
  * Node-health reports shared between control-plane replicas through the store. Each replica
  * writes every report its data planes send to `{prefix}meta/health/{nodeId}`, bound to a lease
- * it keeps alive, and reads every replica's reports back (a range, then a watch; a re-read when
- * the watch fails), so each replica, and the remediation leader, counts the whole fleet.
+ * it keeps alive, and reads every replica's reports back through the shared informer (a paged
+ * list, then a watch; a re-read when the watch fails), so each replica, and the remediation
+ * leader, counts the whole fleet.
+ *
+ * Memory: a report can be a megabyte deflated and tens of megabytes parsed, so each is held
+ * once. The informer keeps only the keys' revisions (keepValues: false), this class keeps no
+ * report at all once it is handed over, and the handlers keep what they need of it.
  *
  * A report replaces the stored one only if it was received no earlier (the store's compare
  * guards the check), so a late write from a replica a data plane just left never hides the
@@ -103,13 +119,23 @@ export class SharedHealthReports {
   /** Mod revision of this replica's last write of each data plane's key, for withdrawals. */
   readonly #own = new Map<string, number>();
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #informer: Informer;
+  /**
+   * The tail of each data plane's read chain: its reports are inflated off the event loop, one
+   * after another, so a large report still inflating is never overtaken by a newer small one.
+   */
+  readonly #reading = new Map<string, Promise<void>>();
+  /** Settles once the first read is handed over; every read chain starts after it. */
+  #firstRead: Promise<void> = Promise.resolve();
+  /**
+   * The first read is handed over: the informer's first batch (its list, or, when that was
+   * empty, the first events after it, which are then the whole store).
+   */
+  #listed = false;
   #handlers: SharedHealthHandlers | undefined;
   #lease: string | undefined;
   #granting: Promise<string> | undefined;
-  #watch: Watch | undefined;
-  #generation = 0;
   #keepAliveTimer: NodeJS.Timeout | undefined;
-  #resyncTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(options: SharedHealthReportsOptions) {
@@ -130,13 +156,30 @@ export class SharedHealthReports {
         `coalesceMs (${this.#coalesceMs}) and retryMs (${this.#retryMs}) must not be negative`,
       );
     }
+    const relistMs = Math.max(this.#retryMs, 1);
+    this.#informer = new Informer({
+      store: options.store,
+      prefixes: [healthReportPrefix(options.prefix)],
+      name: "health report",
+      logger: options.logger ?? SILENT,
+      keepValues: false,
+      retryMinMs: relistMs,
+      retryMaxMs: Math.max(relistMs, 5_000),
+      onBatch: (batch) => this.#read(batch),
+    });
   }
 
   /** Reads every report into `handlers.onReset`, then follows the store; rejects if that read fails. */
   async start(handlers: SharedHealthHandlers): Promise<void> {
     this.#handlers = handlers;
     this.#keepAlive();
-    await this.#sync();
+    await this.#informer.start();
+    // The informer hands over no batch for an empty list: the first read is then an empty one.
+    if (!this.#listed) {
+      this.#listed = true;
+      this.#firstRead = this.#readAll([]);
+    }
+    await this.#firstRead;
   }
 
   /**
@@ -146,14 +189,10 @@ export class SharedHealthReports {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#generation++;
     clearTimeout(this.#keepAliveTimer);
-    clearTimeout(this.#resyncTimer);
     for (const outbox of this.#outboxes.values()) outbox.cancelTimer?.();
-    const watch = this.#watch;
-    this.#watch = undefined;
-    await watch?.close().catch(() => undefined);
-    await Promise.all(this.#inFlight);
+    await this.#informer.stop();
+    await Promise.all([...this.#inFlight, ...this.#reading.values(), this.#firstRead]);
   }
 
   /** Shares `dataPlane`'s whole view, received here now; replaces any report not yet written. */
@@ -222,7 +261,7 @@ export class SharedHealthReports {
 
   async #write(dataPlane: string, outgoing: Outgoing): Promise<void> {
     const key = healthReportKey(this.#prefix, dataPlane);
-    const value = encodeHealthReport({
+    const value = await encodeHealthReport({
       replica: this.replicaId,
       reportedAtMs: outgoing.reportedAtMs,
       nodes: outgoing.nodes,
@@ -259,7 +298,7 @@ export class SharedHealthReports {
       }
       // Someone changed the key since this replica last saw it: look again, then decide.
       const current = await this.#store.get(key);
-      known = knownFrom(dataPlane, current, current?.modRevision ?? 0);
+      known = await knownFrom(dataPlane, current, current?.modRevision ?? 0);
       this.#observe(dataPlane, known);
     }
     throw new Error(`the health report key of ${dataPlane} kept changing`);
@@ -358,72 +397,80 @@ export class SharedHealthReports {
     this.#keepAliveTimer.unref();
   }
 
-  async #sync(): Promise<void> {
-    const generation = ++this.#generation;
-    const prefix = healthReportPrefix(this.#prefix);
-    const range = await this.#store.range(prefix);
-    if (generation !== this.#generation) return;
-    const reports = new Map<string, SharedHealthReport>();
-    const present = new Set<string>();
-    for (const item of range.items) {
-      const dataPlane = parseHealthReportKey(this.#prefix, item.key);
-      if (dataPlane === undefined) continue;
-      present.add(dataPlane);
-      this.#observe(dataPlane, knownFrom(dataPlane, item, range.revision));
-      const parsed = parseHealthReport(dataPlane, item.value);
-      if (parsed.ok) reports.set(dataPlane, parsed.report);
-      else
-        this.#logger?.debug({ key: item.key, reason: parsed.reason }, "skipping a health report");
+  /** A batch from the informer: its reports are parsed off the event loop, then handed over. */
+  #read(batch: InformerBatch): void {
+    if (!this.#listed) {
+      this.#listed = true;
+      this.#firstRead = this.#readAll(batch.changes);
+      return;
     }
-    for (const dataPlane of this.#known.keys()) {
-      if (!present.has(dataPlane)) {
-        this.#observe(dataPlane, { revision: range.revision, modRevision: 0 });
-      }
+    for (const change of batch.changes) {
+      const dataPlane = parseHealthReportKey(this.#prefix, change.key);
+      if (dataPlane !== undefined) this.#readInOrder(dataPlane, change);
+    }
+  }
+
+  /** The first read: every report, inflated side by side, handed over as one reset. */
+  async #readAll(changes: readonly InformerChange[]): Promise<void> {
+    const parsed = await Promise.all(
+      changes.map(async ({ key, current, revision }) => {
+        const dataPlane = parseHealthReportKey(this.#prefix, key);
+        if (dataPlane === undefined || current === undefined) return undefined;
+        const parsed = await parseHealthReport(dataPlane, current.value);
+        return { dataPlane, current, revision, parsed };
+      }),
+    );
+    if (this.#stopped) return;
+    const reports = new Map<string, SharedHealthReport>();
+    for (const item of parsed) {
+      if (item === undefined) continue;
+      const { dataPlane, current, revision } = item;
+      this.#observe(dataPlane, { ...knownOf(current, item.parsed), revision });
+      if (item.parsed.ok) reports.set(dataPlane, item.parsed.report);
+      else this.#skip(current.key, item.parsed.reason);
     }
     this.#handlers?.onReset(reports);
     for (const report of reports.values()) this.#followWriter(report);
-
-    const watch = await this.#store.watch(prefix, range.revision + 1, {
-      onEvents: (events) => {
-        if (generation === this.#generation) this.#onEvents(events);
-      },
-      onError: (error) => {
-        if (generation === this.#generation) this.#resyncLater(error);
-      },
-    });
-    if (generation !== this.#generation) {
-      await watch.close();
-      return;
-    }
-    this.#watch = watch;
   }
 
-  #onEvents(events: readonly WatchEvent[]): void {
-    for (const event of events) {
-      const dataPlane = parseHealthReportKey(this.#prefix, event.key);
-      if (dataPlane === undefined) continue;
-      if (event.type === "delete") {
-        this.#observe(dataPlane, { revision: event.modRevision, modRevision: 0 });
-        this.#handlers?.onGone(dataPlane);
-        continue;
-      }
-      const parsed = parseHealthReport(dataPlane, event.value ?? "");
-      if (!parsed.ok) {
-        this.#observe(dataPlane, { revision: event.modRevision, modRevision: event.modRevision });
-        this.#logger?.debug({ key: event.key, reason: parsed.reason }, "skipping a health report");
-        this.#handlers?.onGone(dataPlane);
-        continue;
-      }
-      const { replica, reportedAtMs } = parsed.report;
-      this.#observe(dataPlane, {
-        revision: event.modRevision,
-        modRevision: event.modRevision,
-        replica,
-        reportedAtMs,
+  /** Hands `change` over after every earlier change of the same data plane. */
+  #readInOrder(dataPlane: string, change: InformerChange): void {
+    const before = this.#reading.get(dataPlane) ?? this.#firstRead;
+    const parsing =
+      change.current === undefined ? undefined : parseHealthReport(dataPlane, change.current.value);
+    // Inflating starts now, beside the data plane's earlier reports; only the hand-over waits.
+    parsing?.catch(() => undefined);
+    const done = before
+      .then(async () => this.#handOver(dataPlane, change, await parsing))
+      .catch((error: unknown) => {
+        this.#logger?.warn({ err: error, dataPlane }, "could not read a shared health report");
+      })
+      .finally(() => {
+        if (this.#reading.get(dataPlane) === done) this.#reading.delete(dataPlane);
       });
-      this.#handlers?.onReport(parsed.report);
-      this.#followWriter(parsed.report);
+    this.#reading.set(dataPlane, done);
+  }
+
+  #handOver(dataPlane: string, change: InformerChange, parsed: ParsedHealthReport | undefined) {
+    if (this.#stopped) return;
+    const { current, revision } = change;
+    if (current === undefined || parsed === undefined) {
+      this.#observe(dataPlane, { revision, modRevision: 0 });
+      this.#handlers?.onGone(dataPlane);
+      return;
     }
+    this.#observe(dataPlane, { ...knownOf(current, parsed), revision });
+    if (!parsed.ok) {
+      this.#skip(current.key, parsed.reason);
+      this.#handlers?.onGone(dataPlane);
+      return;
+    }
+    this.#handlers?.onReport(parsed.report);
+    this.#followWriter(parsed.report);
+  }
+
+  #skip(key: string, reason: string): void {
+    this.#logger?.debug({ key, reason }, "skipping a health report");
   }
 
   /** Another replica's report, newer than what this one received: the data plane moved. */
@@ -441,31 +488,20 @@ export class SharedHealthReports {
     if (known.modRevision === 0) this.#known.delete(dataPlane);
     else this.#known.set(dataPlane, known);
   }
-
-  /**
-   * A failed watch starts over from a fresh read: the reset replaces the whole view, so
-   * whatever happened in the gap (a compacted revision included) is accounted for.
-   */
-  #resyncLater(error: Error): void {
-    if (this.#stopped) return;
-    this.#generation++;
-    const old = this.#watch;
-    this.#watch = undefined;
-    void old?.close().catch(() => undefined);
-    this.#logger?.warn({ err: error }, "health report watch failed; reading the reports again");
-    clearTimeout(this.#resyncTimer);
-    this.#resyncTimer = setTimeout(() => {
-      if (this.#stopped) return;
-      this.#sync().catch((retryError: unknown) => this.#resyncLater(asError(retryError)));
-    }, this.#retryMs);
-    this.#resyncTimer.unref();
-  }
 }
 
-function knownFrom(dataPlane: string, kv: KeyValue | undefined, revision: number): KnownKey {
+async function knownFrom(
+  dataPlane: string,
+  kv: KeyValue | undefined,
+  revision: number,
+): Promise<KnownKey> {
   if (kv === undefined) return { revision, modRevision: 0 };
-  const parsed = parseHealthReport(dataPlane, kv.value);
-  const known: KnownKey = { revision, modRevision: kv.modRevision };
+  return { ...knownOf(kv, await parseHealthReport(dataPlane, kv.value)), revision };
+}
+
+/** What a stored key says about who wrote it and when, observed at the key's own revision. */
+function knownOf(kv: KeyValue, parsed: ParsedHealthReport): KnownKey {
+  const known: KnownKey = { revision: kv.modRevision, modRevision: kv.modRevision };
   if (parsed.ok) {
     known.replica = parsed.report.replica;
     known.reportedAtMs = parsed.report.reportedAtMs;
@@ -481,8 +517,4 @@ function isLeaseGone(error: unknown): boolean {
     // etcd3 wraps "requested lease not found" as "Lease ... is expired or revoked".
     (typeof message === "string" && /lease not found|expired or revoked/i.test(message))
   );
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

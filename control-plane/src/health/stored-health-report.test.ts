@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { inflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import { evictedNodes } from "../testing/evicted-nodes.js";
 import {
   DEFLATE_ABOVE_BYTES,
   encodeHealthReport,
@@ -13,42 +13,32 @@ import {
 /** etcd's default --max-request-bytes: a value over it can never be written. */
 const ETCD_DEFAULT_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 
-/** A rack gone: every node of a 20,000-node config evicted, as bench:scale drives it. */
-function evictedNodes(count: number, evidence = (i: number) => `connect ECONNREFUSED ${i}`) {
-  return Array.from(
-    { length: count },
-    (_, i): ReportedNodeHealth => ({
-      upstream: `upstream-${Math.floor(i / 10)}`,
-      address: `127.1.${Math.floor(i / 250)}.${i % 250}:9`,
-      state: "evicted",
-      evidence: evidence(i),
-      changedAtMs: 1_764_547_200_000n + BigInt(i),
-    }),
-  );
-}
-
 function inflatedLength(value: string): number {
   const { deflated } = JSON.parse(value) as { deflated: string };
   return inflateRawSync(Buffer.from(deflated, "base64")).length;
 }
 
 describe("stored health reports", () => {
-  it("keep a small report as plain JSON", () => {
-    const value = encodeHealthReport({ replica: "cp-1", reportedAtMs: 0, nodes: evictedNodes(3) });
+  it("keep a small report as plain JSON", async () => {
+    const value = await encodeHealthReport({
+      replica: "cp-1",
+      reportedAtMs: 0,
+      nodes: evictedNodes(3),
+    });
     expect(value.length).toBeLessThan(DEFLATE_ABOVE_BYTES);
     expect(JSON.parse(value).nodes).toHaveLength(3);
   });
 
-  it("store a 20,000-node report deflated within etcd's request limit, and read it back whole", () => {
+  it("store a 20,000-node report deflated within etcd's request limit, and read it back whole", async () => {
     const nodes = evictedNodes(20_000);
-    const value = encodeHealthReport({ replica: "cp-1", reportedAtMs: 1_000, nodes });
+    const value = await encodeHealthReport({ replica: "cp-1", reportedAtMs: 1_000, nodes });
     const plainBytes = inflatedLength(value);
 
     expect(plainBytes).toBeGreaterThan(ETCD_DEFAULT_MAX_REQUEST_BYTES);
     expect(value.startsWith('{"deflated":')).toBe(true);
     expect(value.length).toBeLessThanOrEqual(MAX_STORED_REPORT_BYTES);
 
-    const parsed = parseHealthReport("dp-1", value);
+    const parsed = await parseHealthReport("dp-1", value);
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
     expect(parsed.report.replica).toBe("cp-1");
@@ -59,15 +49,15 @@ describe("stored health reports", () => {
     });
   });
 
-  it("refuse a report that stays too large deflated, rather than fail every write", () => {
+  it("refuse a report that stays too large deflated, rather than fail every write", async () => {
     const noise = () => randomBytes(96).toString("base64");
-    expect(() =>
+    await expect(
       encodeHealthReport({ replica: "cp-1", reportedAtMs: 0, nodes: evictedNodes(20_000, noise) }),
-    ).toThrow(HealthReportTooLarge);
+    ).rejects.toThrow(HealthReportTooLarge);
   });
 
-  it("name a value that is neither JSON nor deflated JSON", () => {
-    expect(parseHealthReport("dp-1", '{"deflated":"bm90IGRlZmxhdGVk"}')).toMatchObject({
+  it("name a value that is neither JSON nor deflated JSON", async () => {
+    expect(await parseHealthReport("dp-1", '{"deflated":"bm90IGRlZmxhdGVk"}')).toMatchObject({
       ok: false,
     });
   });

@@ -1,4 +1,5 @@
-import { constants, deflateRawSync, inflateRawSync } from "node:zlib";
+import { promisify } from "node:util";
+import { constants, deflateRaw, inflateRaw } from "node:zlib";
 import { z } from "zod";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { describeIssue } from "../resources/config-state.js";
@@ -17,6 +18,16 @@ import { describeIssue } from "../resources/config-state.js";
 export const DEFLATE_ABOVE_BYTES = 256 * 1024;
 /** Largest value written: under etcd's default --max-request-bytes (1.5 MiB) with room. */
 export const MAX_STORED_REPORT_BYTES = 1024 * 1024;
+
+/*
+ * Deflating and inflating run on libuv's thread pool, not the event loop: at 20,000 nodes the
+ * synchronous forms blocked it for tens of milliseconds per report, on every report of every
+ * data plane. Callers keep one data plane's reports in order (one write at a time per data
+ * plane; one read chain per data plane), so an older report still compressing never lands
+ * after a newer one.
+ */
+const deflateRawAsync = promisify(deflateRaw);
+const inflateRawAsync = promisify(inflateRaw);
 
 /** A report too large to share even deflated; the replica keeps it and says so. */
 export class HealthReportTooLarge extends Error {
@@ -47,7 +58,13 @@ export interface SharedHealthReport {
   nodes: readonly ReportedNodeHealth[];
 }
 
-export function encodeHealthReport(report: Omit<SharedHealthReport, "dataPlane">): string {
+/**
+ * The stored value of a report: plain JSON, or deflated JSON when larger than
+ * DEFLATE_ABOVE_BYTES. Rejects with HealthReportTooLarge when even that is too large.
+ */
+export async function encodeHealthReport(
+  report: Omit<SharedHealthReport, "dataPlane">,
+): Promise<string> {
   const json = JSON.stringify({
     replica: report.replica,
     reportedAt: new Date(report.reportedAtMs).toISOString(),
@@ -62,7 +79,9 @@ export function encodeHealthReport(report: Omit<SharedHealthReport, "dataPlane">
   });
   if (json.length <= DEFLATE_ABOVE_BYTES) return json;
   // Level 1: a few milliseconds for megabytes, and most of the gain on text this repetitive.
-  const deflated = deflateRawSync(json, { level: constants.Z_BEST_SPEED }).toString("base64");
+  const deflated = (await deflateRawAsync(json, { level: constants.Z_BEST_SPEED })).toString(
+    "base64",
+  );
   const value = JSON.stringify({ deflated });
   if (value.length > MAX_STORED_REPORT_BYTES) {
     throw new HealthReportTooLarge(
@@ -73,19 +92,27 @@ export function encodeHealthReport(report: Omit<SharedHealthReport, "dataPlane">
 }
 
 /** The report's JSON text, inflated when it was stored deflated. */
-function reportText(value: string): string {
+async function reportText(value: string): Promise<string> {
   if (!value.startsWith('{"deflated":')) return value;
   const { deflated } = JSON.parse(value) as { deflated: string };
-  return inflateRawSync(Buffer.from(deflated, "base64")).toString("utf8");
+  return (await inflateRawAsync(Buffer.from(deflated, "base64"))).toString("utf8");
 }
 
-export function parseHealthReport(
+export type ParsedHealthReport =
+  | { ok: true; report: SharedHealthReport }
+  | { ok: false; reason: string };
+
+/**
+ * A stored value read back, or why it cannot be. The schema check stays zod's: measured at
+ * about 1.5 ms for 20,000 nodes, against about 20 ms for JSON.parse of the same report.
+ */
+export async function parseHealthReport(
   dataPlane: string,
   value: string,
-): { ok: true; report: SharedHealthReport } | { ok: false; reason: string } {
+): Promise<ParsedHealthReport> {
   let json: unknown;
   try {
-    json = JSON.parse(reportText(value));
+    json = JSON.parse(await reportText(value));
   } catch {
     return { ok: false, reason: "not JSON, or not deflated JSON" };
   }

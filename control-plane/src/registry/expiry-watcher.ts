@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import type { HealEventInput } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
-import type { KeyValue, Store, Watch, WatchEvent } from "../store/store.js";
+import { Informer, type InformerBatch } from "../store/informer.js";
+import type { KeyValue, Store } from "../store/store.js";
 import type { GoneMarker } from "./node-registry.js";
 import { parseRegistration } from "./registered-node.js";
 import { parseRegistryKey, registryGoneKey, registryPrefix } from "./registry-key.js";
@@ -14,7 +15,7 @@ export interface RegistryExpiryWatcherOptions {
   /** `source` of the events this watcher journals, e.g. "control-plane/cp-1". */
   source: string;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
-  /** Delay before re-watching after the watch fails; default 1000 ms. */
+  /** First delay before re-reading after the watch fails (backing off to 5 s); default 1000 ms. */
   retryMs?: number;
 }
 
@@ -22,7 +23,10 @@ export interface RegistryExpiryWatcherOptions {
 export interface RegistryDeletion {
   upstream: string;
   id: string;
-  /** Revision that deleted the key. */
+  /**
+   * Revision that deleted the key; for a delete seen only by a re-read after the watch failed,
+   * the revision of that read, unless a deregistration marker names the exact one.
+   */
   revision: number;
   /**
    * expired: this watcher journaled registry_expiry; deregistered: an explicit DELETE;
@@ -55,14 +59,10 @@ export class RegistryExpiryWatcher {
   readonly #journal: Journal;
   readonly #source: string;
   readonly #logger: RegistryExpiryWatcherOptions["logger"];
-  readonly #retryMs: number;
+  readonly #informer: Informer;
   readonly #known = new Map<string, KnownNode>();
   readonly #listeners = new Set<DeletionListener>();
-  #watch: Watch | undefined;
-  #revision = 0;
-  #generation = 0;
   #chain: Promise<unknown> = Promise.resolve();
-  #retryTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(options: RegistryExpiryWatcherOptions) {
@@ -71,26 +71,28 @@ export class RegistryExpiryWatcher {
     this.#journal = options.journal;
     this.#source = options.source;
     this.#logger = options.logger;
-    this.#retryMs = options.retryMs ?? 1_000;
+    const retryMs = Math.max(options.retryMs ?? 1_000, 1);
+    // The shared list-then-watch loop: a compacted or broken watch is relisted, with backoff.
+    this.#informer = new Informer({
+      store: options.store,
+      prefixes: [registryPrefix(options.prefix)],
+      name: "registry",
+      logger: options.logger,
+      retryMinMs: retryMs,
+      retryMaxMs: Math.max(retryMs, 5_000),
+      onBatch: (batch) => this.#apply(batch),
+    });
   }
 
   /** Reads the registered nodes and starts watching; rejects if that first read fails. */
-  async start(): Promise<void> {
-    const range = await this.#store.range(registryPrefix(this.#prefix));
-    this.#known.clear();
-    for (const item of range.items) this.#remember(item);
-    this.#revision = range.revision;
-    await this.#openWatch();
+  start(): Promise<void> {
+    return this.#informer.start();
   }
 
   /** Stops watching and waits for expiries being journaled. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#generation++;
-    clearTimeout(this.#retryTimer);
-    const watch = this.#watch;
-    this.#watch = undefined;
-    await watch?.close().catch(() => undefined);
+    await this.#informer.stop();
     await this.#chain;
   }
 
@@ -102,55 +104,46 @@ export class RegistryExpiryWatcher {
     };
   }
 
-  async #openWatch(): Promise<void> {
-    const generation = ++this.#generation;
-    const watch = await this.#store.watch(registryPrefix(this.#prefix), this.#revision + 1, {
-      onEvents: (events) => {
-        if (generation === this.#generation) this.#onEvents(events);
-      },
-      onError: (error) => {
-        if (generation === this.#generation) this.#rewatch(error);
-      },
-    });
-    if (generation !== this.#generation) {
-      await watch.close();
-      return;
-    }
-    this.#watch = watch;
-  }
-
-  #onEvents(events: WatchEvent[]): void {
-    for (const event of events) {
-      this.#revision = Math.max(this.#revision, event.modRevision);
-      if (event.type === "put") {
-        this.#remember({
-          key: event.key,
-          value: event.value ?? "",
-          modRevision: event.modRevision,
-          createRevision: event.modRevision,
-        });
+  #apply(batch: InformerBatch): void {
+    for (const { key, current, previous, revision } of batch.changes) {
+      if (current !== undefined) {
+        this.#remember(current);
         continue;
       }
-      const known = this.#known.get(event.key);
-      this.#known.delete(event.key);
-      const run = this.#chain.then(() => this.#onDelete(event.key, event.modRevision, known));
+      const known = this.#known.get(key);
+      this.#known.delete(key);
+      // A watch event names the revision of the delete. After a relist (the watch broke or its
+      // history was compacted) it is only known to lie after the key's last write and at or
+      // before the list: the claim then covers that whole span.
+      const after = batch.replaced ? (previous?.modRevision ?? revision - 1) : revision - 1;
+      const run = this.#chain.then(() => this.#onDelete(key, { after, revision }, known));
       this.#chain = run.catch((error: unknown) => {
-        this.#logger.error({ err: error, key: event.key }, "could not journal a registry expiry");
+        this.#logger.error({ err: error, key }, "could not journal a registry expiry");
       });
     }
   }
 
-  async #onDelete(key: string, revision: number, known: KnownNode | undefined): Promise<void> {
+  /** `span`: the key was deleted after revision `after`, at or before `revision`. */
+  async #onDelete(
+    key: string,
+    span: { after: number; revision: number },
+    known: KnownNode | undefined,
+  ): Promise<void> {
+    const { after, revision } = span;
     const where = parseRegistryKey(this.#prefix, key);
     if (where === undefined || this.#stopped) return;
     const goneKey = registryGoneKey(this.#prefix, where.upstream, where.id);
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       const marker = await this.#store.get(goneKey);
       const covered = coveredRevision(marker);
-      if (covered >= revision) {
-        const verdict =
-          covered === revision && isDeregistration(marker) ? "deregistered" : "already-journaled";
-        this.#tell({ ...where, revision, verdict });
+      if (covered > after) {
+        // A deregistration's marker is written by the commit that deletes the key.
+        const deregistered = covered <= revision && isDeregistration(marker);
+        this.#tell({
+          ...where,
+          revision: deregistered ? covered : revision,
+          verdict: deregistered ? "deregistered" : "already-journaled",
+        });
         return;
       }
       const claim: GoneMarker = { reason: "expired", revision };
@@ -199,26 +192,6 @@ export class RegistryExpiryWatcher {
     const { address, ttlSeconds } = parsed.registration;
     this.#known.set(item.key, { address, ttlSeconds });
   }
-
-  /**
-   * A failed watch resumes where it stopped; when that history is gone (compacted), it starts
-   * again from a fresh read, and expiries in the gap go unjournaled: the snapshot is still
-   * right, only the record of the gap is lost.
-   */
-  #rewatch(error: Error): void {
-    if (this.#stopped) return;
-    this.#generation++;
-    const old = this.#watch;
-    this.#watch = undefined;
-    void old?.close().catch(() => undefined);
-    const compacted = (error as Error & { code?: string }).code === "CLAWGATE_STORE_COMPACTED";
-    this.#logger.warn({ err: error, compacted }, "registry watch failed; watching again");
-    this.#retryTimer = setTimeout(() => {
-      if (this.#stopped) return;
-      const reopen = compacted ? this.start() : this.#openWatch();
-      reopen.catch((retryError: unknown) => this.#rewatch(asError(retryError)));
-    }, this.#retryMs);
-  }
 }
 
 function readMarker(marker: KeyValue | undefined): Partial<GoneMarker> | undefined {
@@ -241,8 +214,4 @@ function coveredRevision(marker: KeyValue | undefined): number {
   // A deregistration writes its marker in the commit that deletes the key: same revision.
   if (parsed.reason === "deregistered") return marker.modRevision;
   return typeof parsed.revision === "number" ? parsed.revision : 0;
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

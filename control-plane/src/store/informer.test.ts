@@ -1,10 +1,10 @@
-import { Etcd3 } from "etcd3";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { compactStore, holdNextWatch } from "../testing/compaction.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
 import { openEmbeddedStore } from "./embedded-store.js";
 import { openEtcdStore } from "./etcd-store.js";
 import { Informer, type InformerBatch } from "./informer.js";
-import type { Store, WatchHandlers } from "./store.js";
+import type { Store } from "./store.js";
 
 const quiet = { debug() {}, info() {}, warn() {} };
 
@@ -35,30 +35,12 @@ async function del(store: Store, key: string): Promise<number> {
   return (await store.commit([], [{ type: "delete", key }])).revision;
 }
 
-/** Holds the next watch the store opens until release(): the store moves on meanwhile. */
-function delayedWatch(inner: Store) {
-  let release: () => void = () => undefined;
-  let held: Promise<void> | undefined = new Promise((resolve) => {
-    release = resolve;
-  });
-  const store: Store = {
-    ...inner,
-    kind: inner.kind,
-    async watch(prefix: string, fromRevision: number, handlers: WatchHandlers) {
-      const wait = held;
-      held = undefined;
-      await wait;
-      return inner.watch(prefix, fromRevision, handlers);
-    },
-  };
-  return { store, release: () => release() };
-}
-
-function informerOn(store: Store, prefixes: string[]) {
+function informerOn(store: Store, prefixes: string[], keepValues = true) {
   const batches: InformerBatch[] = [];
   const informer = new Informer({
     store,
     prefixes,
+    keepValues,
     onBatch: (batch) => batches.push(batch),
     logger: quiet,
     retryMinMs: 1,
@@ -134,13 +116,47 @@ describe.each(stores)("Informer on the %s store", (_name, open) => {
     );
   });
 
+  it("without keepValues, hands values over in batches and keeps only revisions", async () => {
+    const inner = await storeForTest();
+    const p = freshPrefix();
+    const first = await put(inner, `${p}big/a`, "a1");
+    const { store, release, requested } = holdNextWatch(inner);
+    const { informer, batches } = informerOn(store, [`${p}big/`], false);
+    const started = informer.start();
+    await requested;
+    const changed = await put(inner, `${p}big/a`, "a2");
+    // Past the watch's start revision, so etcd's compaction removes it too.
+    await compact(inner, await put(inner, `${p}elsewhere`, "x"));
+    release();
+    await started;
+    await vi.waitFor(() => expect(batches.some((batch) => batch.replaced)).toBe(true), {
+      timeout: 10_000,
+    });
+    const later = await put(inner, `${p}big/b`, "b1");
+    expect(await informer.waitForRevision(later, 10_000)).toBe(true);
+
+    // Each change names the revision it happened at; a relist, the list's.
+    expect(
+      batches.flatMap((batch) =>
+        batch.changes.map((c) => [batch.replaced, c.current?.value, c.revision]),
+      ),
+    ).toEqual([
+      [false, "a1", first],
+      [true, "a2", expect.any(Number)],
+      [false, "b1", later],
+    ]);
+    expect(batches[1]?.changes[0]?.revision).toBeGreaterThanOrEqual(changed);
+    expect(values(informer, p)).toEqual({ "big/a": "", "big/b": "" });
+    expect(informer.get(`${p}big/b`)?.modRevision).toBe(later);
+  });
+
   it("relists after its watch start was compacted and hands over the difference", async () => {
     const inner = await storeForTest();
     const p = freshPrefix();
     await put(inner, `${p}cfg/keep`, "1");
     await put(inner, `${p}cfg/change`, "1");
     await put(inner, `${p}cfg/drop`, "1");
-    const { store, release } = delayedWatch(inner);
+    const { store, release } = holdNextWatch(inner);
     const { informer, batches } = informerOn(store, [`${p}cfg/`]);
     const started = informer.start();
     await vi.waitFor(() => expect(batches).toHaveLength(1));
@@ -175,19 +191,6 @@ describe.each(stores)("Informer on the %s store", (_name, open) => {
   });
 });
 
-/** Compacts the store's history up to `revision`: a watch from before it cannot resume. */
-async function compact(store: Store, revision: number): Promise<void> {
-  if (store.kind === "etcd") {
-    const admin = new Etcd3({ hosts: etcd.endpoint });
-    try {
-      await admin.kv.compact({ revision, physical: true });
-    } finally {
-      admin.close();
-    }
-    return;
-  }
-  // The embedded store compacts as its history outgrows historyLimit (2 here).
-  for (let i = 0; i < 3; i++) {
-    await store.commit([], [{ type: "put", key: "/elsewhere/filler", value: String(i) }]);
-  }
+function compact(store: Store, revision: number): Promise<void> {
+  return compactStore(store, revision, { etcdEndpoint: etcd.endpoint, embeddedHistoryLimit: 2 });
 }

@@ -6,6 +6,11 @@ export interface InformerChange {
   key: string;
   current: KeyValue | undefined;
   previous: KeyValue | undefined;
+  /**
+   * Revision of the write that made this change (for a delete, the one that deleted the key);
+   * after a relist, the list's revision: when in the gap it happened is not known.
+   */
+  revision: number;
 }
 
 export interface InformerBatch {
@@ -34,6 +39,12 @@ export interface InformerOptions {
   retryMinMs?: number;
   /** Cap on that delay as failures repeat; default 5 s. */
   retryMaxMs?: number;
+  /**
+   * False: the mirror keeps each key's revisions and lease but not its value (`get` and
+   * `entries` answer it as ""), for a consumer that keeps its own parsed form of large values
+   * and should not hold each one twice. Batches still carry the values. Default true.
+   */
+  keepValues?: boolean;
 }
 
 /**
@@ -55,6 +66,7 @@ export class Informer {
   readonly #name: string;
   readonly #retryMinMs: number;
   readonly #retryMaxMs: number;
+  readonly #keepValues: boolean;
   #items = new Map<string, KeyValue>();
   #revision = 0;
   #watch: Watch | undefined;
@@ -76,6 +88,7 @@ export class Informer {
     this.#name = options.name ?? "config";
     this.#retryMinMs = options.retryMinMs ?? 100;
     this.#retryMaxMs = options.retryMaxMs ?? 5_000;
+    this.#keepValues = options.keepValues ?? true;
     if (!(this.#retryMinMs > 0 && this.#retryMaxMs >= this.#retryMinMs)) {
       throw new RangeError(
         `retryMaxMs (${this.#retryMaxMs}) must be at least retryMinMs (${this.#retryMinMs}) and both positive`,
@@ -160,8 +173,10 @@ export class Informer {
       // The store reads each prefix; a key under two overlapping prefixes is kept once.
       if (this.#wanted(item.key)) fresh.set(item.key, item);
     }
-    const changes = first ? [...fresh.values()].map(added) : diff(this.#items, fresh);
-    this.#items = fresh;
+    const changes = first
+      ? [...fresh.values()].map((current) => added(current, list.revision))
+      : diff(this.#items, fresh, list.revision);
+    this.#items = this.#keepValues ? fresh : withoutValues(fresh);
     this.#revision = Math.max(this.#revision, list.revision);
     // Delivered before the watch opens, so no event can reach the consumer ahead of the list.
     this.#deliver({ revision: this.#revision, changes, replaced: !first });
@@ -195,7 +210,7 @@ export class Informer {
       if (event.type === "delete") {
         if (previous === undefined) continue;
         this.#items.delete(event.key);
-        changes.push({ key: event.key, current: undefined, previous });
+        changes.push({ key: event.key, current: undefined, previous, revision: event.modRevision });
         continue;
       }
       // A watch event carries no create revision or lease: a new key was created by this very
@@ -207,8 +222,8 @@ export class Informer {
         createRevision: previous?.createRevision ?? event.modRevision,
       };
       if (previous?.lease !== undefined) current.lease = previous.lease;
-      this.#items.set(event.key, current);
-      changes.push({ key: event.key, current, previous });
+      this.#items.set(event.key, this.#keepValues ? current : { ...current, value: "" });
+      changes.push({ key: event.key, current, previous, revision: event.modRevision });
     }
     // Events outside the prefixes still move the revision: waiters may be waiting on it.
     this.#deliver({ revision: this.#revision, changes, replaced: false });
@@ -278,22 +293,32 @@ export class Informer {
   }
 }
 
-function added(current: KeyValue): InformerChange {
-  return { key: current.key, current, previous: undefined };
+function added(current: KeyValue, revision: number): InformerChange {
+  return { key: current.key, current, previous: undefined, revision };
+}
+
+/** The mirror's copy of a list without the values, which the batch alone hands over. */
+function withoutValues(items: ReadonlyMap<string, KeyValue>): Map<string, KeyValue> {
+  const bare = new Map<string, KeyValue>();
+  for (const [key, item] of items) bare.set(key, { ...item, value: "" });
+  return bare;
 }
 
 /** What turns `before` into `after`: keys added, changed (by mod revision) and removed. */
 function diff(
   before: ReadonlyMap<string, KeyValue>,
   after: ReadonlyMap<string, KeyValue>,
+  revision: number,
 ): InformerChange[] {
   const changes: InformerChange[] = [];
   for (const [key, current] of after) {
     const previous = before.get(key);
-    if (previous?.modRevision !== current.modRevision) changes.push({ key, current, previous });
+    if (previous?.modRevision !== current.modRevision) {
+      changes.push({ key, current, previous, revision });
+    }
   }
   for (const [key, previous] of before) {
-    if (!after.has(key)) changes.push({ key, current: undefined, previous });
+    if (!after.has(key)) changes.push({ key, current: undefined, previous, revision });
   }
   return changes;
 }
