@@ -6,7 +6,14 @@ export const NO_ROUTE = "_none";
 /** Label value for requests that never reached an upstream. */
 export const NO_UPSTREAM = "_none";
 
-type CounterChild = ReturnType<Counter<"route" | "upstream" | "code">["labels"]>;
+/**
+ * One series of clawgate_requests_total, counted here and handed to prom-client at scrape:
+ * prom-client hashes and validates a child's labels on every inc(), even a cached child's.
+ */
+interface RequestSeries {
+  readonly labels: { route: string; upstream: string; code: string };
+  pending: number;
+}
 type HistogramChild = ReturnType<Histogram<"route">["labels"]>;
 type ErrorChild = ReturnType<Counter<"upstream" | "kind">["labels"]>;
 
@@ -19,7 +26,9 @@ export class ProxyMetrics {
   readonly #requests: Counter<"route" | "upstream" | "code">;
   readonly #duration: Histogram<"route">;
   readonly #errors: Counter<"upstream" | "kind">;
-  readonly #requestChildren = new Map<string, Map<string, Map<number, CounterChild>>>();
+  readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
+  /** Every series, in creation order, for the flush at scrape. */
+  readonly #allRequestSeries: RequestSeries[] = [];
   readonly #durationChildren = new Map<string, HistogramChild>();
   readonly #errorChildren = new Map<string, Map<FailureKind, ErrorChild>>();
 
@@ -29,6 +38,8 @@ export class ProxyMetrics {
       help: "Requests answered by the proxy, by route, upstream and status code.",
       labelNames: ["route", "upstream", "code"],
       registers: [registry],
+      // Runs before every read of the counter (a scrape, a test), so a reader sees all counts.
+      collect: () => this.#flushRequests(),
     });
     this.#duration = new Histogram({
       name: "clawgate_request_duration_seconds",
@@ -47,22 +58,23 @@ export class ProxyMetrics {
 
   /** Counts one answered request; status 499 means the client went away first. */
   request(route: string, upstream: string, status: number, durationSeconds: number): void {
-    let byUpstream = this.#requestChildren.get(route);
+    let byUpstream = this.#requestSeries.get(route);
     if (byUpstream === undefined) {
       byUpstream = new Map();
-      this.#requestChildren.set(route, byUpstream);
+      this.#requestSeries.set(route, byUpstream);
     }
     let byCode = byUpstream.get(upstream);
     if (byCode === undefined) {
       byCode = new Map();
       byUpstream.set(upstream, byCode);
     }
-    let counter = byCode.get(status);
-    if (counter === undefined) {
-      counter = this.#requests.labels({ route, upstream, code: String(status) });
-      byCode.set(status, counter);
+    let series = byCode.get(status);
+    if (series === undefined) {
+      series = { labels: { route, upstream, code: String(status) }, pending: 0 };
+      byCode.set(status, series);
+      this.#allRequestSeries.push(series);
     }
-    counter.inc();
+    series.pending++;
 
     let histogram = this.#durationChildren.get(route);
     if (histogram === undefined) {
@@ -70,6 +82,14 @@ export class ProxyMetrics {
       this.#durationChildren.set(route, histogram);
     }
     histogram.observe(durationSeconds);
+  }
+
+  #flushRequests(): void {
+    for (const series of this.#allRequestSeries) {
+      if (series.pending === 0) continue;
+      this.#requests.inc(series.labels, series.pending);
+      series.pending = 0;
+    }
   }
 
   upstreamError(upstream: string, kind: FailureKind): void {

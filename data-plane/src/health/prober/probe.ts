@@ -2,7 +2,9 @@ import { request } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { requestPathProblem } from "../../compiler/origin-form.js";
+// The leaf module, not the @clawgate/proto barrel: the barrel loads the whole config model
+// (zod schemas, protobuf descriptors), about 18 MiB of resident memory in the probe thread.
+import { requestPathProblem } from "@clawgate/proto/origin-form";
 import { isTlsFailureCode } from "../../errors/tls-failure-code.js";
 import type { ProbeEvidence, ProbeSpec, ProbeTls } from "./probe-protocol.js";
 

@@ -46,4 +46,25 @@ describe("total-timeout stage", () => {
     down.attempts[0]!.start().respond(200, {}, "ok");
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it("many requests in flight share one timer, and each still times out", () => {
+    const world = stageWorld({ route: { timeouts: { totalMs: 1_000 } } });
+    const down = fakeDispatch();
+    const stage = totalTimeout(world.deps)(down);
+    const above = Array.from({ length: 50 }, () => {
+      const exchange = world.exchange();
+      const handler = new RecordingHandler(exchange);
+      stage(exchange, handler);
+      return handler;
+    });
+    for (const attempt of down.attempts) attempt.start();
+    // A timer per request was an allocation, a list insert and a clear on every request.
+    expect(vi.getTimerCount()).toBe(1);
+    down.attempts[0]!.respond(200, {}, "ok");
+    vi.advanceTimersByTime(1_000);
+    expect(above[0]!.events).toEqual(["start 200", "data ok", "end"]);
+    for (const handler of above.slice(1))
+      expect(handler.events).toEqual(["failure header_timeout"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });

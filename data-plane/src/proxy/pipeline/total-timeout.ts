@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { StaleEntry } from "../../fallback/stale-cache.js";
+import { type DeadlineEntry, type DeadlineList, DeadlineSweep } from "./deadline-sweep.js";
 import type { Exchange } from "./exchange.js";
 import { answered } from "./exchange-abort.js";
 import { logAttemptFailure } from "./failure-log.js";
@@ -15,23 +16,28 @@ import {
 /**
  * routes' timeouts.totalMs, across every attempt and backoff: when it runs out the request
  * fails as a header timeout (a body timeout once the response started), and the attempt in
- * flight is aborted. It stands under the breaker, which records that failure.
+ * flight is aborted. It stands under the breaker, which records that failure. Every route has a
+ * totalMs, so requests share a deadline sweep (one timer per duration) instead of a timer each.
  */
-export function totalTimeout(deps: ProxyDeps): Interceptor {
+export function totalTimeout(deps: ProxyDeps, sweep = new DeadlineSweep()): Interceptor {
   return (next) => (exchange, handler) => {
     const totalMs = exchange.route.totalTimeoutMs;
     if (totalMs <= 0) {
       next(exchange, handler);
       return;
     }
-    const timing = new TimeoutHandler(handler, exchange, deps);
-    timing.timer = setTimeout(onTotalTimeout, totalMs, timing);
+    const timing = new TimeoutHandler(handler, exchange, deps, sweep);
+    sweep.add(timing, totalMs);
     guarded(next, exchange, timing);
   };
 }
 
-class TimeoutHandler extends DecoratorHandler {
-  timer: NodeJS.Timeout | undefined;
+class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
+  // DeadlineEntry's fields, owned by the sweep.
+  deadline = 0;
+  prev: DeadlineEntry | undefined = undefined;
+  next: DeadlineEntry | undefined = undefined;
+  list: DeadlineList | undefined = undefined;
   #done = false;
   #controller: StageController | undefined;
   /** Set when the timeout fired before the attempt's controller arrived (pool queue). */
@@ -41,6 +47,7 @@ class TimeoutHandler extends DecoratorHandler {
     handler: TimeoutHandler["handler"],
     readonly exchange: Exchange,
     private readonly deps: ProxyDeps,
+    private readonly sweep: DeadlineSweep,
   ) {
     super(handler);
   }
@@ -78,8 +85,16 @@ class TimeoutHandler extends DecoratorHandler {
     if (this.#finish()) this.handler.onStale(entry, ageSeconds);
   }
 
-  timedOut(): void {
-    this.timer = undefined;
+  /** The sweep found the deadline passed; it must not throw (the sweep serves others too). */
+  expired(): void {
+    try {
+      this.#timedOut();
+    } catch (bug) {
+      this.exchange.failInternally(bug);
+    }
+  }
+
+  #timedOut(): void {
     if (this.#done) return;
     this.#done = true;
     const exchange = this.exchange;
@@ -97,16 +112,7 @@ class TimeoutHandler extends DecoratorHandler {
   #finish(): boolean {
     if (this.#done) return false;
     this.#done = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.sweep.remove(this);
     return true;
-  }
-}
-
-function onTotalTimeout(timing: TimeoutHandler): void {
-  try {
-    timing.timedOut();
-  } catch (bug) {
-    timing.exchange.failInternally(bug);
   }
 }

@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type DeadlineEntry, DeadlineSweep } from "./deadline-sweep.js";
+
+/** An entry that records when it expired, on the test's clock. */
+function entry(log: string[], name: string, now: () => number): DeadlineEntry {
+  return {
+    deadline: 0,
+    prev: undefined,
+    next: undefined,
+    list: undefined,
+    expired: () => log.push(`${name}@${now()}`),
+  };
+}
+
+describe("DeadlineSweep", () => {
+  let time = 0;
+  const now = () => time;
+  beforeEach(() => {
+    time = 0;
+    vi.useFakeTimers();
+  });
+  afterEach(() => vi.useRealTimers());
+  function advance(ms: number): void {
+    for (let i = 0; i < ms; i++) {
+      time += 1;
+      vi.advanceTimersByTime(1);
+    }
+  }
+
+  it("expires each entry at its own deadline with one timer per duration", () => {
+    const sweep = new DeadlineSweep(now);
+    const log: string[] = [];
+    const entries = Array.from({ length: 100 }, (_, i) => entry(log, `e${i}`, now));
+    for (const [i, e] of entries.entries()) {
+      if (i === 50) advance(10);
+      sweep.add(e, 1_000);
+    }
+    sweep.add(entry(log, "long", now), 5_000);
+    expect(sweep.timers).toBe(2);
+    expect(vi.getTimerCount()).toBe(2);
+    advance(989); // 10 ms passed while adding
+    expect(log).toEqual([]);
+    advance(1);
+    expect(log).toHaveLength(50);
+    expect(log.every((line) => line.endsWith("@1000"))).toBe(true);
+    advance(10);
+    expect(log).toHaveLength(100);
+    expect(log[99]).toBe("e99@1010");
+    advance(4_000);
+    expect(log.at(-1)).toBe("long@5010");
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("forgets removed entries, and holds no timer once nothing is in flight", () => {
+    const sweep = new DeadlineSweep(now);
+    const log: string[] = [];
+    const [a, b, c] = ["a", "b", "c"].map((name) => entry(log, name, now)) as [
+      DeadlineEntry,
+      DeadlineEntry,
+      DeadlineEntry,
+    ];
+    sweep.add(a, 100);
+    sweep.add(b, 100);
+    sweep.add(c, 100);
+    sweep.remove(a); // the head
+    sweep.remove(a); // twice is harmless
+    advance(100);
+    expect(log).toEqual(["b@100", "c@100"]);
+    sweep.add(a, 100);
+    sweep.remove(a);
+    expect(vi.getTimerCount()).toBe(0);
+    advance(200);
+    expect(log).toEqual(["b@100", "c@100"]);
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * Deadlines of in-flight requests, kept without a timer per request. A route's totalMs is
+ * always set, so a timer per request meant an allocated Timeout, a list insert and a
+ * clearTimeout on every request, though almost none ever fires. Here requests with the same
+ * duration share one list: they join it in arrival order, so its deadlines are ascending and
+ * the head is the next to expire. One Node timer per list is armed for the head; it fires on
+ * time for the head, expires every entry due, and re-arms for the new head. Under steady load
+ * the head is the oldest request in flight, so the timer fires about once per duration, not
+ * once per request. Leaving is an O(1) unlink with no allocation.
+ */
+export interface DeadlineEntry {
+  /** When the entry expires, on the sweep's clock. */
+  deadline: number;
+  /** Links of the list the entry is in; the sweep owns them. */
+  prev: DeadlineEntry | undefined;
+  next: DeadlineEntry | undefined;
+  list: DeadlineList | undefined;
+  /** Called once when the deadline passes while the entry is still in its list. */
+  expired(): void;
+}
+
+/** The entries of one duration, ascending by deadline, and the one timer that serves them. */
+export class DeadlineList {
+  head: DeadlineEntry | undefined = undefined;
+  tail: DeadlineEntry | undefined = undefined;
+  timer: NodeJS.Timeout | undefined = undefined;
+  /** When the armed timer fires, on the sweep's clock. */
+  firesAt = 0;
+
+  constructor(
+    readonly durationMs: number,
+    readonly now: () => number,
+  ) {}
+}
+
+export class DeadlineSweep {
+  readonly #lists = new Map<number, DeadlineList>();
+
+  /** `now` in milliseconds, monotonic; the default is the process's high-resolution clock. */
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Puts `entry` in the list of `durationMs`; it expires that long from now. */
+  add(entry: DeadlineEntry, durationMs: number): void {
+    let list = this.#lists.get(durationMs);
+    if (list === undefined) {
+      list = new DeadlineList(durationMs, this.now);
+      this.#lists.set(durationMs, list);
+    }
+    entry.deadline = this.now() + durationMs;
+    entry.list = list;
+    entry.next = undefined;
+    entry.prev = list.tail;
+    if (list.tail === undefined) list.head = entry;
+    else list.tail.next = entry;
+    list.tail = entry;
+    if (list.timer === undefined) arm(list, durationMs);
+  }
+
+  /** Takes `entry` out before its deadline; a no-op when it already left or expired. */
+  remove(entry: DeadlineEntry): void {
+    const list = entry.list;
+    if (list === undefined) return;
+    unlink(list, entry);
+    // An idle proxy holds no timer (and a process with nothing in flight can exit).
+    if (list.head === undefined && list.timer !== undefined) {
+      clearTimeout(list.timer);
+      list.timer = undefined;
+    }
+  }
+
+  /** Timers held now: one per duration with entries in flight, never one per entry. */
+  get timers(): number {
+    let count = 0;
+    for (const list of this.#lists.values()) if (list.timer !== undefined) count++;
+    return count;
+  }
+}
+
+function unlink(list: DeadlineList, entry: DeadlineEntry): void {
+  if (entry.prev === undefined) list.head = entry.next;
+  else entry.prev.next = entry.next;
+  if (entry.next === undefined) list.tail = entry.prev;
+  else entry.next.prev = entry.prev;
+  entry.prev = undefined;
+  entry.next = undefined;
+  entry.list = undefined;
+}
+
+function arm(list: DeadlineList, delayMs: number): void {
+  list.firesAt = list.now() + delayMs;
+  list.timer = setTimeout(sweep, delayMs, list);
+}
+
+/**
+ * Expires every entry whose deadline passed, oldest first, then re-arms for the next one. An
+ * entry's `expired` may remove other entries (or add some): the loop re-reads the head each time.
+ */
+function sweep(list: DeadlineList): void {
+  list.timer = undefined;
+  // Node may fire a timer up to a millisecond early against performance.now(): the time the
+  // timer was armed for counts as reached.
+  const now = Math.max(list.now(), list.firesAt);
+  for (let entry = list.head; entry !== undefined && entry.deadline <= now; entry = list.head) {
+    unlink(list, entry);
+    entry.expired();
+  }
+  const head = list.head;
+  if (head !== undefined && list.timer === undefined) arm(list, Math.max(1, head.deadline - now));
+}
