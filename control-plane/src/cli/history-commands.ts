@@ -63,7 +63,11 @@ export function addHistoryCommands(program: Command, ctx: CommandContext): void 
   program
     .command("rollback")
     .description("restore the config of an earlier version, atomically, as a new version")
-    .argument("<version>", "the version whose config to restore (see clawctl history)", parseVersion)
+    .argument(
+      "<version>",
+      "the version whose config to restore (see clawctl history)",
+      parseVersion,
+    )
     .action(async (version: number) => {
       const api = await ctx.client();
       const result = await api.request<RollbackResponse>("POST", "/v1/rollback", { version });

@@ -168,7 +168,10 @@ export class ConfigHistory {
       if (oldest !== undefined && version > 0 && version < oldest) {
         return tooOld(`version ${version} is older than the oldest kept (${oldest})`);
       }
-      const known = oldest === undefined ? "none is kept yet" : `kept: ${oldest} to ${entries[0]?.item.version}`;
+      const known =
+        oldest === undefined
+          ? "none is kept yet"
+          : `kept: ${oldest} to ${entries[0]?.item.version}`;
       return {
         ok: false,
         error: clawgateError(
