@@ -20,9 +20,9 @@ afterAll(async () => {
 });
 
 let prefixes = 0;
-async function setUp(limit?: number) {
+async function setUp(limit?: number, historyStore: Store = store) {
   const prefix = `/history-${++prefixes}-${Date.now()}/`;
-  const history = new ConfigHistory({ store, prefix, limit });
+  const history = new ConfigHistory({ store: historyStore, prefix, limit });
   await history.start();
   const config = new ConfigService(store, prefix);
   const apply = async (changes: ResourceChange[], prune = false) => {
@@ -92,6 +92,24 @@ describe("ConfigHistory on etcd", () => {
     expect((await history.list()).map((item) => item.version)).toEqual([v3, v2]);
     const old = await history.at(v1);
     expect(old.ok ? undefined : old.error.code).toBe("CLAWGATE_VERSION_TOO_OLD");
+    await close();
+  });
+
+  it("lists a write too big to undo, and says versions before it cannot be rebuilt", async () => {
+    // The same etcd seen with 4000-byte transactions: undo steps over 1000 bytes are not kept.
+    const small: Store = Object.assign(Object.create(store) as Store, {
+      txnLimits: { maxOps: 128, maxBytes: 4000 },
+    });
+    const { history, apply, close } = await setUp(undefined, small);
+    const v1 = await apply(upstreams(20, 9001));
+    const v2 = await apply(upstreams(20, 9002));
+    expect((await history.list()).map((item) => item.version)).toEqual([v2, v1]);
+    const before = await history.at(v1);
+    expect(before.ok ? undefined : before.error).toMatchObject({
+      code: "CLAWGATE_VERSION_TOO_OLD",
+      message: expect.stringContaining(`version ${v2} changed too much at once`),
+    });
+    expect((await history.at(v2)).ok).toBe(true);
     await close();
   });
 });
