@@ -20,6 +20,7 @@ import { Fleet } from "./fleet/fleet.js";
 import { startSnapshotServer } from "./grpc/snapshot-server.js";
 import { FleetHealth } from "./health/fleet-health.js";
 import { SharedHealthReports } from "./health/shared-health-reports.js";
+import { ConfigHistory } from "./history/config-history.js";
 import { ConfigAudit } from "./journal/config-audit.js";
 import { Journal } from "./journal/journal.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
@@ -171,6 +172,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   await tokens.start();
   const audit = new ConfigAudit({ store, prefix: settings.etcdPrefix, logger });
   await audit.start();
+  const history = new ConfigHistory({
+    store,
+    prefix: settings.etcdPrefix,
+    limit: settings.historyLimit,
+    logger,
+  });
+  await history.start();
 
   let draining = false;
   const admin = await buildAdminApp({
@@ -180,6 +188,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     fleet,
     tokens,
     audit,
+    history,
     tls: adminTls,
     metrics,
     logger,

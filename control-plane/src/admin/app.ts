@@ -6,6 +6,7 @@ import type { TokenStore } from "../auth/token-store.js";
 import type { AdminTls } from "../config/admin-tls.js";
 import type { FleetSource } from "../fleet/data-plane-view.js";
 import type { FleetHealth } from "../health/fleet-health.js";
+import type { ConfigHistory } from "../history/config-history.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
@@ -14,9 +15,11 @@ import type { ConfigService } from "../resources/config-service.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { applyRoute } from "./apply-route.js";
 import { bearerAuth, bootstrapOnly } from "./auth.js";
+import { configJournal } from "./config-journal.js";
 import { installErrorHandling, validatorCompiler } from "./errors.js";
 import { eventsRoutes } from "./events-routes.js";
 import { healthRoutes } from "./health-routes.js";
+import { historyRoutes } from "./history-routes.js";
 import { registerOpenApi } from "./openapi.js";
 import { registryRoutes } from "./registry-routes.js";
 import { adminRequestLogger } from "./request-log.js";
@@ -37,6 +40,8 @@ export interface AdminAppOptions {
   tokens?: TokenStore;
   /** Journals each config write with its token's name, served at /v1/events?type=config. */
   audit?: ConfigAudit;
+  /** Keeps each config version; serves /v1/history and /v1/rollback. Default none. */
+  history?: ConfigHistory;
   /** Registry served at /metrics; default none (no /metrics route). */
   metrics?: Registry;
   /** Request and error log; default false (silent). */
@@ -93,9 +98,13 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     secured: authenticator !== undefined,
   });
 
-  const { audit } = options;
-  await app.register(resourceRoutes, { config: options.config, audit });
-  await app.register(applyRoute, { config: options.config, audit });
+  const { audit, history } = options;
+  const journal = configJournal(audit, history);
+  await app.register(resourceRoutes, { config: options.config, audit: journal });
+  await app.register(applyRoute, { config: options.config, audit: journal });
+  if (history !== undefined) {
+    await app.register(historyRoutes, { config: options.config, history, audit });
+  }
   if (options.tokens !== undefined) {
     await app.register(tokenRoutes, { tokens: options.tokens, audit });
   }

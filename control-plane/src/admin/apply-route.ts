@@ -82,7 +82,7 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
       const result = await config.apply(changes, {
         dryRun,
         prune: pruneKinds,
-        alsoWrite: (results) => auditOperations(audit, request, results),
+        alsoWrite: (results, writes) => auditOperations(audit, request, results, writes),
       });
       if (!result.ok) return sendError(reply, result.error);
       return { revision: result.revision, dryRun: result.dryRun, results: result.results };

@@ -1,10 +1,21 @@
 import type { FastifyRequest } from "fastify";
-import type { ConfigAudit } from "../journal/config-audit.js";
+import type { KeyWrite } from "../history/config-history.js";
 import type { ConfigChange } from "../journal/config-event.js";
 import type { Operation } from "../store/store.js";
 
-/** What a route handler needs to journal its write: the audit journal, when there is one. */
-export type AuditSink = Pick<ConfigAudit, "operations"> | undefined;
+/**
+ * What a route handler needs to journal its write: the audit journal and, for config writes
+ * (which pass the keys they write), the config history; see config-journal.ts.
+ */
+export type AuditSink =
+  | {
+      operations(
+        token: string | undefined,
+        changes: readonly ConfigChange[],
+        writes?: readonly KeyWrite[],
+      ): Operation[];
+    }
+  | undefined;
 
 interface ResultLike {
   kind: string;
@@ -21,12 +32,13 @@ export function auditOperations(
   audit: AuditSink,
   request: FastifyRequest,
   results: readonly ResultLike[],
+  writes?: readonly KeyWrite[],
 ): Operation[] {
   if (audit === undefined) return [];
   const changes = results
     .filter(isChange)
     .map(({ kind, name, action }) => ({ kind, name, action }));
-  return audit.operations(request.caller?.name, changes);
+  return audit.operations(request.caller?.name, changes, writes);
 }
 
 function isChange(result: ResultLike): result is ConfigChange {

@@ -61,6 +61,8 @@ const configEvent = z.object({
   token: z.string(),
   revision: z.int(),
   changes: z.array(configChangeSchema),
+  /** A rollback: the version it left and the version whose config it restored. */
+  rollback: z.object({ from: z.int(), to: z.int() }).optional(),
 });
 
 /**

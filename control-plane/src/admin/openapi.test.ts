@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigHistory } from "../history/config-history.js";
 import { ConfigService } from "../resources/config-service.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
@@ -39,6 +40,7 @@ beforeAll(async () => {
     fleet: { list: () => [] },
     token: TOKEN,
     metrics: new Registry(),
+    history: new ConfigHistory({ store, prefix: "/clawgate/" }),
   });
   const response = await app.inject({ method: "GET", url: "/docs/json" });
   expect(response.statusCode).toBe(200);
@@ -134,5 +136,12 @@ describe("roles in the OpenAPI document", () => {
     expect(byName["GET /v1/routes"]?.description).toContain("Needs role viewer.");
     expect(byName["PUT /v1/routes/{name}"]?.description).toContain("Needs role editor.");
     expect(byName["PUT /v1/routes/{name}"]?.responses).toHaveProperty("403");
+    // History is a read; a rollback writes config.
+    expect(byName["GET /v1/history"]?.description).toContain("Needs role viewer.");
+    expect(byName["GET /v1/history/{version}"]?.description).toContain("Needs role viewer.");
+    expect(byName["POST /v1/rollback"]?.description).toContain("Needs role editor.");
+    expect(Object.keys(byName["POST /v1/rollback"]?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "404", "409"]),
+    );
   });
 });

@@ -130,7 +130,7 @@ function registerKind(
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
       const result = await config.apply(
         [{ kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch }],
-        { alsoWrite: (results) => auditOperations(audit, request, results) },
+        { alsoWrite: (results, writes) => auditOperations(audit, request, results, writes) },
       );
       if (!result.ok) return sendError(reply, result.error);
       const applied = result.results[0];
@@ -162,7 +162,7 @@ function registerKind(
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
       const result = await config.apply(
         [{ kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch }],
-        { alsoWrite: (results) => auditOperations(audit, request, results) },
+        { alsoWrite: (results, writes) => auditOperations(audit, request, results, writes) },
       );
       if (!result.ok) return sendError(reply, result.error);
       return { name, revision: result.revision };

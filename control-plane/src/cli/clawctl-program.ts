@@ -17,6 +17,7 @@ import type { CommandContext, Format, ResourceView } from "./command-context.js"
 import { bashCompletion, zshCompletion } from "./completion.js";
 import { dumpYaml, manifestYaml, readCurrentConfig } from "./current-config.js";
 import { addDiffCommands } from "./diff-command.js";
+import { addHistoryCommands } from "./history-commands.js";
 import { parseManifest } from "./manifest.js";
 import { KIND_COLUMNS } from "./resource-columns.js";
 import { addStatusCommand } from "./status-command.js";
@@ -373,6 +374,7 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
   addDiffCommands(program, ctx);
   addStatusCommand(program, ctx);
   addTokenCommands(program, ctx);
+  addHistoryCommands(program, ctx);
 
   program
     .command("completion")

@@ -91,6 +91,7 @@ describe("loadControlPlaneSettings", () => {
       grpcMaxStreams: "8",
       adminTlsCertFile: "/ac",
       adminTlsKeyFile: "/ak",
+      historyLimit: "9",
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(CONTROL_PLANE_SETTINGS).sort());
     const expected = {
@@ -102,6 +103,7 @@ describe("loadControlPlaneSettings", () => {
       drainTimeoutMs: 6,
       leaderTtlSeconds: 7,
       grpcMaxStreams: 8,
+      historyLimit: 9,
     };
     const env = Object.fromEntries(
       Object.entries(values).map(([name, value]) => [
@@ -120,6 +122,7 @@ describe("loadControlPlaneSettings", () => {
   it.each([
     [[], { CLAWGATE_ADMIN_LISTEN: "nowhere" }, "adminListen", "env CLAWGATE_ADMIN_LISTEN"],
     [["--stale-grace-ms=-5"], {}, "staleGraceMs", "flag --stale-grace-ms"],
+    [[], { CLAWGATE_HISTORY_LIMIT: "0" }, "historyLimit", "env CLAWGATE_HISTORY_LIMIT"],
     [[], { CLAWGATE_ETCD_PREFIX: "clawgate" }, "etcdPrefix", "env CLAWGATE_ETCD_PREFIX"],
     [
       [],

@@ -141,6 +141,13 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1).max(1_000_000),
     default: 1024,
   },
+  historyLimit: {
+    variable: "CLAWGATE_HISTORY_LIMIT",
+    flag: "history-limit",
+    doc: "Config versions kept for GET /v1/history and rollback; older ones cannot be restored.",
+    type: z.int().min(1).max(10_000),
+    default: 100,
+  },
 });
 
 /** Control-plane settings, after defaults, the YAML file, CLAWGATE_* variables and flags. */

@@ -69,6 +69,23 @@ export class ConfigAudit {
    * delete of a key that is already gone.
    */
   operations(token: string | undefined, changes: readonly ConfigChange[]): Operation[] {
+    return this.#operations(token, changes, undefined);
+  }
+
+  /** As operations(), for a rollback: the event says which version it left and restored. */
+  rollbackOperations(
+    token: string | undefined,
+    changes: readonly ConfigChange[],
+    rollback: { from: number; to: number },
+  ): Operation[] {
+    return this.#operations(token, changes, rollback);
+  }
+
+  #operations(
+    token: string | undefined,
+    changes: readonly ConfigChange[],
+    rollback: { from: number; to: number } | undefined,
+  ): Operation[] {
     if (changes.length === 0) return [];
     const now = this.#clock();
     const key = `${this.#prefix}${eventId(now, this.#seq++)}`;
@@ -76,6 +93,7 @@ export class ConfigAudit {
       time: new Date(now).toISOString(),
       token: token ?? "anonymous",
       changes,
+      ...(rollback === undefined ? {} : { rollback }),
     });
     const excess = Math.min(Math.max(0, this.#known.length + 1 - this.#maxEvents), TRIM_BATCH);
     const trimmed = this.#known.splice(0, excess);

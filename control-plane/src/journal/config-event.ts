@@ -19,6 +19,8 @@ export const storedConfigEventSchema = z.object({
   /** Name of the token that made the write ("bootstrap" for CLAWGATE_ADMIN_TOKEN). */
   token: z.string(),
   changes: z.array(configChangeSchema),
+  /** Set when the write was a rollback: the version it left and the version it restored. */
+  rollback: z.object({ from: z.int(), to: z.int() }).optional(),
 });
 
 /** One journaled config write, as GET /v1/events?type=config answers it. */

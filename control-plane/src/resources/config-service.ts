@@ -5,6 +5,7 @@ import {
   type ResourceKind,
   validateResource,
 } from "@clawgate/proto";
+import type { KeyWrite } from "../history/config-history.js";
 import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
@@ -44,9 +45,10 @@ export interface ApplyOptions {
   /**
    * Writes that commit with the change, or not at all: the audit journal's event (written in
    * the same transaction, it adds no store revision of its own, so the version data planes are
-   * sent stays the write's). Called with what the write will do; not for a dry run. Default none.
+   * sent stays the write's). Called with what the write will do and, for the config history,
+   * each key it writes with the value it had before; not for a dry run. Default none.
    */
-  alsoWrite?: (results: readonly AppliedResource[]) => Operation[];
+  alsoWrite?: (results: readonly AppliedResource[], writes: readonly KeyWrite[]) => Operation[];
 }
 
 export type ApplyAction = "created" | "updated" | "deleted" | "unchanged";
@@ -249,7 +251,11 @@ export class ConfigService {
         if (dryRun || plan.operations.length === 0) {
           return { ok: true, revision, dryRun, results: plan.results };
         }
-        const also = options.alsoWrite?.(plan.results) ?? [];
+        const writes = plan.operations.map((operation) => ({
+          key: operation.key,
+          before: model.keyValue(operation.key)?.value,
+        }));
+        const also = options.alsoWrite?.(plan.results, writes) ?? [];
         if (!fitsOneCommit({ ...plan, operations: [...plan.operations, ...also] }, this.#store)) {
           const staged = await stagedApply({
             store: this.#store,

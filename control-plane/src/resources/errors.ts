@@ -25,6 +25,10 @@ export const ERROR_CATALOG = {
   CLAWGATE_REFERENCE_CONFLICT: { status: 409, message: "write would break a reference" },
   /** Concurrent writers kept winning; retrying the request may succeed. */
   CLAWGATE_STORE_CONFLICT: { status: 409, message: "config changed concurrently, try again" },
+  /** A config version that is not in the history (never written, or not a config write). */
+  CLAWGATE_VERSION_NOT_FOUND: { status: 404, message: "config version not found" },
+  /** A config version older than the history keeps (historyLimit), so it cannot be rebuilt. */
+  CLAWGATE_VERSION_TOO_OLD: { status: 409, message: "config version is no longer kept" },
   /** If-Match named a revision the resource is not at. */
   CLAWGATE_PRECONDITION_FAILED: { status: 412, message: "resource revision does not match" },
   /** The request body is larger than the API accepts. */

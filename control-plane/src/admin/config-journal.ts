@@ -1,0 +1,21 @@
+import type { ConfigHistory } from "../history/config-history.js";
+import type { ConfigAudit } from "../journal/config-audit.js";
+import type { AuditSink } from "./audit-write.js";
+
+/**
+ * One sink for what a config write journals in its own commit: the audit event (every write)
+ * and the history entry (config writes only: they are the ones that pass the keys they write;
+ * token and registry writes are audited but are not config versions).
+ */
+export function configJournal(
+  audit: Pick<ConfigAudit, "operations"> | undefined,
+  history: Pick<ConfigHistory, "operations"> | undefined,
+): AuditSink {
+  if (history === undefined) return audit;
+  return {
+    operations: (token, changes, writes) => [
+      ...(audit?.operations(token, changes) ?? []),
+      ...(writes === undefined ? [] : history.operations(token, changes, writes)),
+    ],
+  };
+}

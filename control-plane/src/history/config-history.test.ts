@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigService, type ResourceChange } from "../resources/config-service.js";
+import { openEtcdStore } from "../store/etcd-store.js";
+import type { Store } from "../store/store.js";
+import { compactStore } from "../testing/compaction.js";
+import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
+import { ConfigHistory } from "./config-history.js";
+
+// Real etcd: its compaction is what removes MVCC history, and its 128-operation transactions
+// are what make an apply of 300 resources staged.
+let etcd: EtcdProcess;
+let store: Store;
+beforeAll(async () => {
+  etcd = await startEtcd();
+  store = await openEtcdStore({ endpoints: [etcd.endpoint] });
+});
+afterAll(async () => {
+  await store?.close();
+  await etcd?.stop();
+});
+
+let prefixes = 0;
+async function setUp(limit?: number, historyStore: Store = store) {
+  const prefix = `/history-${++prefixes}-${Date.now()}/`;
+  const history = new ConfigHistory({ store: historyStore, prefix, limit });
+  await history.start();
+  const config = new ConfigService(store, prefix);
+  const apply = async (changes: ResourceChange[], prune = false) => {
+    const result = await config.apply(changes, {
+      prune,
+      alsoWrite: (results, writes) =>
+        history.operations(
+          "ci",
+          results.flatMap((r) =>
+            r.action === "unchanged" ? [] : [{ kind: r.kind, name: r.name, action: r.action }],
+          ),
+          writes,
+        ),
+    });
+    if (!result.ok) throw new Error(result.error.message);
+    return result.revision;
+  };
+  return { history, apply, close: () => config.close() };
+}
+
+function upstreams(count: number, port: number): ResourceChange[] {
+  return Array.from({ length: count }, (_, i) => ({
+    kind: "upstreams" as const,
+    name: `u-${i}`,
+    document: { nodes: [{ address: `127.0.0.1:${port}` }] },
+  }));
+}
+
+describe("ConfigHistory on etcd", () => {
+  it("rebuilds an old version after etcd compacted every revision before now", async () => {
+    const { history, apply, close } = await setUp();
+    const v1 = await apply(upstreams(2, 9001));
+    await apply([{ kind: "upstreams", name: "u-0", delete: true }]);
+    const v3 = await apply(upstreams(1, 9003));
+    await compactStore(store, v3, { etcdEndpoint: etcd.endpoint });
+
+    const at = await history.at(v1);
+    if (!at.ok) throw new Error(at.error.message);
+    expect(at.resources).toEqual([
+      expect.objectContaining({
+        kind: "upstreams",
+        name: "u-0",
+        spec: expect.objectContaining({ nodes: [{ address: "127.0.0.1:9001", weight: 1 }] }),
+      }),
+      expect.objectContaining({ kind: "upstreams", name: "u-1" }),
+    ]);
+    await close();
+  });
+
+  it("keeps a staged apply's undo steps in its closing commit, at the version it answers", async () => {
+    const { history, apply, close } = await setUp();
+    const v1 = await apply(upstreams(1, 9001));
+    const big = await apply(upstreams(300, 9002));
+    const [latest] = await history.list(1);
+    expect(latest).toMatchObject({ version: big, summary: "299 created, 1 updated" });
+    const at = await history.at(v1);
+    if (!at.ok) throw new Error(at.error.message);
+    expect(at.resources.map((r) => r.name)).toEqual(["u-0"]);
+    await close();
+  });
+
+  it("keeps only the newest `limit` versions and says an older one is too old", async () => {
+    const { history, apply, close } = await setUp(2);
+    const v1 = await apply(upstreams(1, 9001));
+    const v2 = await apply(upstreams(1, 9002));
+    const v3 = await apply(upstreams(1, 9003));
+    expect((await history.list()).map((item) => item.version)).toEqual([v3, v2]);
+    const old = await history.at(v1);
+    expect(old.ok ? undefined : old.error.code).toBe("CLAWGATE_VERSION_TOO_OLD");
+    await close();
+  });
+
+  it("lists a write too big to undo, and says versions before it cannot be rebuilt", async () => {
+    // The same etcd seen with 4000-byte transactions: undo steps over 1000 bytes are not kept.
+    const small: Store = Object.assign(Object.create(store) as Store, {
+      txnLimits: { maxOps: 128, maxBytes: 4000 },
+    });
+    const { history, apply, close } = await setUp(undefined, small);
+    const v1 = await apply(upstreams(20, 9001));
+    const v2 = await apply(upstreams(20, 9002));
+    expect((await history.list()).map((item) => item.version)).toEqual([v2, v1]);
+    const before = await history.at(v1);
+    expect(before.ok ? undefined : before.error).toMatchObject({
+      code: "CLAWGATE_VERSION_TOO_OLD",
+      message: expect.stringContaining(`version ${v2} changed too much at once`),
+    });
+    expect((await history.at(v2)).ok).toBe(true);
+    await close();
+  });
+});
