@@ -1,7 +1,10 @@
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { create, SnapshotSchema } from "@clawgate/proto";
+import { makeTestPki } from "@clawgate/runtime/testing";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
@@ -40,8 +43,15 @@ function handshake(port: number, path: string, upgrade = "websocket"): Promise<H
 }
 
 /** The upstream: 101 then an echo of raw bytes, or the status `refuse` gives. */
-async function upstreamServer(refuse?: number): Promise<{ server: Server; address: string }> {
-  const server = createServer((_req, res) => res.writeHead(426).end());
+async function upstreamServer(
+  refuse?: number,
+  tls?: { cert: Buffer; key: Buffer },
+): Promise<{ server: Server; address: string }> {
+  const answer426 = (_req: unknown, res: { writeHead(status: number): { end(): void } }) =>
+    res.writeHead(426).end();
+  const server = (
+    tls === undefined ? createServer(answer426) : createHttpsServer(tls, answer426)
+  ) as Server;
   server.on("upgrade", (_req, socket: Socket) => {
     if (refuse !== undefined) {
       socket.end(`HTTP/1.1 ${refuse} No\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
@@ -63,7 +73,7 @@ describe("websocket upgrade handler", () => {
     for (const server of servers.splice(0)) await closeLoopbackServer(server);
   });
 
-  async function proxyTo(nodeAddress: string) {
+  async function proxyTo(nodeAddress: string, tls?: { enabled: boolean; caFile: string }) {
     const registry = new Registry();
     const logger = pino({ level: "silent" });
     const compiled = compileSnapshot(
@@ -71,7 +81,7 @@ describe("websocket upgrade handler", () => {
         version: 1n,
         // Opens on the first failure, so one handshake shows what the breaker learned.
         breakers: [{ name: "b", consecutiveFailures: 1, minRequests: 100, cooldownMs: 60_000 }],
-        upstreams: [{ name: "u", breaker: "b", nodes: [{ address: nodeAddress, weight: 1 }] }],
+        upstreams: [{ name: "u", breaker: "b", nodes: [{ address: nodeAddress, weight: 1 }], tls }],
         routes: [{ name: "ws", match: { pathPrefix: "/ws" }, upstream: "u" }],
       }),
     );
@@ -161,7 +171,13 @@ describe("websocket upgrade handler", () => {
 
   it.each([
     ["no route", "/elsewhere", "websocket", 404, "CLAWGATE_ROUTE_NOT_FOUND"],
-    ["a path that cannot be normalized safely", "/ws/..;/admin", "websocket", 400, "CLAWGATE_BAD_REQUEST"],
+    [
+      "a path that cannot be normalized safely",
+      "/ws/..;/admin",
+      "websocket",
+      400,
+      "CLAWGATE_BAD_REQUEST",
+    ],
     ["an upgrade to another protocol", "/ws/x", "h2c", 400, "CLAWGATE_BAD_REQUEST"],
   ])(
     "%s is refused with a catalog error over the raw socket",
@@ -172,4 +188,20 @@ describe("websocket upgrade handler", () => {
       expect("body" in answer && answer.body).toContain(code);
     },
   );
+
+  it("reaches a node of a TLS upstream over TLS (wss), with its certificate checked", async () => {
+    const pki = await makeTestPki();
+    const node = await upstreamServer(undefined, {
+      cert: readFileSync(pki.serverCert),
+      key: readFileSync(pki.serverKey),
+    });
+    servers.push(node.server);
+    const { port } = await proxyTo(node.address, { enabled: true, caFile: pki.caCert });
+    const answer = await handshake(port, "/ws/secure");
+    if (!("socket" in answer)) throw new Error(`expected 101, got ${answer.status}`);
+    answer.socket.write("over tls");
+    const [echo] = (await once(answer.socket, "data")) as [Buffer];
+    expect(echo.toString()).toBe("over tls");
+    answer.socket.destroy();
+  });
 });
