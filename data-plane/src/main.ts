@@ -25,6 +25,8 @@ import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
+import { Tunnels } from "./proxy/websocket/tunnels.js";
+import { createUpgradeHandler } from "./proxy/websocket/upgrade-handler.js";
 import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
 import {
   AppliedSnapshot,
@@ -221,10 +223,22 @@ export async function startDataPlane(
     replayBodyLimitBytes: config.replayBodyLimitBytes,
   });
   const proxy = createServer(proxyHandler);
+  // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
+  const tunnels = new Tunnels(registry);
+  const upgradeHandler = createUpgradeHandler({
+    current: () => applied.current(),
+    pools,
+    metrics: proxyMetrics,
+    healing,
+    tunnels,
+    logger,
+  });
+  proxy.on("upgrade", upgradeHandler);
   const proxyTls =
     proxyTlsCertificates === undefined
       ? undefined
       : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
+  proxyTls?.server.on("upgrade", upgradeHandler);
   const drain = new HttpDrain(proxy);
   const drainDelay = new DrainDelay();
   // Set on stop, before the drain delay: /readyz answers 503 while the proxy still serves.
@@ -243,6 +257,9 @@ export async function startDataPlane(
       logger.info({ drainDelayMs }, "not ready; serving on until load balancers stop sending");
       await drainDelay.wait(drainDelayMs);
     }
+    // A tunnel is no request: the HTTP drain would wait on its socket forever.
+    if (tunnels.size > 0) logger.info({ tunnels: tunnels.size }, "closing websocket tunnels");
+    tunnels.closeAll();
     const [drained] = await Promise.all([
       drain.drain(drainTimeoutMs),
       proxyTls?.drain.drain(drainTimeoutMs).then((tlsDrained) => {

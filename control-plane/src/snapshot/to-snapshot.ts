@@ -123,6 +123,7 @@ export function toRoute(name: string, route: RouteDocument): Route {
       headersMs: route.timeouts.headersMs,
       bodyMs: route.timeouts.bodyMs,
       totalMs: route.timeouts.totalMs,
+      streamIdleMs: route.timeouts.streamIdleMs,
     },
     fallback: { staleIfErrorSeconds: route.fallback.staleIfErrorSeconds },
   });

@@ -80,6 +80,7 @@ export function compileRoute(
     bodyTimeoutMs: timeouts.bodyMs,
     connectTimeoutMs,
     totalTimeoutMs: timeouts.totalMs,
+    streamIdleMs: timeouts.streamIdleMs,
     // No policy on the wire (a hand-built snapshot) gets the shared defaults; a policy that
     // is present is taken as written, zero attempts included.
     retryAttempts: route.retry === undefined ? DEFAULT_RETRY_ATTEMPTS : route.retry.attempts,

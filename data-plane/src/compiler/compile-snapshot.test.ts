@@ -131,6 +131,7 @@ describe("compileSnapshot", () => {
       headersMs: route.headersTimeoutMs,
       bodyMs: route.bodyTimeoutMs,
       totalMs: route.totalTimeoutMs,
+      streamIdleMs: route.streamIdleMs,
     }).toEqual(DEFAULT_ROUTE_TIMEOUTS);
     // One probe path default for both planes: the control plane's documents say /healthz.
     const upstream = result.value.upstreams.get("bare")!;

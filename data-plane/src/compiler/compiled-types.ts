@@ -92,6 +92,8 @@ export interface CompiledRoute {
   readonly bodyTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly totalTimeoutMs: number;
+  /** timeouts.streamIdleMs: a stream's longest silence; 0 is off (also a CP that sends none). */
+  readonly streamIdleMs: number;
   /** Retries after the first attempt (retry.attempts); the shared default without a policy. */
   readonly retryAttempts: number;
   /** retry.on; the shared DEFAULT_RETRY_ON when the snapshot carries no policy. */

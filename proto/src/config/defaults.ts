@@ -55,6 +55,8 @@ export const DEFAULT_ROUTE_TIMEOUTS = Object.freeze({
   headersMs: 15_000,
   bodyMs: 30_000,
   totalMs: 60_000,
+  /** A streaming response (SSE, chunked) with no byte for this long is cut; 0 is off. */
+  streamIdleMs: 300_000,
 });
 
 /** Serve a stale GET response this long while the upstream fails; 0 is off. */

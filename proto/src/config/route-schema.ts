@@ -98,6 +98,8 @@ export const routeSchema = z
         headersMs: ms(1, 3_600_000, timeouts.headersMs),
         bodyMs: ms(1, 3_600_000, timeouts.bodyMs),
         totalMs: ms(1, 3_600_000, timeouts.totalMs),
+        /** Bounds a streaming response's silence instead of totalMs; 0 is off. */
+        streamIdleMs: ms(0, 86_400_000, timeouts.streamIdleMs),
       })
       .prefault({}),
     fallback: z

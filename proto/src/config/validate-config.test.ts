@@ -43,6 +43,21 @@ describe("validateResource", () => {
     expect(result.document.fallback).toEqual({ staleIfErrorSeconds: 0 });
   });
 
+  it("takes timeouts.streamIdleMs with 0 meaning off, and names the field when it is negative", () => {
+    const route = (streamIdleMs: number) =>
+      validateResource("routes", "sse", {
+        match: { pathPrefix: "/sse" },
+        upstream: "agents",
+        timeouts: { streamIdleMs },
+      });
+    const off = route(0);
+    expect(off.ok && off.document.timeouts.streamIdleMs).toBe(0);
+    const bad = route(-1);
+    expect(bad.ok ? [] : bad.problems.map((problem) => problem.field)).toEqual([
+      "timeouts.streamIdleMs",
+    ]);
+  });
+
   it("fills a breaker from the shared policy defaults", () => {
     expect(validateResource("breakers", "strict", {})).toEqual({
       ok: true,

@@ -64,4 +64,24 @@ describe("breaker stages", () => {
     expect(above.events).toEqual(["failure breaker_open"]);
     expect(down.attempts).toHaveLength(1);
   });
+
+  it("judges a stream by its headers, so a half-open probe slot is not held for its life", () => {
+    const world = stageWorld({
+      breaker: { ...breaker, halfOpenMaxInFlight: 1, halfOpenSuccesses: 2 },
+    });
+    const down = fakeDispatch();
+    const stage = breakerPermit(world.deps)(down);
+    stage(world.exchange(), new RecordingHandler());
+    down.attempts[0]!.start().fail("refused");
+    world.clock.advance(11_000); // the cooldown plus its jitter (up to 10 %)
+    // The half-open probe is an SSE stream that stays open.
+    const probe = down.attempts.length;
+    stage(world.exchange(), new RecordingHandler());
+    const stream = down.attempts[probe]!.start();
+    stream.handler.onResponseStart(stream.controller, 200, { "content-type": "text/event-stream" });
+    const next = new RecordingHandler();
+    stage(world.exchange(), next);
+    expect(next.events).toEqual([]);
+    expect(down.attempts).toHaveLength(probe + 2);
+  });
 });

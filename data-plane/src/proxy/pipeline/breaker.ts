@@ -12,6 +12,7 @@ import {
   type Interceptor,
   type StageController,
 } from "./stage.js";
+import { isStreamingResponse } from "./streaming-response.js";
 
 /**
  * The upstream's breaker guards the upstream as a whole, so it learns how the request ended,
@@ -76,6 +77,9 @@ class BreakerHandler extends DecoratorHandler {
     headers: IncomingHttpHeaders,
   ): void {
     if (status >= 500) this.#end("status_5xx");
+    // A stream may last hours: judged by its headers, so a half-open probe slot is not held
+    // for its life and the breaker closes as soon as the upstream answers well again.
+    else if (isStreamingResponse(status, headers)) this.#end("success");
     this.handler.onResponseStart(controller, status, headers);
   }
 

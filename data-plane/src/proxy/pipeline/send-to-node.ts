@@ -43,7 +43,7 @@ export function sendToNode(deps: ProxyDeps): Dispatch {
         body: body === null ? null : body instanceof ReplayableBody ? replay(body) : body,
         // 0 on the wire means off, and undici reads 0 as "no timeout" too.
         headersTimeout: route.headersTimeoutMs,
-        bodyTimeout: route.bodyTimeoutMs,
+        bodyTimeout: bodyTimeoutOf(exchange),
       },
       new NodeAttempt(exchange, handler),
     );
@@ -110,4 +110,17 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
  */
 function replay(body: ReplayableBody): Readable {
   return body.attempt() as unknown as Readable;
+}
+
+/**
+ * undici fixes the gap allowed between body chunks before the headers arrive. An SSE client
+ * (EventSource sends Accept: text/event-stream) expects a stream whose events may be minutes
+ * apart: its gap is the route's streamIdleMs (when set), not bodyMs.
+ */
+function bodyTimeoutOf(exchange: Exchange): number {
+  const route = exchange.route;
+  const accept = exchange.req.headers.accept;
+  if (route.streamIdleMs > 0 && accept !== undefined && accept.includes("text/event-stream"))
+    return route.streamIdleMs;
+  return route.bodyTimeoutMs;
 }

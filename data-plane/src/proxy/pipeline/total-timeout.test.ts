@@ -67,4 +67,26 @@ describe("total-timeout stage", () => {
       expect(handler.events).toEqual(["failure header_timeout"]);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it("bounds a stream only until its headers: an SSE stream outlives totalMs", () => {
+    const { down, above } = setup();
+    const attempt = down.attempts[0]!.start();
+    attempt.handler.onResponseStart(attempt.controller, 200, {
+      "content-type": "text/event-stream",
+    });
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(5_000);
+    attempt.handler.onResponseData(attempt.controller, Buffer.from("data: late"));
+    attempt.handler.onResponseEnd(attempt.controller);
+    expect(above.events).toEqual(["start 200", "data data: late", "end"]);
+    expect(attempt.controller.aborted).toBeUndefined();
+  });
+
+  it("a chunked body of no declared length is a stream too", () => {
+    const { down, above } = setup();
+    const attempt = down.attempts[0]!.start();
+    attempt.handler.onResponseStart(attempt.controller, 200, { "transfer-encoding": "chunked" });
+    vi.advanceTimersByTime(5_000);
+    expect(above.events).toEqual(["start 200"]);
+  });
 });

@@ -12,6 +12,7 @@ import {
   type Interceptor,
   type StageController,
 } from "./stage.js";
+import { isStreamingResponse } from "./streaming-response.js";
 
 /**
  * routes' timeouts.totalMs, across every attempt and backoff: when it runs out the request
@@ -66,7 +67,11 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
     status: number,
     headers: IncomingHttpHeaders,
   ): void {
-    if (!this.#done) this.handler.onResponseStart(controller, status, headers);
+    if (this.#done) return;
+    // totalMs bounds the wait for a stream's headers, not its life: from here the stream-idle
+    // stage bounds its silence. Still not done, so the stream's end passes through.
+    if (isStreamingResponse(status, headers)) this.sweep.remove(this);
+    this.handler.onResponseStart(controller, status, headers);
   }
 
   override onResponseData(controller: StageController, chunk: Buffer): void {

@@ -1,0 +1,78 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
+import { ExchangeAbort } from "./exchange-abort.js";
+import { streamIdle } from "./stream-idle.js";
+
+describe("stream-idle stage", () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  const SSE = { "content-type": "text/event-stream" };
+
+  function setup(streamIdleMs = 1_000) {
+    const world = stageWorld({ route: { timeouts: { totalMs: 60_000, streamIdleMs } } });
+    const down = fakeDispatch();
+    const exchange = world.exchange();
+    const above = new RecordingHandler(exchange);
+    streamIdle(world.deps)(down)(exchange, above);
+    const attempt = down.attempts[0]!.start();
+    return { attempt, above, world };
+  }
+
+  it("cuts a stream silent for streamIdleMs as a body_timeout and aborts its attempt", () => {
+    const { attempt, above, world } = setup();
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    vi.advanceTimersByTime(999);
+    expect(above.events).toEqual(["start 200"]);
+    vi.advanceTimersByTime(1);
+    expect(above.events).toEqual(["start 200", "failure body_timeout"]);
+    expect(attempt.controller.aborted).toBeInstanceOf(ExchangeAbort);
+    // The aborted attempt reporting back adds nothing above.
+    attempt.handler.onFailure({ kind: "aborted", error: attempt.controller.aborted });
+    expect(above.events).toEqual(["start 200", "failure body_timeout"]);
+    expect(world.registry.getSingleMetric("clawgate_upstream_errors_total")).toBeDefined();
+  });
+
+  it("each byte restarts the idle clock", () => {
+    const { attempt, above } = setup();
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    for (let i = 0; i < 5; i++) {
+      vi.advanceTimersByTime(900);
+      attempt.handler.onResponseData(attempt.controller, Buffer.from(`${i}`));
+    }
+    attempt.handler.onResponseEnd(attempt.controller);
+    expect(above.events).toEqual([
+      "start 200",
+      "data 0",
+      "data 1",
+      "data 2",
+      "data 3",
+      "data 4",
+      "end",
+    ]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("leaves a response with a declared length alone, and holds no timer for it", () => {
+    const { attempt, above } = setup();
+    attempt.handler.onResponseStart(attempt.controller, 200, { "content-length": "2" });
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(10_000);
+    expect(above.events).toEqual(["start 200"]);
+  });
+
+  it("streamIdleMs 0 turns the cut off", () => {
+    const { attempt, above } = setup(0);
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    vi.advanceTimersByTime(100_000);
+    expect(above.events).toEqual(["start 200"]);
+  });
+
+  it("stops its timer when the stream fails", () => {
+    const { attempt, above } = setup();
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    attempt.fail("stream_broken");
+    expect(vi.getTimerCount()).toBe(0);
+    expect(above.events).toEqual(["start 200", "failure stream_broken"]);
+  });
+});

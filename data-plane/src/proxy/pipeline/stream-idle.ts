@@ -1,0 +1,96 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Exchange } from "./exchange.js";
+import { ExchangeAbort } from "./exchange-abort.js";
+import { logAttemptFailure } from "./failure-log.js";
+import type { ProxyDeps } from "./proxy-deps.js";
+import {
+  DecoratorHandler,
+  type Failure,
+  guarded,
+  type Interceptor,
+  type StageController,
+} from "./stage.js";
+import { isStreamingResponse } from "./streaming-response.js";
+
+/**
+ * routes' timeouts.streamIdleMs: a streaming response (see isStreamingResponse) that sends no
+ * byte for that long is cut as a body_timeout. Only streams get a timer, one each, refreshed
+ * per chunk; other responses pass through untouched (totalMs bounds them).
+ */
+export function streamIdle(deps: ProxyDeps): Interceptor {
+  return (next) => (exchange, handler) => {
+    if (exchange.route.streamIdleMs <= 0) {
+      next(exchange, handler);
+      return;
+    }
+    guarded(next, exchange, new StreamIdleHandler(handler, exchange, deps));
+  };
+}
+
+class StreamIdleHandler extends DecoratorHandler {
+  #timer: NodeJS.Timeout | undefined;
+  #controller: StageController | undefined;
+  #cut = false;
+
+  constructor(
+    handler: StreamIdleHandler["handler"],
+    readonly exchange: Exchange,
+    private readonly deps: ProxyDeps,
+  ) {
+    super(handler);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (isStreamingResponse(status, headers)) {
+      this.#controller = controller;
+      this.#timer = setTimeout(onIdle, this.exchange.route.streamIdleMs, this);
+    }
+    this.handler.onResponseStart(controller, status, headers);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.#timer?.refresh();
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    this.#stop();
+    this.handler.onResponseEnd(controller);
+  }
+
+  override onFailure(failure: Failure): void {
+    this.#stop();
+    // The abort below comes back as an "aborted" failure: the cut was already reported.
+    if (this.#cut && failure.error instanceof ExchangeAbort) return;
+    this.handler.onFailure(failure);
+  }
+
+  /** The stream stayed silent for streamIdleMs: report a body timeout, release the node. */
+  idle(): void {
+    this.#timer = undefined;
+    const controller = this.#controller;
+    if (controller === undefined || this.#cut) return;
+    this.#cut = true;
+    logAttemptFailure(this.deps, this.exchange, "body_timeout", undefined, false);
+    this.handler.onFailure({ kind: "body_timeout" });
+    controller.abort(new ExchangeAbort("aborted", "stream idle past the route's streamIdleMs"));
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+// Outside any request listener's guard: a throw ends this exchange, not the process.
+function onIdle(handler: StreamIdleHandler): void {
+  try {
+    handler.idle();
+  } catch (bug) {
+    handler.exchange.failInternally(bug);
+  }
+}

@@ -1,0 +1,218 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { normalizePath } from "@clawgate/proto";
+import type { Logger } from "pino";
+import type { CompiledSnapshot } from "../../compiler/compiled-types.js";
+import type { ErrorCode } from "../../errors/error-catalog.js";
+import {
+  type AttemptFailureKind,
+  breakerOutcomeOf,
+  classifyUpstreamError,
+  errorCodeForFailure,
+} from "../../errors/failure-kind.js";
+import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import type { PoolRegistry } from "../../upstream/pool-registry.js";
+import { upstreamRequestHeaders } from "../forward-headers.js";
+import { badHostField } from "../host-field.js";
+import type { RequestHealing } from "../request-healing.js";
+import { createRequestIdSource, incomingRequestId } from "../request-id.js";
+import { upstreamPath } from "../rewrite-path.js";
+import { answerRaw } from "./raw-answer.js";
+import type { Tunnels } from "./tunnels.js";
+
+export interface UpgradeHandlerOptions {
+  current: () => CompiledSnapshot | undefined;
+  pools: PoolRegistry;
+  metrics: ProxyMetrics;
+  healing: RequestHealing;
+  tunnels: Tunnels;
+  logger: Logger;
+  /** As the proxy handler's: keep the client's X-Forwarded-For chain; default true. */
+  trustForwardedFor?: boolean;
+}
+
+/**
+ * The node:http 'upgrade' listener of the proxy port: a WebSocket handshake is routed like any
+ * request (same host and path checks, same route table), passes the upstream's Retry-After
+ * cooldown and breaker, goes to the next node of the picker through the node's pool (so an
+ * upstream's TLS settings apply: wss), and on 101 the two sockets become a tunnel. The breaker
+ * and passive health learn the handshake's outcome; the tunnel's life teaches them nothing.
+ * Not retried: a handshake is a GET, but the client may already have sent frames behind it.
+ */
+export function createUpgradeHandler(
+  options: UpgradeHandlerOptions,
+): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const { current, pools, metrics, healing, tunnels, logger } = options;
+  const trustForwardedFor = options.trustForwardedFor ?? true;
+  const nextRequestId = createRequestIdSource();
+
+  return function onUpgrade(req, socket, head) {
+    const startedAt = performance.now();
+    const requestId = incomingRequestId(req.headers["x-request-id"]) ?? nextRequestId();
+    // A client that resets mid-handshake must not crash the process.
+    socket.on("error", () => socket.destroy());
+    try {
+      upgrade(req, socket, head, requestId, startedAt);
+    } catch (error) {
+      logger.error({ requestId, err: { message: (error as Error).message } }, "upgrade failed");
+      refuse(socket, "CLAWGATE_INTERNAL", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+    }
+  };
+
+  function refuse(
+    socket: Duplex,
+    code: ErrorCode,
+    requestId: string,
+    route: string,
+    upstream: string,
+    startedAt: number,
+  ): void {
+    const status = answerRaw(socket, code, requestId);
+    metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
+  }
+
+  function upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    requestId: string,
+    startedAt: number,
+  ): void {
+    const headers = req.headers;
+    const snapshot = current();
+    const url = req.url ?? "";
+    if (
+      badHostField(req.rawHeaders, headers.host) ||
+      headers.upgrade?.toLowerCase() !== "websocket" ||
+      url.charCodeAt(0) !== 47 /* / */
+    ) {
+      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    if (snapshot === undefined) {
+      refuse(socket, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const queryAt = url.indexOf("?");
+    const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
+    if (typeof path !== "string") {
+      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const route = snapshot.match(req.method ?? "GET", headers.host ?? "", path, headers);
+    if (route === undefined) {
+      refuse(socket, "CLAWGATE_ROUTE_NOT_FOUND", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const target = route.pickTarget();
+    if (target === undefined) {
+      refuse(socket, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const upstream = target.upstream.name;
+    healing.syncWith(snapshot);
+    const record = healing.upstream(upstream)!;
+    const end = (code: ErrorCode) =>
+      refuse(socket, code, requestId, route.name, upstream, startedAt);
+
+    if (!record.cooldown.check().ok) {
+      healing.breakerMetrics.retryAfterSkip(upstream);
+      metrics.upstreamError(upstream, "retry_after");
+      end("CLAWGATE_UPSTREAM_COOLDOWN");
+      return;
+    }
+    const permit = record.breaker.acquire();
+    if (!permit.ok) {
+      healing.breakerMetrics.rejected(upstream);
+      metrics.upstreamError(upstream, "breaker_open");
+      end("CLAWGATE_BREAKER_OPEN");
+      return;
+    }
+    const node = record.picker.pick();
+    if (node === undefined) {
+      record.breaker.release(permit);
+      metrics.upstreamError(upstream, "no_healthy_node");
+      end("CLAWGATE_NO_HEALTHY_NODE");
+      return;
+    }
+
+    const failed = (kind: AttemptFailureKind, error?: Error) => {
+      const outcome = breakerOutcomeOf(kind);
+      if (outcome === undefined) record.breaker.release(permit);
+      else record.breaker.record(permit, outcome);
+      if (kind === "refused") healing.reportRefused(node.upstream, node.address);
+      metrics.upstreamError(upstream, kind);
+      logger.warn(
+        { requestId, route: route.name, upstream, node: node.address, kind, err: error?.message },
+        `websocket handshake failed: ${kind}`,
+      );
+      end(errorCodeForFailure(kind));
+    };
+
+    // The client leaving mid-handshake aborts the upstream side.
+    const abort = new AbortController();
+    const onClientGone = () => abort.abort();
+    socket.once("close", onClientGone);
+    let pool: ReturnType<PoolRegistry["get"]>;
+    try {
+      pool = pools.get(node.address, target.poolSettings);
+    } catch {
+      record.breaker.release(permit);
+      end("CLAWGATE_NO_HEALTHY_NODE"); // only after pools.close(): shutting down
+      return;
+    }
+    pool
+      .upgrade({
+        path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
+        method: "GET",
+        protocol: "websocket",
+        signal: abort.signal,
+        headers: upstreamRequestHeaders(req, {
+          host:
+            route.rewriteHost ??
+            (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
+          requestId,
+          trustForwardedFor,
+        }),
+      })
+      .then(
+        ({ headers: answered, socket: upstreamSocket }) => {
+          socket.off("close", onClientGone);
+          record.breaker.record(permit, "success");
+          if (socket.destroyed) {
+            upstreamSocket.destroy();
+            return;
+          }
+          socket.write(switchingProtocols(answered, requestId));
+          if (head.length > 0) upstreamSocket.write(head);
+          metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
+          tunnels.open(route.name, socket, upstreamSocket);
+        },
+        (error: Error) => {
+          socket.off("close", onClientGone);
+          if (abort.signal.aborted) {
+            record.breaker.release(permit);
+            return;
+          }
+          // undici's "bad upgrade" (a socket error, no code of its own): the node answered the
+          // handshake with something but 101, a failed handshake the breaker counts.
+          failed(
+            error.message === "bad upgrade" ? "protocol" : classifyUpstreamError(error),
+            error,
+          );
+        },
+      );
+  }
+}
+
+/** The node's 101, relayed with the request id added (its handshake headers kept as sent). */
+function switchingProtocols(headers: IncomingHttpHeaders, requestId: string): string {
+  let out = "HTTP/1.1 101 Switching Protocols\r\n";
+  for (const name in headers) {
+    if (name === "x-request-id") continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) out += `${name}: ${item}\r\n`;
+  }
+  return `${out}x-request-id: ${requestId}\r\n\r\n`;
+}
