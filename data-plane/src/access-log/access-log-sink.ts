@@ -74,10 +74,11 @@ export function accessLogSinkOn(
 ): AccessLogSink {
   const logger = pino(
     {
-      // No pid, hostname or level noise per line; the time as ISO 8601, as access logs read.
+      // No pid, hostname or level per line, the time as ISO 8601, as access logs read. In place
+      // of the level, `log: "access"` tells these lines from the operational log on stdout.
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: () => ({}) },
+      formatters: { level: () => ({ log: "access" }) },
     },
     stream,
   );
