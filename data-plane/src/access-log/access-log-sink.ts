@@ -55,16 +55,23 @@ export function createAccessLogSink(
   });
   // An 'error' event nobody listens to would end the process: a full disk costs log lines only.
   destination.on("error", onError);
-  return accessLogSinkOn(destination, {
+  let closing: Promise<void> | undefined;
+  const sink = accessLogSinkOn(destination, {
     reopen: () => {
-      if (target.kind === "file") destination.reopen();
+      if (target.kind === "file" && closing === undefined) destination.reopen();
     },
-    close: () =>
-      new Promise<void>((resolve) => {
+    // Once: stop() may run twice (a failed boot, then the signal). A request still finishing
+    // after it logs nothing rather than writing to a destroyed stream, which throws.
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        sink.logger.level = "silent";
         destination.once("close", () => resolve());
         destination.end();
-      }),
+      });
+      return closing;
+    },
   });
+  return sink;
 }
 
 /** A sink writing to any stream (tests read the lines back from one). */
