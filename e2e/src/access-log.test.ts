@@ -67,7 +67,7 @@ describe("access log of a real data plane", () => {
   }
 
   it("writes a line for a 200, a 404 and a 502 on stdout, with the fields and no secrets", async () => {
-    const dp = await dataPlane();
+    const dp = await dataPlane({ CLAWGATE_ACCESS_LOG: "stdout" });
     const ok = await call(`${dp.proxyUrl}/api/hello?api_key=secret-query`, {
       authorization: "Bearer secret-token",
       cookie: "sid=secret-cookie",
