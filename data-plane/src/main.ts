@@ -15,6 +15,7 @@ import {
 } from "@clawgate/runtime";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
+import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
@@ -73,6 +74,8 @@ export interface RunningDataPlane {
   stop(drainTimeoutMs?: number, drainDelayMs?: number): Promise<void>;
   /** Ends the drain delay of a stop in progress at once; false when none is running. */
   skipDrainDelay(): boolean;
+  /** Opens the access-log file again (SIGHUP after logrotate); a no-op otherwise. */
+  reopenAccessLog(): void;
 }
 
 /**
@@ -87,6 +90,10 @@ export async function startDataPlane(
   const cpTls = readCpTls(config);
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
   const proxyTlsCertificates = loadProxyTlsCertificates(config, logger);
+  // Opened before anything listens: a file that cannot be opened is a ConfigError (exit 2).
+  const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
+    logger.warn({ err: { message: error.message } }, "access log write failed"),
+  );
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
   const proxyMetrics = new ProxyMetrics(registry);
@@ -221,6 +228,7 @@ export async function startDataPlane(
     logger,
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    accessLog,
   });
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
@@ -278,6 +286,7 @@ export async function startDataPlane(
     await lastGood.stop();
     await health.close();
     await pools.close();
+    await accessLog?.close();
   };
 
   try {
@@ -305,6 +314,7 @@ export async function startDataPlane(
       notifier,
       stop,
       skipDrainDelay,
+      reopenAccessLog: () => accessLog?.reopen(),
     };
   } catch (err) {
     if (err instanceof ListenError)
@@ -340,6 +350,11 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   });
   // SIGTERM: not ready, serve on for drainDelayMs, drain (drainTimeoutMs), exit 0. A second
   // signal skips the delay, or exits at once once draining; so does the deadline.
+  // logrotate moves the file away and sends SIGHUP: lines go to a fresh file from then on.
+  process.on("SIGHUP", () => {
+    dataPlane.reopenAccessLog();
+    logger.info("access log reopened");
+  });
   onShutdownSignals({
     logger,
     notifier,

@@ -86,6 +86,13 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: z.enum(LOG_LEVELS),
     default: "info",
   },
+  accessLog: {
+    variable: "CLAWGATE_ACCESS_LOG",
+    flag: "access-log",
+    doc: "One JSON line per request: stdout, off, or a file path (appended to, reopened on SIGHUP for logrotate).",
+    type: z.string().min(1),
+    default: "stdout",
+  },
   proxyKeepAliveTimeoutMs: {
     variable: "CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS",
     flag: "proxy-keepalive-timeout-ms",

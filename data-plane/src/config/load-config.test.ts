@@ -48,6 +48,7 @@ describe("loadConfig", () => {
       nodeId: "dp-host-8080",
       cacheDir: "./.clawgate/cache",
       logLevel: "info",
+      accessLog: "stdout",
       proxyKeepAliveTimeoutMs: 65_000,
       cacheFallbackAfterMs: 5_000,
       watchdogMaxEventLoopDelayMs: 5_000,

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { normalizePath } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
+import type { AccessLogSink } from "../access-log/access-log-sink.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
@@ -10,6 +11,7 @@ import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
 import { badHostField } from "./host-field.js";
 import { failRequest } from "./internal-error.js";
+import { logAnsweredEarly } from "./pipeline/access-log.js";
 import { Exchange, type ExchangeBody } from "./pipeline/exchange.js";
 import { buildPipeline } from "./pipeline/pipeline.js";
 import { RequestHealing } from "./request-healing.js";
@@ -39,6 +41,8 @@ export interface ProxyHandlerOptions {
    * once and is never retried. Default 64 KiB.
    */
   replayBodyLimitBytes?: number;
+  /** Where each request's access-log line goes. Default: none (the log is off). */
+  accessLog?: AccessLogSink;
 }
 
 /**
@@ -51,14 +55,15 @@ export interface ProxyHandlerOptions {
 export function createProxyHandler(
   options: ProxyHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const { current, pools, metrics, logger } = options;
+  const { current, pools, metrics, logger, accessLog } = options;
   const trustForwardedFor = options.trustForwardedFor ?? true;
   const nextRequestId = createRequestIdSource();
   const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
   const replayLimit = options.replayBodyLimitBytes ?? 65_536;
-  const run = buildPipeline(Object.freeze({ metrics, logger, pools, healing }));
+  const run = buildPipeline(Object.freeze({ metrics, logger, pools, healing, accessLog }));
 
   function answer(
+    req: IncomingMessage,
     res: ServerResponse,
     code: ErrorCode,
     requestId: string,
@@ -68,6 +73,17 @@ export function createProxyHandler(
   ): void {
     const status = sendError(res, code, requestId);
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
+    if (accessLog !== undefined) {
+      logAnsweredEarly(
+        accessLog,
+        req,
+        requestId,
+        code,
+        status,
+        route === NO_ROUTE ? undefined : route,
+        startedAt,
+      );
+    }
   }
 
   // Shared listeners, so the guard allocates nothing per request: an 'error' event nobody
@@ -105,12 +121,12 @@ export function createProxyHandler(
   ): void {
     const headers = req.headers;
     if (badHostField(req.rawHeaders, headers.host)) {
-      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const snapshot = current();
     if (snapshot === undefined) {
-      answer(res, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
 
@@ -118,21 +134,21 @@ export function createProxyHandler(
     const method = req.method ?? "GET";
     // Origin-form only: absolute-form targets (forward-proxy requests) and "*" are refused.
     if (url.charCodeAt(0) !== 47 /* / */) {
-      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const queryAt = url.indexOf("?");
     // Routed and forwarded normalized, so a backend cannot read "/docs/../admin" differently.
     const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
     if (typeof path !== "string") {
-      answer(res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const query = queryAt < 0 ? "" : url.slice(queryAt);
 
     const route = snapshot.match(method, headers.host ?? "", path, headers);
     if (route === undefined) {
-      answer(res, "CLAWGATE_ROUTE_NOT_FOUND", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_ROUTE_NOT_FOUND", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const target = route.pickTarget();
@@ -141,7 +157,7 @@ export function createProxyHandler(
     // and answering 503 beats a crash if that guarantee ever changes.
     if (target === undefined) {
       logger.warn({ requestId, route: route.name }, "route has no upstream to send to");
-      answer(res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
+      answer(req, res, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
       return;
     }
 

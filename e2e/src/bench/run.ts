@@ -18,7 +18,7 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * nginx as a reverse proxy, through a minimal node:http + undici dispatch proxy (the floor of
  * what Node can do), through @fastify/http-proxy, and through Clawgate (control plane on the
  * embedded store, one data plane with metrics, breakers, probes and 2 retry attempts on the
- * route), with wrk, one after another in one run so they share the machine's state. Two
+ * route; its access log on, to a file, and a twin with it off), with wrk, one after another in one run so they share the machine's state. Two
  * tables: a small GET, then a 64 KiB POST and an SSE response of 100 events. It measures and
  * reports; it asserts nothing.
  *
@@ -119,12 +119,22 @@ async function main(): Promise<void> {
         spec: { match: { pathPrefix: "/" }, upstream: "bench", retry: { attempts: 2 } },
       },
     ]);
+    // The access log on, to a file: what it costs the proxy, not what reading a pipe costs
+    // this process. Its twin below runs with the log off, so the two show its price.
     const dp = await startDataPlane({
       ...quiet,
       CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
       CLAWGATE_NODE_ID: "bench",
+      CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
     });
     teardown.add("data plane", () => dp.stop());
+    const logOff = await startDataPlane({
+      ...quiet,
+      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+      CLAWGATE_NODE_ID: "bench-log-off",
+      CLAWGATE_ACCESS_LOG: "off",
+    });
+    teardown.add("data plane, access log off", () => logOff.stop());
     const baselineBin = process.env.BENCH_BASELINE_DP;
     const baseline =
       baselineBin === undefined
@@ -134,7 +144,7 @@ async function main(): Promise<void> {
             { bin: baselineBin },
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
-    await waitForConvergence(cp, baseline === undefined ? [dp] : [dp, baseline]);
+    await waitForConvergence(cp, baseline === undefined ? [dp, logOff] : [dp, logOff, baseline]);
 
     const targets: Target[] = [
       { target: "direct", base: origin, pid: undefined },
@@ -142,6 +152,7 @@ async function main(): Promise<void> {
       { target: "minimal", base: `http://127.0.0.1:${minimalPort}`, pid: minimal.pid },
       { target: "fastify-proxy", base: `http://127.0.0.1:${fastifyPort}`, pid: fastify.pid },
       { target: "clawgate", base: dp.proxyUrl, pid: dp.process.pid },
+      { target: "clawgate-log-off", base: logOff.proxyUrl, pid: logOff.process.pid },
     ];
     if (baseline !== undefined) {
       targets.push({

@@ -46,7 +46,8 @@ export interface DataPlane {
 
 /**
  * Starts clawgate-data-plane with `env` on top of test defaults: proxy and admin on free
- * loopback ports, the snapshot cache in its work dir. The caller gives CLAWGATE_CP_ADDRESSES.
+ * loopback ports, the snapshot cache in its work dir, the access log off. The caller gives
+ * CLAWGATE_CP_ADDRESSES.
  */
 export async function startDataPlane(
   env: Record<string, string>,
@@ -61,6 +62,9 @@ export async function startDataPlane(
     CLAWGATE_NODE_ID: `dp-${proxyPort}`,
     CLAWGATE_CACHE_DIR: join(cwd, "cache"),
     CLAWGATE_LOG_LEVEL: "info",
+    // Off unless a test asks: a line per request would push the lines tests look for out of
+    // the output's 200-line tail.
+    CLAWGATE_ACCESS_LOG: "off",
     ...env,
   };
   const nodeId = full.CLAWGATE_NODE_ID!;

@@ -1,3 +1,4 @@
+import { accessLog } from "./access-log.js";
 import { attemptLog } from "./attempt-log.js";
 import { breakerGate, breakerPermit } from "./breaker.js";
 import { ClientResponse } from "./client-response.js";
@@ -21,6 +22,8 @@ import { totalTimeout } from "./total-timeout.js";
 export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
   const dispatch = compose(
     [
+      // One line per request, after the client got its answer; absent when the log is off.
+      ...(deps.accessLog === undefined ? [] : [accessLog(deps.accessLog)]),
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
       requestBody(), // a body a retry may resend is read whole first

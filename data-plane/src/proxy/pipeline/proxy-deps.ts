@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import type { ProxyMetrics } from "../../metrics/proxy-metrics.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import type { RequestHealing } from "../request-healing.js";
@@ -10,4 +11,6 @@ export interface ProxyDeps {
   readonly pools: PoolRegistry;
   /** Breakers, cooldowns, retry budgets, pickers and the stale cache, kept across snapshots. */
   readonly healing: RequestHealing;
+  /** Where each request's access-log line goes; none: the log is off. */
+  readonly accessLog?: AccessLogSink;
 }

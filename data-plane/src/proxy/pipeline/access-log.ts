@@ -1,0 +1,201 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { AccessLogSink } from "../../access-log/access-log-sink.js";
+import { type ErrorCode, errorBody } from "../../errors/error-catalog.js";
+import { errorCodeForFailure, type FailureKind } from "../../errors/failure-kind.js";
+import type { StaleEntry } from "../../fallback/stale-cache.js";
+import { ReplayableBody } from "../../retry/replayable-body.js";
+import type { Exchange } from "./exchange.js";
+import { DecoratorHandler, type Failure, type Interceptor, type StageController } from "./stage.js";
+
+/**
+ * One access-log line per request, whatever answered it. Only these fields, built here: no
+ * header is ever copied (Authorization, Cookie, x-api-key stay out), and the path is logged
+ * without its query string, which may carry tokens.
+ */
+interface AccessLogLine {
+  requestId: string;
+  /** The client's address as the socket sees it (a load balancer's, behind one). */
+  client: string | undefined;
+  method: string | undefined;
+  host: string | undefined;
+  path: string;
+  route: string | undefined;
+  upstream: string | undefined;
+  /** The node of the last attempt. */
+  node: string | undefined;
+  status: number;
+  attempts: number;
+  /** Request body bytes; absent for a chunked body streamed through once (never counted). */
+  bytesIn: number | undefined;
+  /** Response body bytes written to the client. */
+  bytesOut: number;
+  /** Time until the client got the status line. */
+  headersMs: number;
+  durationMs: number;
+  failure?: FailureKind;
+  stale?: true;
+}
+
+/**
+ * Outermost stage: writes the line once the client's answer is complete (or abandoned), from
+ * what the exchange recorded on its way. Above request-metrics, so a failure of the proxy
+ * itself (Exchange.top) reaches it too.
+ */
+export function accessLog(sink: AccessLogSink): Interceptor {
+  return (next) => (exchange, handler) =>
+    next(exchange, new AccessLogHandler(handler, exchange, sink));
+}
+
+class AccessLogHandler extends DecoratorHandler {
+  #logged = false;
+  #headersAt = 0;
+  #bytesOut = 0;
+  #failure: FailureKind | undefined = undefined;
+  #stale = false;
+
+  constructor(
+    handler: AccessLogHandler["handler"],
+    private readonly exchange: Exchange,
+    private readonly sink: AccessLogSink,
+  ) {
+    super(handler);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.handler.onResponseStart(controller, status, headers);
+    if (this.#headersAt === 0 && this.exchange.responseStarted) this.#headersAt = performance.now();
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    if (!this.exchange.settled) this.#bytesOut += chunk.length;
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    this.handler.onResponseEnd(controller);
+    this.#log();
+  }
+
+  override onFailure(failure: Failure): void {
+    const exchange = this.exchange;
+    const answering = !exchange.settled;
+    this.handler.onFailure(failure);
+    if (answering) {
+      this.#failure = failure.kind;
+      // A catalog error went out unless the response had started or the client had left.
+      if (!exchange.responseStarted && failure.kind !== "client_gone") {
+        this.#bytesOut += errorBytes(errorCodeForFailure(failure.kind), exchange.requestId);
+      }
+    }
+    this.#log();
+  }
+
+  override onStale(entry: StaleEntry, ageSeconds: number): void {
+    const answering = !this.exchange.settled;
+    this.handler.onStale(entry, ageSeconds);
+    if (answering) {
+      this.#stale = true;
+      this.#failure = this.exchange.retriedAfter;
+      this.#bytesOut += entry.body.length;
+    }
+    this.#log();
+  }
+
+  #log(): void {
+    const exchange = this.exchange;
+    if (this.#logged || !exchange.settled) return;
+    this.#logged = true;
+    const now = performance.now();
+    const line = baseLine(exchange.req, exchange.requestId, exchange.startedAt, now);
+    line.route = exchange.route.name;
+    line.upstream = exchange.target.upstream.name;
+    line.node = exchange.node?.address;
+    line.status = exchange.status;
+    line.attempts = exchange.attempt;
+    line.bytesIn = bodyBytesIn(exchange);
+    line.bytesOut = this.#bytesOut;
+    if (this.#headersAt > 0) line.headersMs = roundMs(this.#headersAt - exchange.startedAt);
+    if (this.#failure !== undefined) line.failure = this.#failure;
+    if (this.#stale) line.stale = true;
+    this.sink.logger.info(line);
+  }
+}
+
+/**
+ * The line of a request answered before the pipeline (no route, bad request, not ready): a
+ * catalog error, no upstream, no attempt.
+ */
+export function logAnsweredEarly(
+  sink: AccessLogSink,
+  req: IncomingMessage,
+  requestId: string,
+  code: ErrorCode,
+  status: number,
+  route: string | undefined,
+  startedAt: number,
+): void {
+  const line = baseLine(req, requestId, startedAt, performance.now());
+  line.route = route;
+  line.status = status;
+  line.bytesIn = declaredLength(req);
+  line.bytesOut = errorBytes(code, requestId);
+  sink.logger.info(line);
+}
+
+function baseLine(
+  req: IncomingMessage,
+  requestId: string,
+  startedAt: number,
+  now: number,
+): AccessLogLine {
+  const url = req.url ?? "";
+  const queryAt = url.indexOf("?");
+  const durationMs = roundMs(now - startedAt);
+  return {
+    requestId,
+    client: req.socket?.remoteAddress,
+    method: req.method,
+    host: req.headers?.host,
+    path: queryAt < 0 ? url : url.slice(0, queryAt),
+    route: undefined,
+    upstream: undefined,
+    node: undefined,
+    status: 0,
+    attempts: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    // A catalog answer's headers and body go out together.
+    headersMs: durationMs,
+    durationMs,
+  };
+}
+
+function bodyBytesIn(exchange: Exchange): number | undefined {
+  const body = exchange.body;
+  if (body === null) return 0;
+  if (Buffer.isBuffer(body)) return body.length;
+  if (body instanceof ReplayableBody) return body.bytesRead;
+  return declaredLength(exchange.req);
+}
+
+/** Content-Length when the client declared one; undefined for a chunked body. */
+function declaredLength(req: IncomingMessage): number | undefined {
+  const declared = req.headers?.["content-length"];
+  if (declared === undefined)
+    return req.headers?.["transfer-encoding"] === undefined ? 0 : undefined;
+  const bytes = Number(declared);
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+function errorBytes(code: ErrorCode, requestId: string): number {
+  return Buffer.byteLength(errorBody(code, requestId));
+}
+
+/** Milliseconds to 0.01: finer is noise, and shorter lines cost less. */
+function roundMs(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
