@@ -105,4 +105,20 @@ describe("a data plane with workers: 2", () => {
     expect(statuses.length).toBeGreaterThan(killedAt + 40);
     expect(workerPids(dp)[2]).not.toBe(victim);
   });
+
+  it("on SIGTERM drains every worker, then exits 0", async () => {
+    const live = workerPids(dp).slice(1);
+    expect(await dp.process.stop(15_000)).toEqual({ code: 0, signal: null });
+    // The primary exits only after each worker has: none is left behind holding the port.
+    for (const pid of live) expect(isRunning(pid), `worker ${pid}`).toBe(false);
+  });
 });
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
