@@ -30,6 +30,11 @@ export class WorkerPool {
   readonly #unusable = new Map<string, UnusableNode>();
   readonly #pending = new Map<string, PendingApply>();
   readonly #listening = new Set<number>();
+  /**
+   * Workers that said hello, so they hear messages: one still loading its code would lose a
+   * snapshot (and the ACK would wait for it forever); it gets the current one in init instead.
+   */
+  readonly #hearing = new Set<number>();
   #stopping = false;
   #firstListening: Promise<string>;
   #resolveListening!: (address: string) => void;
@@ -75,7 +80,7 @@ export class WorkerPool {
     const bytes = Buffer.from(toBinary(SnapshotSchema, snapshot)).toString("base64");
     this.#current = bytes;
     const version = String(snapshot.version);
-    const workers = this.#live();
+    const workers = this.#hearingWorkers();
     if (workers.length === 0) return Promise.resolve({ ok: true });
     return new Promise((done) => {
       this.#pending.get(version)?.done({ ok: false, reason: "superseded" });
@@ -95,7 +100,7 @@ export class WorkerPool {
     const key = `${upstream}\u0000${address}`;
     if (usable) this.#unusable.delete(key);
     else this.#unusable.set(key, { upstream, address });
-    for (const worker of this.#live()) {
+    for (const worker of this.#hearingWorkers()) {
       this.#send(worker, { type: "clawgate:health", upstream, address, usable });
     }
   }
@@ -108,10 +113,17 @@ export class WorkerPool {
         new Promise<void>((resolve) => {
           if (worker.isDead()) return resolve();
           worker.once("exit", () => resolve());
-          this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
+          // One not yet running its code has no requests to drain.
+          if (this.#hearing.has(worker.id)) {
+            this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
+          } else worker.kill();
         }),
     );
     await Promise.all(exits);
+  }
+
+  #hearingWorkers(): Worker[] {
+    return this.#live().filter((w) => this.#hearing.has(w.id));
   }
 
   #live(): Worker[] {
@@ -135,6 +147,7 @@ export class WorkerPool {
     });
     worker.on("exit", (code, signal) => {
       this.#listening.delete(worker.id);
+      this.#hearing.delete(worker.id);
       // It owes no answer any more: the apply completes with the workers left.
       for (const [version, pending] of this.#pending) this.#answered(version, pending, worker.id);
       if (this.#stopping) return;
@@ -149,6 +162,7 @@ export class WorkerPool {
   #onMessage(worker: Worker, message: FromWorker): void {
     switch (message.type) {
       case "clawgate:hello":
+        this.#hearing.add(worker.id);
         this.#send(worker, {
           type: "clawgate:init",
           snapshot: this.#current,
