@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { hostname } from "node:os";
@@ -14,7 +15,7 @@ import {
   withDrainingReadiness,
 } from "@clawgate/runtime";
 import pino, { type Logger } from "pino";
-import { Registry } from "prom-client";
+import { AggregatorRegistry, Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
@@ -45,6 +46,9 @@ import {
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
+import { runProxyWorker } from "./workers/proxy-worker.js";
+import { workerCount } from "./workers/worker-count.js";
+import { WorkerPool } from "./workers/worker-pool.js";
 
 /**
  * Snapshots delivered within this window reach the disk cache as one write of the newest: a
@@ -96,20 +100,41 @@ export async function startDataPlane(
   );
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
-  const proxyMetrics = new ProxyMetrics(registry);
+  // With workers > 1 the workers serve requests and /metrics sums theirs; this process's own
+  // request-path series stay out of it, or each would be listed twice.
+  const workerTotal = workerCount(config);
+  const requestRegistry = workerTotal > 1 ? new Registry() : registry;
+  const proxyMetrics = new ProxyMetrics(requestRegistry);
   const pools = new PoolRegistry();
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
   const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
   const healing = new RequestHealing({
-    registry,
+    registry: requestRegistry,
     logger,
     nodeUsable: (upstream, address) => health.isUsable(upstream, address),
     // Each change rebuilds that upstream's picker, so a pick never asks the registry.
     healthChanges: (listener) => health.onChange(listener),
     reportRefused: (upstream, address) => health.reportRefused(upstream, address),
   });
+  const workers =
+    workerTotal > 1
+      ? new WorkerPool({
+          count: workerTotal,
+          logger,
+          registry,
+          onRefused: (upstream, address) => health.reportRefused(upstream, address),
+        })
+      : undefined;
+  // Workers' pickers follow this process's probes: every eviction and return reaches them.
+  health.onChange((change) =>
+    workers?.healthChanged(
+      change.upstream,
+      change.address,
+      health.isUsable(change.upstream, change.address),
+    ),
+  );
   const notifier = options.notifier ?? createNotifier({ logger });
   const status = new ServingStatus(notifier);
 
@@ -124,19 +149,31 @@ export async function startDataPlane(
     // A whole snapshot compiles across event-loop turns; a delta compiles only what it touches.
     apply: async (snapshot, superseded) => {
       const previous = applied.current();
+      if (workers !== undefined) {
+        // Workers first (they compile with the same compiler, so they refuse what this process
+        // would): /readyz, READY=1 and the ACK follow only once every live worker serves it.
+        const inWorkers = await workers.apply(snapshot);
+        if (!inWorkers.ok) {
+          snapshotMetrics.nacked();
+          return inWorkers;
+        }
+      }
       const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
       return result && afterApply(result, previous, fromControlPlane(snapshot));
     },
-    applyDelta: (delta: SnapshotDelta) => {
-      const previous = applied.current();
-      const result = applied.applyDelta(delta);
-      return afterApply(
-        result,
-        previous,
-        fromControlPlane(result.ok ? result.value.source : undefined),
-      );
-    },
+    // Workers take whole snapshots only (see README, workers): a delta would need the base in
+    // every worker, and the control plane sends whole snapshots to a data plane without deltas.
+    applyDelta: workers === undefined ? applyDeltaHere : undefined,
   });
+  function applyDeltaHere(delta: SnapshotDelta): ApplyResult {
+    const previous = applied.current();
+    const result = applied.applyDelta(delta);
+    return afterApply(
+      result,
+      previous,
+      fromControlPlane(result.ok ? result.value.source : undefined),
+    );
+  }
   client.onStateChange((state) => {
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
@@ -169,6 +206,7 @@ export async function startDataPlane(
   /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
   function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
     const previous = applied.current();
+    void workers?.apply(snapshot);
     return afterApply(applied.apply(snapshot, source), previous, []);
   }
 
@@ -255,7 +293,10 @@ export async function startDataPlane(
   proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
   proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
   const admin = createServer(
-    withDrainingReadiness(createAdminHandler({ registry, applied }), () => stopping),
+    withDrainingReadiness(
+      createAdminHandler({ registry: workers ? clusterRegistry(registry) : registry, applied }),
+      () => stopping,
+    ),
   );
 
   const stop = async (drainTimeoutMs = 0, drainDelayMs = 0) => {
@@ -269,7 +310,9 @@ export async function startDataPlane(
     if (tunnels.size > 0) logger.info({ tunnels: tunnels.size }, "closing websocket tunnels");
     tunnels.closeAll();
     const [drained] = await Promise.all([
-      drain.drain(drainTimeoutMs),
+      workers
+        ? workers.stop(drainTimeoutMs).then(() => ({ drained: true, cut: 0 }))
+        : drain.drain(drainTimeoutMs),
       proxyTls?.drain.drain(drainTimeoutMs).then((tlsDrained) => {
         if (!tlsDrained.drained) {
           logger.warn({ drainTimeoutMs, cut: tlsDrained.cut }, "TLS drain timed out; cut requests");
@@ -290,8 +333,10 @@ export async function startDataPlane(
   };
 
   try {
-    const proxyAddress = await listen(proxy, "proxy", config.proxyListen);
-    logger.info({ address: proxyAddress }, "proxy listening");
+    const proxyAddress = workers
+      ? await workers.start()
+      : await listen(proxy, "proxy", config.proxyListen);
+    logger.info({ address: proxyAddress, workers: workerTotal }, "proxy listening");
     let proxyTlsAddress: string | undefined;
     if (proxyTls !== undefined) {
       proxyTlsAddress = await listen(proxyTls.server, "proxy TLS", config.proxyTlsListen!);
@@ -331,6 +376,8 @@ export async function startDataPlane(
  */
 export async function main(argv = process.argv.slice(2), env = process.env): Promise<void> {
   const config = loadConfig({ argv, env });
+  // A proxy worker forked by the primary (workers > 1) runs the request path only.
+  if (cluster.isWorker && env.CLAWGATE_WORKER === "1") return runProxyWorker(config);
   let dataPlane: RunningDataPlane;
   try {
     dataPlane = await startDataPlane(config);
@@ -362,4 +409,13 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     stop: () => dataPlane.stop(config.drainTimeoutMs, config.drainDelayMs),
     hurry: () => dataPlane.skipDrainDelay(),
   });
+}
+
+/** /metrics of a primary: its own series plus every worker's, summed across workers. */
+function clusterRegistry(registry: Registry): Pick<Registry, "metrics" | "contentType"> {
+  const aggregator = new AggregatorRegistry();
+  return {
+    contentType: registry.contentType,
+    metrics: async () => `${await registry.metrics()}\n${await aggregator.clusterMetrics()}`,
+  };
 }

@@ -6,7 +6,7 @@ import { redactedSnapshotJson } from "./redact-snapshot.js";
 
 export interface AdminOptions {
   /** prom-client registry served at /metrics. */
-  registry: Registry;
+  registry: Pick<Registry, "metrics" | "contentType">;
   /** The applied-snapshot holder; /readyz and /config_dump read it. */
   applied: { state(): AppliedState | undefined };
 }

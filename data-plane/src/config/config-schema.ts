@@ -135,6 +135,22 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: z.int().min(0).max(67_108_864),
     default: 65_536,
   },
+  workers: {
+    variable: "CLAWGATE_WORKERS",
+    flag: "workers",
+    // One process per core is how Node uses more than one; 1 keeps the single-process path.
+    doc: "Proxy worker processes behind the one listener (node:cluster); `auto` for the number of CPUs.",
+    type: z.union([
+      z.literal("auto"),
+      z.int().min(1).max(256),
+      z
+        .string()
+        .regex(/^[0-9]+$/, "must be a whole number or auto")
+        .transform(Number)
+        .pipe(z.int().min(1).max(256)),
+    ]),
+    default: 1,
+  },
   cpTlsCaFile: {
     variable: "CLAWGATE_CP_TLS_CA_FILE",
     flag: "cp-tls-ca-file",

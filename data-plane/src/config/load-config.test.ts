@@ -56,7 +56,15 @@ describe("loadConfig", () => {
       drainTimeoutMs: 10_000,
       drainDelayMs: 0,
       replayBodyLimitBytes: 65_536,
+      workers: 1,
     });
+  });
+
+  it("reads workers as a whole number or auto, and names the setting when it is neither", () => {
+    expect(load({ env: { CLAWGATE_WORKERS: "4" } })).toMatchObject({ workers: 4 });
+    expect(load({ argv: ["--workers=auto"] })).toMatchObject({ workers: "auto" });
+    expect(() => load({ env: { CLAWGATE_WORKERS: "0" } })).toThrow(/workers/);
+    expect(() => load({ env: { CLAWGATE_WORKERS: "many" } })).toThrow(/workers.*many/s);
   });
 
   it("reads the drain delay and the replay body limit from env and flags", () => {

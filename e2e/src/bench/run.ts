@@ -8,6 +8,7 @@ import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
+import { benchWorkers, perWorkerLine } from "./per-worker.js";
 import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
 import { runWrk } from "./wrk-process.js";
@@ -27,7 +28,9 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * BENCH_WARMUP (wrk -d of an unreported run before each, default 1s; 0 skips it),
  * BENCH_BODY_BYTES (small response size, default 100), BENCH_NODE_FLAGS (extra node flags for
  * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
- * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline").
+ * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline"),
+ * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
+ * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it).
  */
 const duration = seconds(process.env.BENCH_DURATION ?? "5s");
 const warmup = seconds(process.env.BENCH_WARMUP ?? "1s");
@@ -40,6 +43,7 @@ if (!Number.isInteger(rounds) || rounds < 1) {
 const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
 const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "100");
 const SSE_EVENTS = 100;
+const workers = benchWorkers(process.env.BENCH_WORKERS);
 
 interface Target {
   target: string;
@@ -126,6 +130,7 @@ async function main(): Promise<void> {
       CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
       CLAWGATE_NODE_ID: "bench",
       CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
+      CLAWGATE_WORKERS: workers.setting,
     });
     teardown.add("data plane", () => dp.stop());
     const logOff = await startDataPlane({
@@ -181,9 +186,17 @@ async function main(): Promise<void> {
     const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, undefined);
     const post = await measureAll(targets, "/upload", "POST 64 KiB", postScript);
     const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, undefined);
-    process.stdout.write(`\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n`);
-    process.stdout.write(`\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n`);
-    process.stdout.write(`\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n\n`);
+    // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
+    const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
+    process.stdout.write(
+      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
+    );
+    process.stdout.write(
+      `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
+    );
+    process.stdout.write(
+      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n\n`,
+    );
   } finally {
     await teardown.run();
   }

@@ -1,0 +1,124 @@
+import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
+import { Agent, request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ControlPlane,
+  type DataPlane,
+  metricSum,
+  metricValue,
+  type NamedUpstream,
+  startControlPlane,
+  startDataPlane,
+  startNamedUpstream,
+  Teardown,
+  waitFor,
+  waitForConvergence,
+} from "../support/index.js";
+
+/** Pids the primary logged as "proxy worker started", oldest first. */
+function workerPids(dp: DataPlane): number[] {
+  return dp.process.output
+    .text(200)
+    .split("\n")
+    .filter((line) => line.includes('"proxy worker started"'))
+    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+}
+
+// One story: each `it` builds on the state the one before left.
+describe("a data plane with workers: 2", () => {
+  const teardown = new Teardown();
+  let etcd: EtcdProcess;
+  let cp: ControlPlane;
+  let dp: DataPlane;
+  let upstream: NamedUpstream;
+  // A new connection per request: the cluster hands each to a live worker in turn.
+  const agent = new Agent({ pipelining: 0 });
+  teardown.add("agent", () => agent.close());
+  const get = async (url: string): Promise<number | string> => {
+    try {
+      const response = await request(url, {
+        dispatcher: agent,
+        reset: true,
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
+      await response.body.text();
+      return response.statusCode;
+    } catch (error) {
+      return (error as Error & { code?: string }).code ?? (error as Error).message;
+    }
+  };
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    teardown.add("etcd", () => etcd.stop());
+    upstream = await startNamedUpstream("a");
+    teardown.add("upstream", () => upstream.close());
+    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
+    teardown.add("control plane", () => cp.stop());
+    await cp.admin.putUpstream("agents", { nodes: [{ address: upstream.address, weight: 1 }] });
+    await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "agents" });
+    dp = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_WORKERS: "2" });
+    teardown.add("data plane", () => dp.stop());
+  });
+
+  afterAll(() => teardown.run());
+
+  it("applies the control plane's version and shows two live workers on one /metrics", async () => {
+    await waitForConvergence(cp, [dp]);
+    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
+      what: "clawgate_workers 2",
+    });
+    expect(workerPids(dp)).toHaveLength(2);
+  });
+
+  it("counts every request once across workers", async () => {
+    const before = metricSum(await dp.metrics(), "clawgate_requests_total");
+    const statuses = [];
+    for (let i = 0; i < 40; i++) statuses.push(await get(`${dp.proxyUrl}/api/x`));
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(metricSum(await dp.metrics(), "clawgate_requests_total")).toBe(before + 40);
+  });
+
+  it("replaces a killed worker while the other keeps serving", async () => {
+    const [victim] = workerPids(dp);
+    const statuses: (number | string)[] = [];
+    let running = true;
+    const loop = (async () => {
+      while (running) statuses.push(await get(`${dp.proxyUrl}/api/x`));
+    })();
+    await waitFor(() => statuses.length >= 20, { what: "20 requests before the kill" });
+    process.kill(victim!, "SIGKILL");
+    const killedAt = statuses.length;
+    // The replacement is forked, gets the current snapshot, listens, and takes its turn.
+    await waitFor(() => workerPids(dp).length === 3, { what: "a third worker started" });
+    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
+      what: "clawgate_workers back to 2",
+    });
+    const replacedAt = statuses.length;
+    await waitFor(() => statuses.length >= replacedAt + 40, { what: "40 requests after" });
+    running = false;
+    await loop;
+    // One request at a time: only the one in flight on the killed worker may fail.
+    const failed = statuses.filter((s) => s !== 200);
+    expect(failed.length, `failures: ${failed.join(", ")}`).toBeLessThanOrEqual(1);
+    expect(statuses.length).toBeGreaterThan(killedAt + 40);
+    expect(workerPids(dp)[2]).not.toBe(victim);
+  });
+
+  it("on SIGTERM drains every worker, then exits 0", async () => {
+    const live = workerPids(dp).slice(1);
+    expect(await dp.process.stop(15_000)).toEqual({ code: 0, signal: null });
+    // The primary exits only after each worker has: none is left behind holding the port.
+    for (const pid of live) expect(isRunning(pid), `worker ${pid}`).toBe(false);
+  });
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
