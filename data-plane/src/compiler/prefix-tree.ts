@@ -70,32 +70,7 @@ export class PrefixTree<T> {
     const had = this.get(prefix) !== undefined;
     if (value === undefined && !had) return this;
     const root = copyNode(this.#root);
-    let node = root;
-    let at = 0;
-    while (at < prefix.length) {
-      const key = prefix.charCodeAt(at);
-      const child = node.children.get(key);
-      if (child === undefined) {
-        const leaf = newNode<T>(prefix.slice(at));
-        node.children.set(key, leaf);
-        node = leaf;
-        at = prefix.length;
-        break;
-      }
-      const common = commonLength(child.label, prefix, at);
-      if (common < child.label.length) {
-        const middle = newNode<T>(child.label.slice(0, common));
-        const rest: Node<T> = { ...child, label: child.label.slice(common) };
-        middle.children.set(rest.label.charCodeAt(0), rest);
-        node.children.set(key, middle);
-        node = middle;
-      } else {
-        const copy = copyNode(child);
-        node.children.set(key, copy);
-        node = copy;
-      }
-      at += common;
-    }
+    const node = nodeFor(root, prefix, true);
     node.value = value;
     node.boundary = !prefix.endsWith("/");
     const size = this.size + (value === undefined ? -1 : had ? 0 : 1);
@@ -158,31 +133,7 @@ function newNode<T>(label: string): Node<T> {
 }
 
 function insert<T>(root: Node<T>, prefix: string, value: T): void {
-  let node = root;
-  let at = 0;
-  while (at < prefix.length) {
-    const key = prefix.charCodeAt(at);
-    const child = node.children.get(key);
-    if (child === undefined) {
-      const leaf = newNode<T>(prefix.slice(at));
-      node.children.set(key, leaf);
-      node = leaf;
-      at = prefix.length;
-      break;
-    }
-    const common = commonLength(child.label, prefix, at);
-    if (common < child.label.length) {
-      // The new prefix ends or diverges inside the child's edge: split the edge there.
-      const middle = newNode<T>(child.label.slice(0, common));
-      const rest: Node<T> = { ...child, label: child.label.slice(common) };
-      middle.children.set(rest.label.charCodeAt(0), rest);
-      node.children.set(key, middle);
-      node = middle;
-    } else {
-      node = child;
-    }
-    at += common;
-  }
+  const node = nodeFor(root, prefix, false);
   if (node.value !== undefined) throw new Error(`prefix ${prefix} inserted twice`);
   node.value = value;
   node.boundary = !prefix.endsWith("/");
@@ -193,4 +144,39 @@ function commonLength(label: string, text: string, from: number): number {
   let i = 0;
   while (i < label.length && from + i < text.length && label[i] === text[from + i]) i++;
   return i;
+}
+
+/**
+ * The node that holds `prefix` under `root`, made if missing: an edge the prefix ends or
+ * diverges inside is split there. With `copyPath`, every existing node walked through is
+ * replaced by a copy first, so a tree sharing the originals (PrefixTree.with) is left unchanged.
+ */
+function nodeFor<T>(root: Node<T>, prefix: string, copyPath: boolean): Node<T> {
+  let node = root;
+  let at = 0;
+  while (at < prefix.length) {
+    const key = prefix.charCodeAt(at);
+    const child = node.children.get(key);
+    if (child === undefined) {
+      const leaf = newNode<T>(prefix.slice(at));
+      node.children.set(key, leaf);
+      return leaf;
+    }
+    const common = commonLength(child.label, prefix, at);
+    if (common < child.label.length) {
+      const middle = newNode<T>(child.label.slice(0, common));
+      const rest: Node<T> = { ...child, label: child.label.slice(common) };
+      middle.children.set(rest.label.charCodeAt(0), rest);
+      node.children.set(key, middle);
+      node = middle;
+    } else if (copyPath) {
+      const copy = copyNode(child);
+      node.children.set(key, copy);
+      node = copy;
+    } else {
+      node = child;
+    }
+    at += common;
+  }
+  return node;
 }
