@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { normalizePath } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { AccessLogSink } from "../access-log/access-log-sink.js";
@@ -9,7 +8,6 @@ import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metri
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
-import { badHostField } from "./host-field.js";
 import { failRequest } from "./internal-error.js";
 import { logAnsweredEarly } from "./pipeline/access-log.js";
 import { Exchange, type ExchangeBody } from "./pipeline/exchange.js";
@@ -17,6 +15,7 @@ import { buildPipeline } from "./pipeline/pipeline.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
 import { upstreamPath } from "./rewrite-path.js";
+import { routeRequest } from "./route-request.js";
 
 export interface ProxyHandlerOptions {
   /** The applied compiled snapshot; read once per request. */
@@ -120,37 +119,16 @@ export function createProxyHandler(
     startedAt: number,
   ): void {
     const headers = req.headers;
-    if (badHostField(req.rawHeaders, headers.host)) {
-      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+    const routed = routeRequest(req, current());
+    if (typeof routed === "string") {
+      answer(req, res, routed, requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
-    const snapshot = current();
-    if (snapshot === undefined) {
-      answer(req, res, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
-
+    const { snapshot, route, path, queryAt } = routed;
     const url = req.url ?? "";
     const method = req.method ?? "GET";
-    // Origin-form only: absolute-form targets (forward-proxy requests) and "*" are refused.
-    if (url.charCodeAt(0) !== 47 /* / */) {
-      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
-    const queryAt = url.indexOf("?");
-    // Routed and forwarded normalized, so a backend cannot read "/docs/../admin" differently.
-    const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
-    if (typeof path !== "string") {
-      answer(req, res, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
     const query = queryAt < 0 ? "" : url.slice(queryAt);
 
-    const route = snapshot.match(method, headers.host ?? "", path, headers);
-    if (route === undefined) {
-      answer(req, res, "CLAWGATE_ROUTE_NOT_FOUND", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
     const target = route.pickTarget();
     // Unreachable today: compileTargets rejects a route without targets, and an unskipped pick
     // over a non-empty list always returns one. Kept because pickTarget's type allows undefined,

@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { normalizePath } from "@clawgate/proto";
 import type { Logger } from "pino";
 import type { CompiledSnapshot } from "../../compiler/compiled-types.js";
 import type { ErrorCode } from "../../errors/error-catalog.js";
@@ -13,10 +12,10 @@ import {
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../../metrics/proxy-metrics.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "../forward-headers.js";
-import { badHostField } from "../host-field.js";
 import type { RequestHealing } from "../request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "../request-id.js";
 import { upstreamPath } from "../rewrite-path.js";
+import { routeRequest } from "../route-request.js";
 import { answerRaw } from "./raw-answer.js";
 import type { Tunnels } from "./tunnels.js";
 
@@ -79,31 +78,17 @@ export function createUpgradeHandler(
     startedAt: number,
   ): void {
     const headers = req.headers;
-    const snapshot = current();
+    if (headers.upgrade?.toLowerCase() !== "websocket") {
+      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const routed = routeRequest(req, current());
+    if (typeof routed === "string") {
+      refuse(socket, routed, requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      return;
+    }
+    const { snapshot, route, path, queryAt } = routed;
     const url = req.url ?? "";
-    if (
-      badHostField(req.rawHeaders, headers.host) ||
-      headers.upgrade?.toLowerCase() !== "websocket" ||
-      url.charCodeAt(0) !== 47 /* / */
-    ) {
-      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
-    if (snapshot === undefined) {
-      refuse(socket, "CLAWGATE_NOT_READY", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
-    const queryAt = url.indexOf("?");
-    const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
-    if (typeof path !== "string") {
-      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
-    const route = snapshot.match(req.method ?? "GET", headers.host ?? "", path, headers);
-    if (route === undefined) {
-      refuse(socket, "CLAWGATE_ROUTE_NOT_FOUND", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
-      return;
-    }
     const target = route.pickTarget();
     if (target === undefined) {
       refuse(socket, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);

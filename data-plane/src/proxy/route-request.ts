@@ -1,0 +1,38 @@
+import type { IncomingMessage } from "node:http";
+import { normalizePath } from "@clawgate/proto";
+import type { CompiledRoute, CompiledSnapshot } from "../compiler/compiled-types.js";
+import type { ErrorCode } from "../errors/error-catalog.js";
+import { badHostField } from "./host-field.js";
+
+/** A request's route, its normalized path and where its query starts (-1 without one). */
+export interface RoutedRequest {
+  /** The snapshot matched against: the request keeps it for its whole life. */
+  readonly snapshot: CompiledSnapshot;
+  readonly route: CompiledRoute;
+  readonly path: string;
+  readonly queryAt: number;
+}
+
+/**
+ * The checks and the match every request goes through, plain or WebSocket handshake, in one
+ * place so the two can never route differently: a valid Host, a snapshot to serve, an
+ * origin-form target, a path that normalizes (routed and forwarded normalized, so a backend
+ * cannot read "/docs/../admin" differently), then the route. The catalog error otherwise.
+ */
+export function routeRequest(
+  req: IncomingMessage,
+  snapshot: CompiledSnapshot | undefined,
+): RoutedRequest | ErrorCode {
+  const headers = req.headers;
+  if (badHostField(req.rawHeaders, headers.host)) return "CLAWGATE_BAD_REQUEST";
+  if (snapshot === undefined) return "CLAWGATE_NOT_READY";
+  const url = req.url ?? "";
+  // Origin-form only: absolute-form targets (forward-proxy requests) and "*" are refused.
+  if (url.charCodeAt(0) !== 47 /* / */) return "CLAWGATE_BAD_REQUEST";
+  const queryAt = url.indexOf("?");
+  const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
+  if (typeof path !== "string") return "CLAWGATE_BAD_REQUEST";
+  const route = snapshot.match(req.method ?? "GET", headers.host ?? "", path, headers);
+  if (route === undefined) return "CLAWGATE_ROUTE_NOT_FOUND";
+  return { snapshot, route, path, queryAt };
+}
