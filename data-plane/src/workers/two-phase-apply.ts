@@ -89,7 +89,14 @@ export class TwoPhaseApply {
       this.#sendAll(workers, { type: "clawgate:abort", id });
       return { ok: false, reason: failures.join("; ") } satisfies ApplyResult;
     }
-    const result = await local();
+    let result: SnapshotApplyResult;
+    try {
+      result = await local();
+    } catch (err) {
+      // Nothing was swapped here: the workers drop what they hold, and the caller NACKs.
+      this.#sendAll(workers, { type: "clawgate:abort", id });
+      throw err;
+    }
     if (result?.ok !== true) {
       this.#sendAll(workers, { type: "clawgate:abort", id });
       return result;
