@@ -15,7 +15,7 @@ import {
   withDrainingReadiness,
 } from "@clawgate/runtime";
 import pino, { type Logger } from "pino";
-import { AggregatorRegistry, Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
@@ -40,7 +40,11 @@ import { closeServer } from "./runtime/close-server.js";
 import { ListenError, listen } from "./runtime/listen.js";
 import { diffSnapshots } from "./runtime/snapshot-diff.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
-import { type ApplyResult, SnapshotClient } from "./snapshot-client/snapshot-client.js";
+import {
+  type ApplyResult,
+  type SnapshotApplyResult,
+  SnapshotClient,
+} from "./snapshot-client/snapshot-client.js";
 import {
   createProxyTlsListener,
   loadProxyTlsCertificates,
@@ -124,6 +128,7 @@ export async function startDataPlane(
           count: workerTotal,
           logger,
           registry,
+          served: () => applied.current()?.source,
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
         })
       : undefined;
@@ -147,24 +152,32 @@ export async function startDataPlane(
     logger,
     tls: cpTls,
     // A whole snapshot compiles across event-loop turns; a delta compiles only what it touches.
-    apply: async (snapshot, superseded) => {
-      const previous = applied.current();
-      if (workers !== undefined) {
-        // Workers first (they compile with the same compiler, so they refuse what this process
-        // would): /readyz, READY=1 and the ACK follow only once every live worker serves it.
-        const inWorkers = await workers.apply(snapshot);
-        if (!inWorkers.ok) {
-          snapshotMetrics.nacked();
-          return inWorkers;
-        }
-      }
-      const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
-      return result && afterApply(result, previous, fromControlPlane(snapshot));
+    apply: (snapshot, superseded) => {
+      const here = async () => {
+        const previous = applied.current();
+        const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
+        return result && afterApply(result, previous, fromControlPlane(snapshot));
+      };
+      return workers === undefined ? here() : inEveryWorker(workers.applySnapshot(snapshot, here));
     },
-    // Workers take whole snapshots only (see README, workers): a delta would need the base in
-    // every worker, and the control plane sends whole snapshots to a data plane without deltas.
-    applyDelta: workers === undefined ? applyDeltaHere : undefined,
+    // With workers only the delta travels to each of them, which applies it on the version it
+    // serves (the same as this process's: an apply is all or nothing across them).
+    applyDelta:
+      workers === undefined
+        ? applyDeltaHere
+        : (delta) => inEveryWorker(workers.applyDelta(delta, async () => applyDeltaHere(delta))),
   });
+  /**
+   * The outcome of an apply made in every worker and then here (two phases: see TwoPhaseApply);
+   * /readyz, READY=1 and the ACK follow only once every live worker serves the version. A
+   * worker's refusal is NACKed with its reason and counted like this process's own.
+   */
+  async function inEveryWorker(apply: Promise<SnapshotApplyResult>): Promise<ApplyResult> {
+    const nacksBefore = nacks;
+    const result = (await apply) ?? { ok: false, reason: "superseded by a newer snapshot" };
+    if (!result.ok && nacks === nacksBefore) snapshotMetrics.nacked();
+    return result;
+  }
   function applyDeltaHere(delta: SnapshotDelta): ApplyResult {
     const previous = applied.current();
     const result = applied.applyDelta(delta);
@@ -203,11 +216,25 @@ export async function startDataPlane(
     ];
   }
 
+  /** Refusals counted by afterApply, so one made in a worker is counted once too. */
+  let nacks = 0;
+
   /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
   function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
     const previous = applied.current();
-    void workers?.apply(snapshot);
-    return afterApply(applied.apply(snapshot, source), previous, []);
+    const result = afterApply(applied.apply(snapshot, source), previous, []);
+    // Here first (the cache's caller needs the answer now), then in the workers: they compile
+    // it with the same compiler, so they take what this process took.
+    if (result.ok) {
+      void workers
+        ?.applySnapshot(snapshot, async () => result)
+        .then((inWorkers) => {
+          if (inWorkers?.ok === false) {
+            logger.error({ reason: inWorkers.reason }, "workers refused the cached snapshot");
+          }
+        });
+    }
+    return result;
   }
 
   /**
@@ -222,6 +249,7 @@ export async function startDataPlane(
     more: readonly AfterSwapStep[],
   ): ApplyResult {
     if (!result.ok) {
+      nacks++;
       snapshotMetrics.nacked();
       return result;
     }
@@ -280,8 +308,9 @@ export async function startDataPlane(
     logger,
   });
   proxy.on("upgrade", upgradeHandler);
+  // With workers they serve HTTPS too; this process only checked the certificates at boot.
   const proxyTls =
-    proxyTlsCertificates === undefined
+    proxyTlsCertificates === undefined || workers !== undefined
       ? undefined
       : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
   proxyTls?.server.on("upgrade", upgradeHandler);
@@ -294,7 +323,10 @@ export async function startDataPlane(
   proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
   const admin = createServer(
     withDrainingReadiness(
-      createAdminHandler({ registry: workers ? clusterRegistry(registry) : registry, applied }),
+      createAdminHandler({
+        registry: workers ? clusterRegistry(registry, workers) : registry,
+        applied,
+      }),
       () => stopping,
     ),
   );
@@ -333,11 +365,16 @@ export async function startDataPlane(
   };
 
   try {
-    const proxyAddress = workers
-      ? await workers.start()
-      : await listen(proxy, "proxy", config.proxyListen);
+    const inWorkers = await workers?.start();
+    const proxyAddress = inWorkers?.proxy ?? (await listen(proxy, "proxy", config.proxyListen));
     logger.info({ address: proxyAddress, workers: workerTotal }, "proxy listening");
-    let proxyTlsAddress: string | undefined;
+    let proxyTlsAddress = inWorkers?.tls;
+    if (proxyTlsAddress !== undefined) {
+      logger.info(
+        { address: proxyTlsAddress, sniNames: proxyTlsCertificates?.names() },
+        "proxy TLS listening",
+      );
+    }
     if (proxyTls !== undefined) {
       proxyTlsAddress = await listen(proxyTls.server, "proxy TLS", config.proxyTlsListen!);
       logger.info(
@@ -411,11 +448,16 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   });
 }
 
-/** /metrics of a primary: its own series plus every worker's, summed across workers. */
-function clusterRegistry(registry: Registry): Pick<Registry, "metrics" | "contentType"> {
-  const aggregator = new AggregatorRegistry();
+/** /metrics of a primary: its own series plus the workers', summed across workers. */
+function clusterRegistry(
+  registry: Registry,
+  workers: WorkerPool,
+): Pick<Registry, "metrics" | "contentType"> {
   return {
     contentType: registry.contentType,
-    metrics: async () => `${await registry.metrics()}\n${await aggregator.clusterMetrics()}`,
+    metrics: async () => {
+      const [own, inWorkers] = await Promise.all([registry.metrics(), workers.metricsText()]);
+      return `${own}\n${inWorkers}`;
+    },
   };
 }

@@ -49,8 +49,10 @@ export interface SnapshotClientOptions {
   /**
    * Applies a delta on top of the version served (the client has checked its base_version);
    * given, the Hello says the data plane accepts deltas. Default none: whole snapshots only.
+   * It may answer later (a promise: a data plane with workers applies it in each of them);
+   * the next update waits for it.
    */
-  applyDelta?: (delta: SnapshotDelta) => ApplyResult;
+  applyDelta?: (delta: SnapshotDelta) => ApplyResult | Promise<ApplyResult>;
   /** Version being served, sent in each Hello; 0 when none. */
   lastAppliedVersion: () => number;
   logger: SnapshotClientLogger;
@@ -295,7 +297,8 @@ export class SnapshotClient {
       while (attempt.queue.length > 0 && !attempt.ended && !this.#stopped) {
         const update = attempt.queue.shift()!;
         if (update.kind === "delta") {
-          this.#applyDelta(attempt, update.delta);
+          const pending = this.#applyDelta(attempt, update.delta);
+          if (pending !== undefined) await pending;
           continue;
         }
         const superseded = () =>
@@ -313,7 +316,8 @@ export class SnapshotClient {
     }
   }
 
-  #applyDelta(attempt: Attempt, delta: SnapshotDelta): void {
+  /** Applies a delta and answers it; a promise while an asynchronous apply is under way. */
+  #applyDelta(attempt: Attempt, delta: SnapshotDelta): Promise<void> | undefined {
     const { version, nonce, baseVersion } = delta;
     const served = this.#options.lastAppliedVersion();
     const applyDelta = this.#options.applyDelta;
@@ -334,10 +338,16 @@ export class SnapshotClient {
         case: "nack",
         value: { version, nonce, errorDetail: reason, wantsFullSnapshot: true },
       });
-      return;
+      return undefined;
     }
     const result = this.#applySafelySync(() => applyDelta(delta));
-    this.#answer(attempt, version, nonce, result);
+    if (!(result instanceof Promise)) {
+      this.#answer(attempt, version, nonce, result);
+      return undefined;
+    }
+    return this.#applySafely(() => result).then((settled) => {
+      if (!attempt.ended) this.#answer(attempt, version, nonce, settled!);
+    });
   }
 
   #answer(attempt: Attempt, version: bigint, nonce: string, result: ApplyResult): void {
@@ -367,7 +377,9 @@ export class SnapshotClient {
     }
   }
 
-  #applySafelySync(apply: () => ApplyResult): ApplyResult {
+  #applySafelySync(
+    apply: () => ApplyResult | Promise<ApplyResult>,
+  ): ApplyResult | Promise<ApplyResult> {
     try {
       return apply();
     } catch (err) {

@@ -1,9 +1,8 @@
 import cluster from "node:cluster";
 import { createServer } from "node:http";
-import { fromBinary, SnapshotSchema } from "@clawgate/proto";
 import { HttpDrain } from "@clawgate/runtime";
 import pino from "pino";
-import { AggregatorRegistry, Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
@@ -11,28 +10,32 @@ import { createProxyHandler } from "../proxy/proxy-handler.js";
 import { RequestHealing } from "../proxy/request-healing.js";
 import { Tunnels } from "../proxy/websocket/tunnels.js";
 import { createUpgradeHandler } from "../proxy/websocket/upgrade-handler.js";
-import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
+import type { CompiledSnapshot } from "../runtime/applied-snapshot.js";
 import { listen } from "../runtime/listen.js";
+import {
+  createProxyTlsListener,
+  loadProxyTlsCertificates,
+} from "../tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
+import { WorkerSnapshots } from "./worker-snapshots.js";
 
 /**
  * One proxy worker of a data plane with `workers` > 1: the request path only (pools, healing,
- * proxy listener shared through node:cluster). The primary holds the snapshot stream, health
- * probes, disk cache and admin listener, and sends each snapshot and health change here.
+ * the proxy listeners, plaintext and HTTPS, shared through node:cluster). The primary holds the
+ * snapshot stream, health probes, disk cache and admin listener; it applies each snapshot or
+ * delta here in two phases (prepare, then commit or abort) and sends each health change.
  */
 export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   const logger = pino({
     level: config.logLevel,
     base: { nodeId: config.nodeId, worker: cluster.worker?.id },
   });
+  // The primary's /metrics asks every worker for this registry and sums them.
   const registry = new Registry();
-  // The primary's /metrics asks every worker for its registry and sums them.
-  new AggregatorRegistry();
-  AggregatorRegistry.setRegistries([registry]);
   const send = (message: FromWorker) => process.send?.(message);
   const pools = new PoolRegistry();
-  const applied = new AppliedSnapshot();
+  const snapshots = new WorkerSnapshots();
   const unusable = new Set<string>();
   const healthListeners = new Set<(change: { readonly upstream: string }) => void>();
   const healing = new RequestHealing({
@@ -48,7 +51,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   );
   const metrics = new ProxyMetrics(registry);
   const proxyHandler = createProxyHandler({
-    current: () => applied.current(),
+    current: () => snapshots.current(),
     pools,
     metrics,
     logger,
@@ -59,41 +62,43 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes are served where the requests are: in the workers.
   const tunnels = new Tunnels(registry);
-  proxy.on(
-    "upgrade",
-    createUpgradeHandler({
-      current: () => applied.current(),
-      pools,
-      metrics,
-      healing,
-      tunnels,
-      logger,
-    }),
-  );
+  const upgradeHandler = createUpgradeHandler({
+    current: () => snapshots.current(),
+    pools,
+    metrics,
+    healing,
+    tunnels,
+    logger,
+  });
+  proxy.on("upgrade", upgradeHandler);
   proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
   proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
   const drain = new HttpDrain(proxy);
+  // Each worker reads and watches the certificate files itself (the primary checked them at
+  // boot): a renewal reaches every worker's listener without passing keys between processes.
+  const certificates = loadProxyTlsCertificates(config, logger);
+  const proxyTls =
+    certificates &&
+    createProxyTlsListener(certificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
+  proxyTls?.server.on("upgrade", upgradeHandler);
 
-  /** Decodes and applies one snapshot; the primary ACKs only when every worker said ok. */
-  async function applyBytes(base64: string): Promise<{ ok: boolean; reason?: string }> {
-    try {
-      const snapshot = fromBinary(SnapshotSchema, Buffer.from(base64, "base64"));
-      const result = await applied.applyInTurns(snapshot, "control-plane");
-      if (result === undefined) return { ok: false, reason: "superseded" };
-      if (!result.ok) return { ok: false, reason: result.reason };
-      const compiled = result.value;
-      pools.retain({ get: (a) => compiled.poolKeysOf(a) });
-      healing.sync(compiled);
-      return { ok: true };
-    } catch (err) {
-      return { ok: false, reason: `worker apply failed: ${(err as Error).message}` };
-    }
+  /** What follows a swap: pools no route uses close, breakers and retry budgets follow. */
+  function afterSwap(compiled: CompiledSnapshot): void {
+    pools.retain({ get: (a) => compiled.poolKeysOf(a) });
+    healing.sync(compiled);
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
   let queue: Promise<unknown> = Promise.resolve();
   process.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
+    // A scrape need not wait behind a snapshot being compiled.
+    if (message.type === "clawgate:metrics") {
+      void registry
+        .getMetricsAsJSON()
+        .then((metrics) => send({ type: "clawgate:metrics-reply", id: message.id, metrics }));
+      return;
+    }
     queue = queue.then(() => handle(message));
   });
   // systemd signals the whole cgroup; the primary decides when a worker drains and exits.
@@ -110,17 +115,33 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
       case "clawgate:init": {
         for (const node of message.unusable) unusable.add(nodeKey(node.upstream, node.address));
         // The current snapshot is applied before this worker takes any traffic.
-        if (message.snapshot !== undefined) await applyBytes(message.snapshot);
+        if (message.snapshot !== undefined) {
+          const result = await snapshots.init(message.snapshot);
+          if (!result.ok) logger.error({ reason: result.reason }, "initial snapshot refused");
+          const compiled = snapshots.current();
+          if (compiled !== undefined) afterSwap(compiled);
+        }
         const address = await listen(proxy, "proxy", config.proxyListen);
-        logger.info({ address, pid: process.pid }, "proxy worker listening");
-        send({ type: "clawgate:listening", address });
+        const tlsAddress =
+          proxyTls && (await listen(proxyTls.server, "proxy TLS", config.proxyTlsListen!));
+        logger.info({ address, tlsAddress, pid: process.pid }, "proxy worker listening");
+        send({ type: "clawgate:listening", address, tlsAddress });
         return;
       }
-      case "clawgate:snapshot": {
-        const result = await applyBytes(message.snapshot);
-        send({ type: "clawgate:applied", version: message.version, ...result });
+      case "clawgate:prepare": {
+        const vote = await snapshots.prepare(message.id, message.update);
+        send({ type: "clawgate:prepared", id: message.id, ...vote });
         return;
       }
+      case "clawgate:commit": {
+        const compiled = snapshots.commit(message.id);
+        if (compiled !== undefined) afterSwap(compiled);
+        send({ type: "clawgate:committed", id: message.id });
+        return;
+      }
+      case "clawgate:abort":
+        snapshots.abort(message.id);
+        return;
       case "clawgate:health": {
         const key = nodeKey(message.upstream, message.address);
         if (message.usable) unusable.delete(key);
@@ -131,8 +152,13 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
       case "clawgate:stop": {
         // A tunnel is no request: the HTTP drain would wait on its socket forever.
         tunnels.closeAll();
-        const drained = await drain.drain(message.drainTimeoutMs);
-        if (!drained.drained) logger.warn({ cut: drained.cut }, "drain timed out; cut requests");
+        const [drained, tlsDrained] = await Promise.all([
+          drain.drain(message.drainTimeoutMs),
+          proxyTls?.drain.drain(message.drainTimeoutMs),
+        ]);
+        proxyTls?.certificates.close();
+        const cut = drained.cut + (tlsDrained?.cut ?? 0);
+        if (cut > 0) logger.warn({ cut }, "drain timed out; cut requests");
         await pools.close();
         await accessLog?.close();
         process.exit(0);

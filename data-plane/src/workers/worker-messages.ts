@@ -1,30 +1,47 @@
 /**
  * What the primary and its proxy workers say to each other over the cluster IPC channel.
- * Snapshots travel as their protobuf bytes (base64: the channel is JSON), so a worker decodes
- * and compiles exactly what the control plane sent.
+ * Snapshots and deltas travel as their protobuf bytes (base64: the channel is JSON), so a
+ * worker decodes and compiles exactly what the control plane sent.
  */
 export type ToWorker =
   /** First message after fork: the snapshot served now, applied before the worker listens. */
   | { type: "clawgate:init"; snapshot: string | undefined; unusable: readonly UnusableNode[] }
-  | { type: "clawgate:snapshot"; snapshot: string; version: string }
+  /** Phase one: compile this update and hold it, without serving it yet. */
+  | { type: "clawgate:prepare"; id: number; update: WorkerUpdate }
+  /** Phase two: serve the update prepared under `id`. */
+  | { type: "clawgate:commit"; id: number }
+  /** Another worker (or the primary) refused: drop what was prepared under `id`. */
+  | { type: "clawgate:abort"; id: number }
   /** A node entered or left rotation in the primary's health registry. */
   | { type: "clawgate:health"; upstream: string; address: string; usable: boolean }
+  /** The worker's metrics for an aggregated /metrics. */
+  | { type: "clawgate:metrics"; id: number }
   | { type: "clawgate:stop"; drainTimeoutMs: number };
 
 export type FromWorker =
   /** Listening for messages: the primary answers with init (a message sent before is lost). */
   | { type: "clawgate:hello" }
-  | { type: "clawgate:listening"; address: string }
-  | { type: "clawgate:applied"; version: string; ok: boolean; reason?: string }
+  /** Serving: the proxy address, and the HTTPS one with proxyTlsListen. */
+  | { type: "clawgate:listening"; address: string; tlsAddress?: string | undefined }
+  | { type: "clawgate:prepared"; id: number; ok: boolean; reason?: string }
+  | { type: "clawgate:committed"; id: number }
+  /** prom-client's MetricObjectWithValues[] of the worker's registry. */
+  | { type: "clawgate:metrics-reply"; id: number; metrics: unknown[] }
   /** A connection to this node was refused: the primary's health registry decides. */
   | { type: "clawgate:refused"; upstream: string; address: string };
+
+/** A whole snapshot, or a delta on the version every worker serves, as base64 protobuf. */
+export interface WorkerUpdate {
+  kind: "snapshot" | "delta";
+  bytes: string;
+}
 
 export interface UnusableNode {
   upstream: string;
   address: string;
 }
 
-/** A message of this protocol (prom-client's own cluster messages share the channel). */
+/** A message of this protocol (anything else sharing the channel is ignored). */
 function isClawgateMessage(message: unknown): boolean {
   return (
     typeof message === "object" &&

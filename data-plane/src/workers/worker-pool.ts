@@ -1,56 +1,77 @@
 import cluster, { type Worker } from "node:cluster";
-import { type Snapshot, SnapshotSchema, toBinary } from "@clawgate/proto";
+import {
+  type Snapshot,
+  type SnapshotDelta,
+  SnapshotDeltaSchema,
+  SnapshotSchema,
+  toBinary,
+} from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
-import type { ApplyResult } from "../snapshot-client/snapshot-client.js";
+import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
+import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
 import {
   type FromWorker,
   isFromWorker,
   type ToWorker,
   type UnusableNode,
 } from "./worker-messages.js";
+import { WorkerMetrics } from "./worker-metrics.js";
 
-interface PendingApply {
-  waiting: Set<number>;
-  failures: string[];
-  done: (result: ApplyResult) => void;
+/** Where the workers listen: the proxy, and the HTTPS proxy with proxyTlsListen. */
+export interface WorkerAddresses {
+  readonly proxy: string;
+  readonly tls: string | undefined;
 }
 
 /**
- * The primary's side of `workers` > 1: forks the proxy workers, sends each of them every
- * snapshot and health change, answers an apply only when every live worker applied it, and
- * replaces a worker that dies at once (the cluster keeps the listening socket meanwhile).
+ * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
+ * in all of them as one step (TwoPhaseApply), sends them health changes, sums their metrics,
+ * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
  */
 export class WorkerPool {
   readonly #count: number;
   readonly #logger: Logger;
   readonly #onRefused: (upstream: string, address: string) => void;
-  /** The snapshot served now (base64 protobuf), given to every worker before it listens. */
-  #current: string | undefined;
+  /** The snapshot the primary serves now, given to every worker before it listens. */
+  readonly #served: () => Snapshot | undefined;
   readonly #unusable = new Map<string, UnusableNode>();
-  readonly #pending = new Map<string, PendingApply>();
   readonly #listening = new Set<number>();
   /**
    * Workers that said hello, so they hear messages: one still loading its code would lose a
-   * snapshot (and the ACK would wait for it forever); it gets the current one in init instead.
+   * message (and an apply or a scrape would wait for it); it gets the current snapshot in
+   * init instead, once no apply is under way.
    */
   readonly #hearing = new Set<number>();
+  readonly #applies: TwoPhaseApply;
+  readonly #metrics: WorkerMetrics;
   #stopping = false;
-  #firstListening: Promise<string>;
-  #resolveListening!: (address: string) => void;
+  readonly #firstListening: Promise<WorkerAddresses>;
+  #resolveListening!: (addresses: WorkerAddresses) => void;
 
   constructor(options: {
     count: number;
     logger: Logger;
     registry: Registry;
+    served: () => Snapshot | undefined;
     onRefused: (upstream: string, address: string) => void;
   }) {
     this.#count = options.count;
     this.#logger = options.logger;
     this.#onRefused = options.onRefused;
+    this.#served = options.served;
     this.#firstListening = new Promise((resolve) => {
       this.#resolveListening = resolve;
     });
+    const participants: Participants = {
+      ids: () => this.#hearingWorkers().map((w) => w.id),
+      send: (id, message) => {
+        const worker = cluster.workers?.[id];
+        if (worker !== undefined) this.#send(worker, message);
+      },
+    };
+    this.#applies = new TwoPhaseApply(participants);
+    this.#metrics = new WorkerMetrics(participants);
     const pool = this;
     new Gauge({
       name: "clawgate_workers",
@@ -62,37 +83,36 @@ export class WorkerPool {
     });
   }
 
-  /** Forks every worker; resolves with the proxy address once the first one listens. */
-  start(): Promise<string> {
+  /** Forks every worker; resolves with the proxy addresses once the first one listens. */
+  start(): Promise<WorkerAddresses> {
     for (let i = 0; i < this.#count; i++) this.#fork();
     return this.#firstListening;
   }
 
-  /** Live, listening worker pids (the log line "proxy worker started" names each too). */
-  pids(): number[] {
-    return Object.values(cluster.workers ?? {})
-      .filter((w): w is Worker => w !== undefined && this.#listening.has(w.id))
-      .map((w) => w.process.pid!);
+  /**
+   * Applies a whole snapshot in every worker and, through `local`, in the primary; ok only when
+   * each accepted it, and then every worker serves it (a NACK with the refusal otherwise).
+   */
+  applySnapshot(
+    snapshot: Snapshot,
+    local: () => Promise<SnapshotApplyResult>,
+  ): Promise<SnapshotApplyResult> {
+    const bytes = Buffer.from(toBinary(SnapshotSchema, snapshot)).toString("base64");
+    return this.#applies.run({ kind: "snapshot", bytes }, local);
   }
 
-  /** Sends `snapshot` to every live worker; ok only when each applied it (a NACK otherwise). */
-  apply(snapshot: Snapshot): Promise<ApplyResult> {
-    const bytes = Buffer.from(toBinary(SnapshotSchema, snapshot)).toString("base64");
-    this.#current = bytes;
-    const version = String(snapshot.version);
-    const workers = this.#hearingWorkers();
-    if (workers.length === 0) return Promise.resolve({ ok: true });
-    return new Promise((done) => {
-      this.#pending.get(version)?.done({ ok: false, reason: "superseded" });
-      this.#pending.set(version, {
-        waiting: new Set(workers.map((w) => w.id)),
-        failures: [],
-        done,
-      });
-      for (const worker of workers) {
-        this.#send(worker, { type: "clawgate:snapshot", snapshot: bytes, version });
-      }
-    });
+  /** As applySnapshot, for a delta on the version every worker serves: only the delta travels. */
+  applyDelta(
+    delta: SnapshotDelta,
+    local: () => Promise<SnapshotApplyResult>,
+  ): Promise<SnapshotApplyResult> {
+    const bytes = Buffer.from(toBinary(SnapshotDeltaSchema, delta)).toString("base64");
+    return this.#applies.run({ kind: "delta", bytes }, local);
+  }
+
+  /** The workers' series summed, from those that answer (see WorkerMetrics). */
+  metricsText(): Promise<string> {
+    return this.#metrics.text();
   }
 
   /** A node entered or left rotation: every worker's pickers follow. */
@@ -148,8 +168,9 @@ export class WorkerPool {
     worker.on("exit", (code, signal) => {
       this.#listening.delete(worker.id);
       this.#hearing.delete(worker.id);
-      // It owes no answer any more: the apply completes with the workers left.
-      for (const [version, pending] of this.#pending) this.#answered(version, pending, worker.id);
+      // It owes no answer any more: an apply or a scrape completes with the workers left.
+      this.#applies.gone(worker.id);
+      this.#metrics.gone(worker.id);
       if (this.#stopping) return;
       this.#logger.error(
         { worker: worker.id, pid: worker.process.pid, code, signal },
@@ -162,37 +183,39 @@ export class WorkerPool {
   #onMessage(worker: Worker, message: FromWorker): void {
     switch (message.type) {
       case "clawgate:hello":
-        this.#hearing.add(worker.id);
-        this.#send(worker, {
-          type: "clawgate:init",
-          snapshot: this.#current,
-          unusable: [...this.#unusable.values()],
+        // Joining in the middle of an apply would leave it on the old version: it waits for
+        // the apply to end and starts from the version the others then serve.
+        this.#applies.whenIdle(() => {
+          if (worker.isDead()) return;
+          this.#hearing.add(worker.id);
+          const served = this.#served();
+          this.#send(worker, {
+            type: "clawgate:init",
+            snapshot: served && Buffer.from(toBinary(SnapshotSchema, served)).toString("base64"),
+            unusable: [...this.#unusable.values()],
+          });
         });
         return;
       case "clawgate:listening":
         this.#listening.add(worker.id);
-        this.#resolveListening(message.address);
+        this.#resolveListening({ proxy: message.address, tls: message.tlsAddress });
         return;
       case "clawgate:refused":
         this.#onRefused(message.upstream, message.address);
         return;
-      case "clawgate:applied": {
-        const pending = this.#pending.get(message.version);
-        if (pending === undefined) return;
-        if (!message.ok) pending.failures.push(`worker ${worker.id}: ${message.reason}`);
-        this.#answered(message.version, pending, worker.id);
+      case "clawgate:prepared":
+        this.#applies.prepared(
+          worker.id,
+          message.id,
+          message.ok ? { ok: true } : { ok: false, reason: message.reason ?? "refused" },
+        );
         return;
-      }
+      case "clawgate:committed":
+        this.#applies.committed(worker.id, message.id);
+        return;
+      case "clawgate:metrics-reply":
+        this.#metrics.replied(worker.id, message.id, message.metrics);
+        return;
     }
-  }
-
-  #answered(version: string, pending: PendingApply, workerId: number): void {
-    if (!pending.waiting.delete(workerId) || pending.waiting.size > 0) return;
-    this.#pending.delete(version);
-    pending.done(
-      pending.failures.length === 0
-        ? { ok: true }
-        : { ok: false, reason: pending.failures.join("; ") },
-    );
   }
 }

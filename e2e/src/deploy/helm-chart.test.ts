@@ -167,6 +167,8 @@ describe("values.schema.json", () => {
     ["dataPlane:\n  replica: 3\n", "replica"],
     ["etcd:\n  endpoints: []\n", "/etcd/endpoints"],
     ["listenAddress: 127.0.0.1\n", "/listenAddress"],
+    ["dataPlane:\n  workers: 0\n", "/dataPlane/workers"],
+    ["dataPlane:\n  workers: all\n", "/dataPlane/workers"],
   ])("rejects %j naming %s", async (values, field) => {
     const file = join(workDir, "bad-values.yaml");
     await writeFile(file, values);
@@ -252,6 +254,29 @@ describe.each(["default", "production"] as const)("rendered data plane (%s value
     const service = find(renders[which].docs, "Service", "clawgate-control-plane");
     const grpc = service.spec.ports.find((p: Manifest) => p.name === "grpc");
     expect(env("CLAWGATE_CP_ADDRESSES")).toBe(`clawgate-control-plane:${grpc.port}`);
+  });
+});
+
+describe("dataPlane.workers", () => {
+  const workersEnv = (text: string) => {
+    const deployment = find(manifests(text), "Deployment", "clawgate-data-plane");
+    const container = deployment.spec.template.spec.containers[0] as Manifest;
+    return container.env.find((e: Manifest) => e.name === "CLAWGATE_WORKERS")?.value;
+  };
+
+  it("runs one proxy process by default, and the production values two on two requested cores", () => {
+    expect(workersEnv(renders.default.text)).toBe("1");
+    expect(workersEnv(renders.production.text)).toBe("2");
+    const production = find(renders.production.docs, "Deployment", "clawgate-data-plane");
+    expect(production.spec.template.spec.containers[0].resources.requests.cpu).toBe("2");
+  });
+
+  it.each([
+    ["4", "4"],
+    ["auto", "auto"],
+  ])("passes workers=%s to the data plane as CLAWGATE_WORKERS=%s", async (value, env) => {
+    const text = await template("clawgate", "--set", `dataPlane.workers=${value}`);
+    expect(workersEnv(text)).toBe(env);
   });
 });
 

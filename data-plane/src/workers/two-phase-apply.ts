@@ -1,0 +1,135 @@
+import type { ApplyResult, SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
+import type { ToWorker, WorkerUpdate } from "./worker-messages.js";
+import type { Vote } from "./worker-snapshots.js";
+
+/** The workers an apply involves: those that hear messages now, by cluster worker id. */
+export interface Participants {
+  ids(): number[];
+  send(id: number, message: ToWorker): void;
+}
+
+interface Phase {
+  readonly id: number;
+  readonly waiting: Set<number>;
+  readonly failures: string[];
+  readonly done: () => void;
+}
+
+/**
+ * Applies an update in every worker and in the primary as one step, so a data plane never
+ * serves two versions at once: every worker prepares (compiles and holds) it; only if all of
+ * them and then the primary accept does each worker commit (swap). One refusal aborts the
+ * rest, and the NACK carries the refusing worker's reason. The apply resolves only once every
+ * worker committed, so the ACK that follows means every worker serves the version.
+ *
+ * A worker that dies owes nothing more (`gone`): the apply completes with those left, and its
+ * replacement starts from the primary's snapshot once no apply is under way (`whenIdle`).
+ */
+export class TwoPhaseApply {
+  readonly #participants: Participants;
+  #nextId = 1;
+  #phase: Phase | undefined;
+  #running = 0;
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly #idle: (() => void)[] = [];
+
+  constructor(participants: Participants) {
+    this.#participants = participants;
+  }
+
+  /**
+   * Prepares `update` in every worker, then runs `local` (the primary's own apply, which swaps
+   * on success), then commits in the workers; aborts them when anyone refuses. Applies run one
+   * after another, in call order.
+   */
+  run(
+    update: WorkerUpdate,
+    local: () => Promise<SnapshotApplyResult>,
+  ): Promise<SnapshotApplyResult> {
+    this.#running++;
+    const result = this.#queue.then(() => this.#run(update, local));
+    this.#queue = result.catch(() => undefined);
+    return result.finally(() => {
+      if (--this.#running === 0) for (const run of this.#idle.splice(0)) run();
+    });
+  }
+
+  /** Runs `fn` at once when no apply is under way, else right after the last one ends. */
+  whenIdle(fn: () => void): void {
+    if (this.#running === 0) fn();
+    else this.#idle.push(fn);
+  }
+
+  /** A worker's answer to prepare. */
+  prepared(workerId: number, id: number, vote: Vote): void {
+    if (this.#phase?.id !== id) return;
+    if (!vote.ok) this.#phase.failures.push(`worker ${workerId}: ${vote.reason}`);
+    this.#answered(workerId);
+  }
+
+  /** A worker's answer to commit. */
+  committed(workerId: number, id: number): void {
+    if (this.#phase?.id === id) this.#answered(workerId);
+  }
+
+  /** A worker died: it owes no answer any more. */
+  gone(workerId: number): void {
+    this.#answered(workerId);
+  }
+
+  async #run(
+    update: WorkerUpdate,
+    local: () => Promise<SnapshotApplyResult>,
+  ): Promise<SnapshotApplyResult> {
+    const workers = this.#participants.ids();
+    if (workers.length === 0) return local();
+    const id = this.#nextId++;
+    const failures = await this.#ask(id, workers, { type: "clawgate:prepare", id, update });
+    if (failures.length > 0) {
+      this.#sendAll(workers, { type: "clawgate:abort", id });
+      return { ok: false, reason: failures.join("; ") } satisfies ApplyResult;
+    }
+    let result: SnapshotApplyResult;
+    try {
+      result = await local();
+    } catch (err) {
+      // Nothing was swapped here: the workers drop what they hold, and the caller NACKs.
+      this.#sendAll(workers, { type: "clawgate:abort", id });
+      throw err;
+    }
+    if (result?.ok !== true) {
+      this.#sendAll(workers, { type: "clawgate:abort", id });
+      return result;
+    }
+    await this.#ask(id, workers, { type: "clawgate:commit", id });
+    return result;
+  }
+
+  /** Sends `message` to `workers` and resolves with the refusals once each answered or died. */
+  #ask(id: number, workers: readonly number[], message: ToWorker): Promise<string[]> {
+    return new Promise((resolve) => {
+      const phase: Phase = {
+        id,
+        waiting: new Set(workers),
+        failures: [],
+        done: () => resolve(phase.failures),
+      };
+      this.#phase = phase;
+      this.#sendAll(workers, message);
+      // Any that died in the meantime were never going to answer.
+      const alive = new Set(this.#participants.ids());
+      for (const worker of workers) if (!alive.has(worker)) this.#answered(worker);
+    });
+  }
+
+  #sendAll(workers: readonly number[], message: ToWorker): void {
+    for (const worker of workers) this.#participants.send(worker, message);
+  }
+
+  #answered(workerId: number): void {
+    const phase = this.#phase;
+    if (phase === undefined || !phase.waiting.delete(workerId) || phase.waiting.size > 0) return;
+    this.#phase = undefined;
+    phase.done();
+  }
+}
