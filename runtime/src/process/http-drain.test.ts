@@ -138,4 +138,24 @@ describe("HttpDrain", () => {
     expect(await drain.drain(50)).toEqual({ drained: false, cut: 1 });
     expect(await stuck).toBeInstanceOf(Error);
   });
+
+  it("counts a finished request out with one listener shared by every response", async () => {
+    // The proxy's hot path: a closure or once() wrapper per request is garbage on every one.
+    const closeListeners: unknown[][] = [];
+    const server = createServer((_req, res) => {
+      closeListeners.push(res.listeners("close"));
+      res.end("ok");
+    });
+    servers.push(server);
+    const drain = new HttpDrain(server);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const port = (server.address() as AddressInfo).port;
+    expect((await get(port)).status).toBe(200);
+    expect((await get(port)).status).toBe(200);
+    while (drain.inFlight > 0) await new Promise((resolve) => setImmediate(resolve));
+    const [first, second] = closeListeners as [unknown[], unknown[]];
+    expect(first.filter((listener) => second.includes(listener))).toHaveLength(first.length);
+    expect(await drain.drain(1_000)).toEqual({ drained: true, cut: 0 });
+  });
 });

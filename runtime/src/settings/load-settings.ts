@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { z } from "zod";
 import { emptyLayer, type Layer, readCommandLine } from "./command-line.js";
 import { ConfigError, type ConfigProblem } from "./config-error.js";
@@ -107,7 +107,7 @@ function readYamlLayer(path: string, readFile: (path: string) => string): Layer 
   }
   let document: unknown;
   try {
-    document = parseYaml(text);
+    document = parseYaml()(text);
   } catch (err) {
     fail("is not valid YAML", err);
   }
@@ -190,4 +190,13 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/**
+ * The YAML parser, loaded on the first --config file: most processes run on flags and
+ * environment alone, and the parser's modules otherwise stay resident in every one of them
+ * (about 1 MiB of heap). Loaded with require because settings are read synchronously.
+ */
+function parseYaml(): typeof import("yaml").parse {
+  return (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse;
 }

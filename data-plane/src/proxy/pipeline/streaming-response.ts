@@ -1,5 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 
+// Case-insensitive without lowercasing a copy: three stages ask this of every response.
+const EVENT_STREAM = /^text\/event-stream/i;
+
 /**
  * Whether a response is a stream: server-sent events, or a chunked body of no declared length
  * (token streams from model backends). Such a response may rightly last longer than the
@@ -9,6 +12,6 @@ import type { IncomingHttpHeaders } from "node:http";
 export function isStreamingResponse(status: number, headers: IncomingHttpHeaders): boolean {
   if (status < 200 || status === 204 || status === 304) return false;
   const type = headers["content-type"];
-  if (typeof type === "string" && type.toLowerCase().startsWith("text/event-stream")) return true;
+  if (typeof type === "string" && EVENT_STREAM.test(type)) return true;
   return headers["content-length"] === undefined && headers["transfer-encoding"] !== undefined;
 }
