@@ -150,6 +150,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
   async function rangePaged(
     prefix: string,
     revision: number,
+    keysOnly: boolean,
   ): Promise<{ revision: number; items: KeyValue[] }> {
     const start = bytes(prefix);
     const end = prefixEnd(start);
@@ -162,6 +163,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
         range_end: end,
         limit: pageSize,
         ...(pinned > 0 ? { revision: pinned } : {}),
+        ...(keysOnly ? { keys_only: true } : {}),
       });
       if (pinned === 0) pinned = Number(res.header.revision);
       for (const kv of res.kvs) items.push(toKeyValue(kv));
@@ -195,7 +197,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
       let revision = readOptions?.revision ?? 0;
       const items: KeyValue[] = [];
       for (const one of typeof prefix === "string" ? [prefix] : prefix) {
-        const read = await rangePaged(one, revision);
+        const read = await rangePaged(one, revision, readOptions?.keysOnly === true);
         revision = read.revision;
         items.push(...read.items);
       }
