@@ -39,6 +39,7 @@ import {
   encodeGate,
   findGate,
 } from "./apply-gate.js";
+import { parseUndo, type UndoEntry } from "./undo-record.js";
 
 /** One planned write and the key as it was read when planning. */
 export interface StagedWrite {
@@ -74,14 +75,8 @@ export type StagedApplyResult =
 const DEFAULT_LEASE_TTL_SECONDS = 30;
 /** Batch transactions sent before waiting for one to finish. */
 const BATCHES_IN_FLIGHT = 4;
-/** Per undo entry: the JSON punctuation around key and value. */
-const UNDO_ENTRY_OVERHEAD = 32;
-
-interface UndoEntry {
-  key: string;
-  /** Null: the key did not exist, so rolling back deletes it. */
-  value: string | null;
-}
+/** Per undo entry: the JSON punctuation around key and value, and its two revisions. */
+const UNDO_ENTRY_OVERHEAD = 96;
 
 export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyResult> {
   const { store, prefix, writes } = input;
@@ -127,6 +122,9 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
       const undo: UndoEntry[] = batch.map((write) => ({
         key: write.operation.key,
         value: write.before?.value ?? null,
+        // So a reader can show the key as it was, ETag included, without etcd's history.
+        modRevision: write.before?.modRevision,
+        createRevision: write.before?.createRevision,
       }));
       const result = await store.commit(
         [
@@ -301,12 +299,6 @@ export function writeBytes(write: StagedWrite): number {
 
 function undoKey(prefix: string, id: string, index: number): string {
   return `${applyUndoPrefix(prefix, id)}${String(index).padStart(8, "0")}`;
-}
-
-function parseUndo(value: string): UndoEntry[] {
-  const parsed = JSON.parse(value) as unknown;
-  if (!Array.isArray(parsed)) throw new Error("undo record is not a list");
-  return parsed as UndoEntry[];
 }
 
 async function deleteUndoRecords(store: Store, prefix: string, id: string): Promise<void> {
