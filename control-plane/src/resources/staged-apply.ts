@@ -39,6 +39,7 @@ import {
   encodeGate,
   findGate,
 } from "./apply-gate.js";
+import { type ApplyOwner, encodeOwner, parseOwner } from "./apply-owner.js";
 import { parseUndo, type UndoEntry } from "./undo-record.js";
 
 /** One planned write and the key as it was read when planning. */
@@ -63,6 +64,8 @@ export interface StagedApplyInput {
   leaseTtlSeconds?: number;
   /** Written in the commit that closes the gate (the audit event), so only a whole apply has them. */
   closeOperations?: readonly Operation[];
+  /** Recorded in the owner key, so this control plane restarted can take the apply over. */
+  owner?: ApplyOwner;
 }
 
 export type StagedApplyResult =
@@ -97,7 +100,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
           key: gateKey,
           value: encodeGate({ id, changes: writes.length, startedAt: new Date().toISOString() }),
         },
-        { type: "put", key: ownerKey, value: id, lease },
+        { type: "put", key: ownerKey, value: encodeOwner(id, input.owner), lease },
         { type: "put", key: input.guard.key, value: `apply ${id}` },
       ],
     );
@@ -262,6 +265,39 @@ export async function recoverAbandonedApply(
   if ((await store.get(applyOwnerKey(prefix, gate.id))) !== undefined) return "running";
   await rollBack(store, prefix, guardKey, gate);
   return "rolled-back";
+}
+
+/**
+ * Takes over an apply left by a previous incarnation of this control plane (same slot, another
+ * boot: see apply-owner.ts) without waiting for its lease: revokes that lease, which deletes
+ * the owner key so none of the dead apply's batches can commit any more, then rolls it back.
+ * False when the gate's owner is anyone else (or gone: recoverAbandonedApply's case).
+ */
+export async function takeOverOwnApply(
+  store: Store,
+  prefix: string,
+  guardKey: string,
+  gate: ApplyGate,
+  self: ApplyOwner,
+): Promise<boolean> {
+  const ownerKey = applyOwnerKey(prefix, gate.id);
+  const owner = await store.get(ownerKey);
+  if (owner === undefined) return false;
+  const recorded = parseOwner(owner.value);
+  if (recorded === undefined || recorded.slot !== self.slot || recorded.boot === self.boot) {
+    return false;
+  }
+  if (owner.lease !== undefined) {
+    await store.revokeLease(owner.lease);
+  } else {
+    await store.commit(
+      [{ key: ownerKey, modRevision: owner.modRevision }],
+      [{ type: "delete", key: ownerKey }],
+    );
+  }
+  // Rolled back by someone else meanwhile is as good: either way the gate is gone.
+  await rollBack(store, prefix, guardKey, gate);
+  return true;
 }
 
 /** Groups writes so each batch, with its undo record and compares, fits one transaction. */
