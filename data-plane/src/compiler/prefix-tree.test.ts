@@ -43,6 +43,18 @@ describe("prefix tree over path segments", () => {
     }
   });
 
+  it("grows a node's only child into several in a copy, leaving the original with one", () => {
+    const one = PrefixTree.build([["/a/b", "b"]]);
+    const two = one.with("/a/c", "c").with("/a/b/d", "d");
+    expect(longest(two, "/a/c/x")).toBe("c");
+    expect(longest(two, "/a/b/d")).toBe("d");
+    expect(longest(two, "/a/b/e")).toBe("b");
+    expect(longest(one, "/a/c/x")).toBeUndefined();
+    expect(longest(one, "/a/b/d")).toBe("b");
+    expect([...one.values()]).toEqual(["b"]);
+    expect([...two.values()].sort()).toEqual(["b", "c", "d"]);
+  });
+
   it("keeps a prefix ending in / apart from the same prefix without it", () => {
     const tree = PrefixTree.build([
       ["/", "root"],
