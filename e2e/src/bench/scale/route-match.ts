@@ -16,9 +16,10 @@ const ROUNDS = 9;
  * Nanoseconds per RouteTable.match on tables of `sizes` routes shaped as bench:scale makes
  * them (exact paths, shared prefixes, exact and wildcard hosts), for requests that reach
  * routes spread over each table plus one in ten that match nothing. Every size gets the same
- * request mix, and the sizes take turns round by round, so a neighbour stealing the CPU for a
- * while slows each size alike instead of one of them; each figure is the median of its
- * rounds after one warm-up round per size (the JIT has then seen every table).
+ * request mix, and the sizes take turns round by round, so a neighbour thrashing the CPU
+ * caches for a while slows each size alike instead of one of them; each figure is the median
+ * of its rounds (the process's CPU time) after one warm-up round per size (the JIT has then
+ * seen every table).
  */
 export function measureRouteMatch(
   sizes: readonly number[],
@@ -30,12 +31,15 @@ export function measureRouteMatch(
   for (let round = 0; round <= ROUNDS; round++) {
     for (const bench of benches) {
       const { table, requests } = bench;
-      const start = process.hrtime.bigint();
+      // CPU time, not elapsed time: on a shared machine the process is descheduled for whole
+      // time slices, which elapsed time would count as matching.
+      const start = process.cpuUsage();
       for (let m = 0; m < matchesPerRound; m++) {
         const request = requests[m % REQUESTS]!;
         if (table.match("GET", request.host, request.path, headers) !== undefined) found++;
       }
-      const ns = Number(process.hrtime.bigint() - start) / matchesPerRound;
+      const used = process.cpuUsage(start);
+      const ns = ((used.user + used.system) * 1_000) / matchesPerRound;
       if (round > 0) bench.samples.push(ns); // round 0 warms the JIT up
     }
   }
