@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import {
   CLOSE_GRACE_MS,
   createNotifier,
@@ -79,7 +80,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   // One model of the config in memory, fed by a watch, for both the admin API's write checks
   // and the snapshot builder: neither reads the whole config again per change.
   const model = new ConfigModel({ store, prefix: settings.etcdPrefix, logger });
-  const config = new ConfigService(store, settings.etcdPrefix, { model });
+  const config = new ConfigService(store, settings.etcdPrefix, {
+    model,
+    // Only one live control plane can listen on this host's admin address: a big apply left
+    // by an owner at the same place with another boot is this one's dead predecessor's.
+    applyOwnerSlot: `${hostname()}/${settings.adminListen}`,
+  });
   const builder = new SnapshotBuilder({
     store,
     prefix: settings.etcdPrefix,

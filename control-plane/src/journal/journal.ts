@@ -316,10 +316,14 @@ export class Journal {
     throw new Error(`journal key collided ${MAX_KEY_ATTEMPTS} times in a row`);
   }
 
-  /** The event keys, re-read now and then; a backlog beyond one commit's trim is cut first. */
+  /**
+   * The event keys, re-read now and then; a backlog beyond one commit's trim is cut first.
+   * Keys only: trimming needs to know which events exist, not what they say, and reading the
+   * values made every resync cost the whole journal (maxEvents documents) on the wire.
+   */
   async #knownKeys(): Promise<string[]> {
     if (this.#known !== undefined && this.#sinceResync < this.#resyncEvery) return this.#known;
-    const range = await this.#store.range(this.#prefix);
+    const range = await this.#store.range(this.#prefix, { keysOnly: true });
     const keys = range.items.map((item) => item.key);
     while (keys.length + 1 - this.#maxEvents > TRIM_BATCH) {
       const batch = keys.splice(0, Math.min(TRIM_BATCH, keys.length + 1 - this.#maxEvents));

@@ -1,5 +1,6 @@
 import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import type { KeyValue, RangeResult, Store } from "../store/store.js";
+import { parseUndo } from "./undo-record.js";
 
 /**
  * The publish gate of an apply too big for one etcd transaction (see staged-apply.ts): while
@@ -66,6 +67,8 @@ export function kindPrefixes(prefix: string, kinds: readonly ResourceKind[] = RE
  * Reads `prefixes` as the config is outside any apply: at the current revision when no gate
  * is set, else at the gate's revision, before the apply's first write. The gate and the
  * prefixes come from one read, so an apply that starts meanwhile cannot leak into it.
+ * When etcd has compacted the gate's revision (a long apply, auto-compaction), the config
+ * before the apply is rebuilt from the apply's undo records instead (readThroughUndo).
  */
 export async function readOutsideApply(
   store: Store,
@@ -77,6 +80,59 @@ export async function readOutsideApply(
   const gate = findGate(prefix, read.items);
   const items = read.items.filter((item) => item.key !== gateKey);
   if (gate === undefined) return { revision: read.revision, items, gate };
-  const before = await store.range(prefixes, { revision: gate.revision });
-  return { revision: before.revision, items: before.items, gate };
+  try {
+    const before = await store.range(prefixes, { revision: gate.revision });
+    return { revision: before.revision, items: before.items, gate };
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "CLAWGATE_STORE_COMPACTED") throw error;
+    return readThroughUndo(store, prefix, prefixes);
+  }
+}
+
+/**
+ * The config before the running apply without etcd's history: the current keys, the gate and
+ * the undo records in one read, each key an undo record names put back as it was (or left
+ * out if the apply created it). A batch and its undo record commit together, and a rollback
+ * removes a record in the commit that restores its keys, so at any revision the records
+ * describe exactly the keys the apply has changed. With no gate left, the apply has ended
+ * and the current keys are the answer.
+ */
+async function readThroughUndo(
+  store: Store,
+  prefix: string,
+  prefixes: readonly string[],
+): Promise<RangeResult & { gate: ApplyGate | undefined }> {
+  const gateKey = applyGateKey(prefix);
+  const undoPrefix = applyUndoPrefix(prefix);
+  const read = await store.range([gateKey, undoPrefix, ...prefixes]);
+  const gate = findGate(prefix, read.items);
+  const current = read.items.filter(
+    (item) => item.key !== gateKey && !item.key.startsWith(undoPrefix),
+  );
+  if (gate === undefined) return { revision: read.revision, items: current, gate };
+  const byKey = new Map(current.map((item) => [item.key, item]));
+  const records = applyUndoPrefix(prefix, gate.id);
+  for (const record of read.items) {
+    if (!record.key.startsWith(records)) continue;
+    for (const entry of parseUndo(record.value)) {
+      if (!prefixes.some((wanted) => entry.key.startsWith(wanted))) continue;
+      if (entry.value === null) {
+        byKey.delete(entry.key);
+        continue;
+      }
+      byKey.set(entry.key, {
+        key: entry.key,
+        value: entry.value,
+        modRevision: entry.modRevision ?? gate.revision,
+        createRevision: entry.createRevision ?? gate.revision,
+      });
+    }
+  }
+  // As a range answers: prefix by prefix, sorted by key within each.
+  const items = prefixes.flatMap((wanted) =>
+    [...byKey.values()]
+      .filter((item) => item.key.startsWith(wanted))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+  );
+  return { revision: gate.revision, items, gate };
 }

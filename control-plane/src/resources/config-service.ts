@@ -9,6 +9,7 @@ import type { KeyWrite } from "../history/config-history.js";
 import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
+import { type ApplyOwner, newApplyOwner } from "./apply-owner.js";
 import { type ConfigOverlay, overlayOf } from "./config-overlay.js";
 import { readConfigState, resourceKey, type StoredResource } from "./config-state.js";
 import { type ConsistencyProblem, scopedConsistencyProblems } from "./consistency.js";
@@ -18,6 +19,7 @@ import {
   recoverAbandonedApply,
   type StagedApplyHooks,
   stagedApply,
+  takeOverOwnApply,
   writeBytes,
 } from "./staged-apply.js";
 
@@ -79,6 +81,13 @@ export interface ConfigServiceOptions {
   /** Owner lease of such an apply: how long a dead control plane blocks writes; default 30 s. */
   applyLeaseTtlSeconds?: number;
   /**
+   * Where this control plane runs, unique among live ones and kept across restarts (main.ts:
+   * host name and admin listen address). With it, an apply this control plane left half-way
+   * when it died is taken over by its restarted self at the first write (apply-owner.ts)
+   * instead of refusing writes until the lease above runs out; default none.
+   */
+  applyOwnerSlot?: string;
+  /**
    * The config model writes are checked against, shared with the snapshot builder; default one
    * of the service's own, started by the first write.
    */
@@ -127,6 +136,7 @@ export class ConfigService {
   readonly #options: ConfigServiceOptions;
   readonly #model: ConfigModel;
   readonly #catchUpMs: number;
+  readonly #owner: ApplyOwner | undefined;
 
   constructor(store: Store, prefix: string, options: ConfigServiceOptions = {}) {
     this.#store = store;
@@ -134,6 +144,8 @@ export class ConfigService {
     this.#maxAttempts = options.maxAttempts ?? 5;
     this.#options = options;
     this.#catchUpMs = options.catchUpMs ?? 5_000;
+    this.#owner =
+      options.applyOwnerSlot === undefined ? undefined : newApplyOwner(options.applyOwnerSlot);
     this.#model = options.model ?? new ConfigModel({ store, prefix, logger: QUIET });
     if (this.#model.prefix !== prefix) {
       throw new RangeError(`the model follows prefix ${this.#model.prefix}, not ${prefix}`);
@@ -227,8 +239,14 @@ export class ConfigService {
       for (let attempt = 0; attempt < this.#maxAttempts; attempt++) {
         const gate = model.gate;
         if (gate !== undefined) {
-          // A gate whose control plane died is rolled back here rather than blocking writes.
-          if ((await this.recoverAbandonedApply()) === "rolled-back") {
+          // A gate whose control plane died is rolled back here rather than blocking writes:
+          // once its lease is gone, or at once when that control plane was this one's
+          // previous incarnation (killed and restarted half-way through the apply).
+          const recovered =
+            (await this.recoverAbandonedApply()) === "rolled-back" ||
+            (this.#owner !== undefined &&
+              (await takeOverOwnApply(this.#store, this.#prefix, guard, gate, this.#owner)));
+          if (recovered) {
             await this.#catchUp([{ key: gateKey, modRevision: gate.revision }]);
             continue;
           }
@@ -267,6 +285,7 @@ export class ConfigService {
             })),
             hooks: this.#options.stagedHooks,
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
+            owner: this.#owner,
             closeOperations: also,
           });
           if (!staged.ok && staged.reason === "conflict") {

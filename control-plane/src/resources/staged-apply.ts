@@ -39,6 +39,8 @@ import {
   encodeGate,
   findGate,
 } from "./apply-gate.js";
+import { type ApplyOwner, encodeOwner, parseOwner } from "./apply-owner.js";
+import { parseUndo, type UndoEntry } from "./undo-record.js";
 
 /** One planned write and the key as it was read when planning. */
 export interface StagedWrite {
@@ -62,6 +64,8 @@ export interface StagedApplyInput {
   leaseTtlSeconds?: number;
   /** Written in the commit that closes the gate (the audit event), so only a whole apply has them. */
   closeOperations?: readonly Operation[];
+  /** Recorded in the owner key, so this control plane restarted can take the apply over. */
+  owner?: ApplyOwner;
 }
 
 export type StagedApplyResult =
@@ -74,14 +78,8 @@ export type StagedApplyResult =
 const DEFAULT_LEASE_TTL_SECONDS = 30;
 /** Batch transactions sent before waiting for one to finish. */
 const BATCHES_IN_FLIGHT = 4;
-/** Per undo entry: the JSON punctuation around key and value. */
-const UNDO_ENTRY_OVERHEAD = 32;
-
-interface UndoEntry {
-  key: string;
-  /** Null: the key did not exist, so rolling back deletes it. */
-  value: string | null;
-}
+/** Per undo entry: the JSON punctuation around key and value, and its two revisions. */
+const UNDO_ENTRY_OVERHEAD = 96;
 
 export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyResult> {
   const { store, prefix, writes } = input;
@@ -102,7 +100,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
           key: gateKey,
           value: encodeGate({ id, changes: writes.length, startedAt: new Date().toISOString() }),
         },
-        { type: "put", key: ownerKey, value: id, lease },
+        { type: "put", key: ownerKey, value: encodeOwner(id, input.owner), lease },
         { type: "put", key: input.guard.key, value: `apply ${id}` },
       ],
     );
@@ -127,6 +125,9 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
       const undo: UndoEntry[] = batch.map((write) => ({
         key: write.operation.key,
         value: write.before?.value ?? null,
+        // So a reader can show the key as it was, ETag included, without etcd's history.
+        modRevision: write.before?.modRevision,
+        createRevision: write.before?.createRevision,
       }));
       const result = await store.commit(
         [
@@ -266,6 +267,39 @@ export async function recoverAbandonedApply(
   return "rolled-back";
 }
 
+/**
+ * Takes over an apply left by a previous incarnation of this control plane (same slot, another
+ * boot: see apply-owner.ts) without waiting for its lease: revokes that lease, which deletes
+ * the owner key so none of the dead apply's batches can commit any more, then rolls it back.
+ * False when the gate's owner is anyone else (or gone: recoverAbandonedApply's case).
+ */
+export async function takeOverOwnApply(
+  store: Store,
+  prefix: string,
+  guardKey: string,
+  gate: ApplyGate,
+  self: ApplyOwner,
+): Promise<boolean> {
+  const ownerKey = applyOwnerKey(prefix, gate.id);
+  const owner = await store.get(ownerKey);
+  if (owner === undefined) return false;
+  const recorded = parseOwner(owner.value);
+  if (recorded === undefined || recorded.slot !== self.slot || recorded.boot === self.boot) {
+    return false;
+  }
+  if (owner.lease !== undefined) {
+    await store.revokeLease(owner.lease);
+  } else {
+    await store.commit(
+      [{ key: ownerKey, modRevision: owner.modRevision }],
+      [{ type: "delete", key: ownerKey }],
+    );
+  }
+  // Rolled back by someone else meanwhile is as good: either way the gate is gone.
+  await rollBack(store, prefix, guardKey, gate);
+  return true;
+}
+
 /** Groups writes so each batch, with its undo record and compares, fits one transaction. */
 export function splitBatches(
   writes: readonly StagedWrite[],
@@ -301,12 +335,6 @@ export function writeBytes(write: StagedWrite): number {
 
 function undoKey(prefix: string, id: string, index: number): string {
   return `${applyUndoPrefix(prefix, id)}${String(index).padStart(8, "0")}`;
-}
-
-function parseUndo(value: string): UndoEntry[] {
-  const parsed = JSON.parse(value) as unknown;
-  if (!Array.isArray(parsed)) throw new Error("undo record is not a list");
-  return parsed as UndoEntry[];
 }
 
 async function deleteUndoRecords(store: Store, prefix: string, id: string): Promise<void> {

@@ -268,7 +268,9 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       for (const one of typeof prefix === "string" ? [prefix] : prefix) {
         const found: KeyValue[] = [];
         for (const [key, entry] of data) {
-          if (key.startsWith(one)) found.push(snapshotOf(key, entry));
+          if (!key.startsWith(one)) continue;
+          const item = snapshotOf(key, entry);
+          found.push(options?.keysOnly === true ? { ...item, value: "" } : item);
         }
         found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
         items.push(...found);

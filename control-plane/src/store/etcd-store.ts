@@ -9,7 +9,7 @@ import {
   isRecoverableError,
   type Watcher,
 } from "etcd3";
-import type { KeyValue, Store, Watch, WatchEvent } from "./store.js";
+import type { KeyValue, RangeResult, Store, Watch, WatchEvent } from "./store.js";
 
 /**
  * The per-host breaker etcd3 puts in front of every call, as its default (3 consecutive
@@ -54,6 +54,13 @@ const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
 /** Bounds the watch cancels in close() so shutdown never hangs on a dead etcd. */
 const CLOSE_REVOKE_TIMEOUT_MS = 2000;
+
+/** Fresh starts of a paged read that etcd compacted under, before giving up. */
+const COMPACTED_READ_ATTEMPTS = 5;
+
+function isCompacted(error: unknown): boolean {
+  return /required revision has been compacted/i.test((error as Error)?.message ?? "");
+}
 
 function storeError(code: string, message: string): Error & { code: string } {
   return Object.assign(new Error(message), { code });
@@ -150,6 +157,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
   async function rangePaged(
     prefix: string,
     revision: number,
+    keysOnly: boolean,
   ): Promise<{ revision: number; items: KeyValue[] }> {
     const start = bytes(prefix);
     const end = prefixEnd(start);
@@ -162,6 +170,7 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
         range_end: end,
         limit: pageSize,
         ...(pinned > 0 ? { revision: pinned } : {}),
+        ...(keysOnly ? { keys_only: true } : {}),
       });
       if (pinned === 0) pinned = Number(res.header.revision);
       for (const kv of res.kvs) items.push(toKeyValue(kv));
@@ -170,6 +179,27 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
       // The next page starts just after the last key read: that key plus a zero byte.
       from = Buffer.concat([last.key, Buffer.from([0])]);
     }
+  }
+
+  /** Every key under each of `prefixes`, all at `revision` (0: the first page's). */
+  async function rangeAt(
+    prefixes: readonly string[],
+    revision: number,
+    keysOnly: boolean,
+  ): Promise<RangeResult> {
+    let pinned = revision;
+    const items: KeyValue[] = [];
+    for (const one of prefixes) {
+      const read = await rangePaged(one, pinned, keysOnly);
+      pinned = read.revision;
+      items.push(...read.items);
+    }
+    if (pinned === 0) {
+      // No prefixes at all: still report the revision the store is at.
+      const res = await client.kv.range({ key: Buffer.from([0]), limit: 1, count_only: true });
+      pinned = Number(res.header.revision);
+    }
+    return { revision: pinned, items };
   }
 
   const store: Store = {
@@ -192,19 +222,32 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
 
     async range(prefix, readOptions) {
       assertOpen();
-      let revision = readOptions?.revision ?? 0;
-      const items: KeyValue[] = [];
-      for (const one of typeof prefix === "string" ? [prefix] : prefix) {
-        const read = await rangePaged(one, revision);
-        revision = read.revision;
-        items.push(...read.items);
+      const asked = readOptions?.revision;
+      const keysOnly = readOptions?.keysOnly === true;
+      const prefixes = typeof prefix === "string" ? [prefix] : prefix;
+      // The pages of one read are pinned to one revision; a compaction past it between two
+      // pages (etcd's auto-compaction, or an operator's) makes the next page fail. A read
+      // pinned by nobody starts again from the newest revision: its result is as consistent,
+      // only newer. A revision the caller asked for cannot be read any more: say so by name.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await rangeAt(prefixes, asked ?? 0, keysOnly);
+        } catch (error) {
+          if (!isCompacted(error)) throw error;
+          if (asked !== undefined) {
+            throw storeError(
+              "CLAWGATE_STORE_COMPACTED",
+              `cannot read revision ${asked}: etcd has compacted it`,
+            );
+          }
+          if (attempt >= COMPACTED_READ_ATTEMPTS) {
+            throw storeError(
+              "CLAWGATE_STORE_COMPACTED",
+              `etcd compacted past the revision of a paged read ${attempt} times in a row; try again`,
+            );
+          }
+        }
       }
-      if (revision === 0) {
-        // No prefixes at all: still report the revision the store is at.
-        const res = await client.kv.range({ key: Buffer.from([0]), limit: 1, count_only: true });
-        revision = Number(res.header.revision);
-      }
-      return { revision, items };
     },
 
     async commit(compares, operations) {

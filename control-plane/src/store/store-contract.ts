@@ -169,6 +169,22 @@ export function describeStoreContract(
         expect(result.items.map((kv) => kv.value)).toEqual(["x1", "x2", "a1", "y1"]);
       });
 
+      it("reads keys and revisions without values when asked for keys only", async () => {
+        const p = fresh();
+        const first = await store.commit([], [{ type: "put", key: `${p}a`, value: "big" }]);
+        const second = await store.commit([], [{ type: "put", key: `${p}b`, value: "bigger" }]);
+
+        const result = await store.range(p, { keysOnly: true });
+
+        expect(
+          result.items.map(({ key, value, modRevision }) => ({ key, value, modRevision })),
+        ).toEqual([
+          { key: `${p}a`, value: "", modRevision: first.revision },
+          { key: `${p}b`, value: "", modRevision: second.revision },
+        ]);
+        expect((await store.range(p)).items.map((kv) => kv.value)).toEqual(["big", "bigger"]);
+      });
+
       it("gets one key with its create and mod revisions", async () => {
         const p = fresh();
         const created = await store.commit([], [{ type: "put", key: `${p}k`, value: "v1" }]);

@@ -65,6 +65,11 @@ export interface ReadOptions {
    * The embedded store keeps no history and refuses any revision but its current one.
    */
   revision?: number;
+  /**
+   * Read keys and revisions only; every value comes back as "". For reads that only need to
+   * know which keys exist (trimming the journal): values never cross the wire.
+   */
+  keysOnly?: boolean;
 }
 
 /** The most one commit may carry; the config service splits bigger writes to fit. */

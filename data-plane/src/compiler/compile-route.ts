@@ -17,6 +17,8 @@ import type {
 /** Shares one frozen PoolSettings object per distinct (connect timeout, limit, keep-alive). */
 export type PoolSettingsCache = Map<string, PoolSettings>;
 
+const NO_HEADERS: readonly { readonly name: string; readonly value: string }[] = Object.freeze([]);
+
 /**
  * Compiles one route of a snapshot that validateSnapshot passed: nothing here refuses. Policies
  * an older control plane may leave out take the shared defaults, never a literal here.
@@ -71,7 +73,9 @@ export function compileRoute(
     pathKind,
     pathValue,
     methods: methods === undefined ? undefined : Object.freeze(methods),
-    headers: Object.freeze(headers),
+    // Routes without header conditions share one empty list, which the matcher reads on every
+    // candidate: one object that stays in the CPU cache rather than one per route.
+    headers: headers.length === 0 ? NO_HEADERS : Object.freeze(headers),
     targets: list,
     pickTarget,
     rewritePathPrefix: rewritePathPrefix === "" ? undefined : rewritePathPrefix,

@@ -21,9 +21,10 @@ import { normalizeRequestHost } from "./request-host.js";
  * Each snapshot builds these indexes once, so a match costs the same with 10 routes or 10,000:
  * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
  * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
- * path and a walk down a radix tree of its prefixes (prefix-tree.ts), longest first. Exact
- * paths sit in a radix tree too, so that a delta (update()) copies one path of each tree it
- * touches instead of a map of thousands of paths.
+ * path and a walk down a trie of its prefixes over path segments (prefix-tree.ts), longest
+ * first: one lookup per segment of the request path, at any number of routes. Exact paths sit
+ * in such a trie too, so that a delta (update()) copies one path of each tree it touches
+ * instead of a map of thousands of paths.
  */
 
 interface HostTier {
@@ -31,6 +32,9 @@ interface HostTier {
   readonly prefixes: PrefixTree<readonly CompiledRoute[]>;
   /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
   readonly updates: number;
+  /** exact.size and prefixes.size, read here so that a match skips an empty tree. */
+  readonly exactPaths: number;
+  readonly prefixPaths: number;
 }
 
 /** Key of the tier of routes that name no host. */
@@ -147,11 +151,14 @@ function matchTier(
   path: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  const exact = tier.exact.get(path);
+  // Most tiers hold only prefixes (or only exact paths): the tier's own counts skip the other
+  // tree without reading it, one cache miss less per match in a table of thousands of tiers.
+  const exact = tier.exactPaths === 0 ? undefined : tier.exact.get(path);
   if (exact !== undefined) {
     const route = firstSatisfied(exact, method, headers);
     if (route !== undefined) return route;
   }
+  if (tier.prefixPaths === 0) return undefined;
   return tier.prefixes.find(path, firstSatisfied, method, headers);
 }
 
@@ -196,11 +203,7 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
   }
   for (const list of exact.values()) Object.freeze(list.sort(byPrecedence));
   for (const list of prefixes.values()) Object.freeze(list.sort(byPrecedence));
-  return Object.freeze({
-    exact: PrefixTree.build(exact),
-    prefixes: PrefixTree.build(prefixes),
-    updates: 0,
-  });
+  return newTier(PrefixTree.build(exact), PrefixTree.build(prefixes), 0);
 }
 
 /** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
@@ -252,7 +255,21 @@ function updateTier(
     for (const list of prefixes.values()) for (const route of list) routes.add(route);
     return buildTier([...routes]);
   }
-  return Object.freeze({ exact, prefixes, updates });
+  return newTier(exact, prefixes, updates);
+}
+
+function newTier(
+  exact: PrefixTree<readonly CompiledRoute[]>,
+  prefixes: PrefixTree<readonly CompiledRoute[]>,
+  updates: number,
+): HostTier {
+  return Object.freeze({
+    exact,
+    prefixes,
+    updates,
+    exactPaths: exact.size,
+    prefixPaths: prefixes.size,
+  });
 }
 
 function byPrecedence(a: CompiledRoute, b: CompiledRoute): number {

@@ -8,7 +8,7 @@ import { waitFor } from "../../support/wait-for.js";
 import { residentMiB } from "../process-usage.js";
 import { AppliedVersions } from "./applied-versions.js";
 import { applyResources } from "./apply-resources.js";
-import { measureRouteMatch } from "./route-match.js";
+import { measureRouteMatch, type RouteMatchResult } from "./route-match.js";
 import { routeShape, routeSpec, type ScaleSize, scaleResources } from "./scale-config.js";
 import { formatScaleReport, type ScaleRow } from "./scale-report.js";
 import { SimulatedStreams } from "./simulated-streams.js";
@@ -66,8 +66,10 @@ async function main(): Promise<void> {
       `${size.routes} routes, ${size.upstreams} upstreams, ${size.nodes} nodes; ${dataPlaneCount} data planes, ${streamCount} simulated streams; ${cpus().length} cores, node ${process.version}`,
     );
 
-    const matchSmall = measureRouteMatch(10);
-    const matchLarge = measureRouteMatch(size.routes);
+    const [matchSmall, matchLarge] = measureRouteMatch([10, size.routes]) as [
+      RouteMatchResult,
+      RouteMatchResult,
+    ];
     row("route match, 10 routes", `${matchSmall.nsPerMatch.toFixed(0)} ns`);
     row(`route match, ${size.routes} routes`, `${matchLarge.nsPerMatch.toFixed(0)} ns`);
     row(
