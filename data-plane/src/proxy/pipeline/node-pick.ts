@@ -17,7 +17,7 @@ const NO_NODE_RETRY_AFTER_MS = 1_000;
 export function nodePick(deps: ProxyDeps): Interceptor {
   const reportRefused = deps.healing.reportRefused;
   return (next) => (exchange, handler) => {
-    const node = exchange.nextNode ?? exchange.healing.picker.pick();
+    const node = exchange.nextNode ?? pickNode(exchange);
     exchange.nextNode = undefined;
     if (node === undefined) {
       failFast(deps, exchange, handler, "no_healthy_node", NO_NODE_RETRY_AFTER_MS);
@@ -28,6 +28,14 @@ export function nodePick(deps: ProxyDeps): Interceptor {
   };
 }
 
+/** The next node in rotation, past those cooling down after their own Retry-After. */
+function pickNode(exchange: Exchange): CompiledNode | undefined {
+  const healing = exchange.healing;
+  const cooldowns = healing.nodeCooldowns;
+  if (!cooldowns.active()) return healing.picker.pick();
+  return healing.picker.pick((node) => !cooldowns.check(node.address).ok);
+}
+
 /**
  * Another node for a retry: in rotation and not tried by this request yet; undefined when none
  * is left.
@@ -36,7 +44,11 @@ export function pickAnother(exchange: Exchange): CompiledNode | undefined {
   exchange.tried ??= [];
   const tried = exchange.tried;
   if (exchange.node !== undefined) tried.push(exchange.node);
-  return exchange.healing.picker.pick((node) => tried.includes(node));
+  const cooldowns = exchange.healing.nodeCooldowns;
+  if (!cooldowns.active()) return exchange.healing.picker.pick((node) => tried.includes(node));
+  return exchange.healing.picker.pick(
+    (node) => tried.includes(node) || !cooldowns.check(node.address).ok,
+  );
 }
 
 class PassiveHealthHandler extends DecoratorHandler {
