@@ -92,15 +92,15 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
   #failureOf(error: Error): Failure {
     if (error instanceof ExchangeAbort) return { kind: error.kind, error };
     const exchange = this.exchange;
+    // The client's chunked body went past the route's maxBodyBytes: the client's fault, 413.
+    if ((error as { code?: unknown }).code === BODY_TOO_LARGE && !exchange.responseStarted) {
+      return { kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE", error };
+    }
     // A client that leaves mid-upload fails the request body stream; undici reports that as
     // the request's error, but it is the client's doing, not the upstream's.
     if (exchange.clientGone || exchange.req.socket.destroyed) {
       exchange.clientGone = true;
       return { kind: "client_gone", error };
-    }
-    // The client's chunked body went past the route's maxBodyBytes: the client's fault, 413.
-    if ((error as { code?: unknown }).code === BODY_TOO_LARGE && !exchange.responseStarted) {
-      return { kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE", error };
     }
     const kind = classifyUpstreamError(error);
     if (!exchange.responseStarted) return { kind, error };
