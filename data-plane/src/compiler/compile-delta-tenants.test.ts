@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { create, SnapshotSchema } from "@clawgate/proto";
+import { create, SnapshotSchema, TenantSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { deltaOf } from "../testing/delta-fixture.js";
 import { policyRequest, run } from "../testing/policy-fixture.js";
@@ -54,7 +54,12 @@ describe("compileDelta and tenants", () => {
     expect(authAs(base, "old")).toBe("alpha");
 
     const rotated = compiled(
-      compileDelta(base, deltaOf(2, { tenants: [{ name: "alpha", apiKeySha256: [sha("new")] }] })),
+      compileDelta(
+        base,
+        deltaOf(2, {
+          tenants: [create(TenantSchema, { name: "alpha", apiKeySha256: [sha("new")] })],
+        }),
+      ),
     );
     expect(authAs(rotated, "new")).toBe("alpha");
     expect(authAs(rotated, "old")).toBe("CLAWGATE_UNAUTHORIZED");

@@ -10,16 +10,23 @@ import type {
 } from "../policy/policy.js";
 import type { RouteInit } from "./route-table-fixture.js";
 
+type TenantInit = NonNullable<Parameters<typeof create<typeof TenantSchema>>[1]>;
+
 /** Compiles one policy for a route "r" (and tenants), as compilePolicies would. */
 export function compileFor(
   factory: PolicyFactory,
   route: Omit<RouteInit, "name">,
-  tenants: Partial<Tenant>[] = [],
+  tenants: TenantInit[] = [],
 ): Policy | undefined {
   const map = new Map<string, Tenant>();
   for (const tenant of tenants) map.set(tenant.name ?? "", create(TenantSchema, tenant));
   return factory.compile({
-    route: create(RouteSchema, { name: "r", match: { pathPrefix: "/" }, upstream: "u", ...route }),
+    route: create(RouteSchema, {
+      name: "r",
+      match: { pathPrefix: "/" },
+      upstream: "u",
+      ...route,
+    } as RouteInit),
     tenants: map,
   });
 }
