@@ -6,6 +6,7 @@ import type {
   PolicyServices,
   ResponseObserver,
 } from "../../policy/policy.js";
+import { runRequestPolicies } from "../../policy/run-policies.js";
 import type { Exchange } from "./exchange.js";
 import {
   DecoratorHandler,
@@ -36,14 +37,9 @@ export function policyChain(services: PolicyServices): Interceptor {
       return;
     }
     const following = new PolicyHandler(handler, exchange, policies, services);
-    for (const policy of policies) {
-      const answer = policy.onRequest(exchange, services);
-      if (answer !== undefined) {
-        answerWith(following, answer);
-        return;
-      }
-    }
-    next(exchange, following);
+    const answer = runRequestPolicies(policies, exchange, services);
+    if (answer !== undefined) answerWith(following, answer);
+    else next(exchange, following);
   };
 }
 

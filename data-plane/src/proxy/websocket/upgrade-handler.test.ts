@@ -205,3 +205,61 @@ describe("websocket upgrade handler", () => {
     answer.socket.destroy();
   });
 });
+
+describe("websocket upgrade handler with route policies", () => {
+  it("refuses a handshake without API key on an auth route, before any node is tried", async () => {
+    let reached = 0;
+    const node = createServer();
+    node.on("upgrade", (_req, socket: Socket) => {
+      reached += 1;
+      socket.destroy();
+    });
+    node.listen(0, "127.0.0.1");
+    await once(node, "listening");
+    const registry = new Registry();
+    const compiled = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [
+          {
+            name: "u",
+            nodes: [{ address: `127.0.0.1:${(node.address() as AddressInfo).port}`, weight: 1 }],
+          },
+        ],
+        routes: [
+          {
+            name: "ws",
+            match: { pathPrefix: "/ws" },
+            upstream: "u",
+            auth: { tenants: "required" },
+          },
+        ],
+      }),
+    );
+    if (!compiled.ok) throw new Error(compiled.reason);
+    const logger = pino({ level: "silent" });
+    const proxy = createServer();
+    proxy.on(
+      "upgrade",
+      createUpgradeHandler({
+        current: () => compiled.value,
+        pools: new PoolRegistry(),
+        metrics: new ProxyMetrics(registry),
+        healing: new RequestHealing({ registry, logger }),
+        tunnels: new Tunnels(registry),
+        logger,
+      }),
+    );
+    proxy.listen(0, "127.0.0.1");
+    await once(proxy, "listening");
+    try {
+      const answer = await handshake((proxy.address() as AddressInfo).port, "/ws/x");
+      expect(answer.status).toBe(401);
+      expect("body" in answer && JSON.parse(answer.body).error.code).toBe("CLAWGATE_UNAUTHORIZED");
+      expect(reached).toBe(0);
+    } finally {
+      await closeLoopbackServer(proxy);
+      await closeLoopbackServer(node);
+    }
+  });
+});

@@ -10,6 +10,7 @@ import {
   errorCodeForFailure,
 } from "../../errors/failure-kind.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import { runRequestPolicies } from "../../policy/run-policies.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "../forward-headers.js";
 import type { RequestHealing } from "../request-healing.js";
@@ -100,6 +101,27 @@ export function createUpgradeHandler(
     const end = (code: ErrorCode) =>
       refuse(socket, code, requestId, route.name, upstream, startedAt);
 
+    const forwarded = upstreamRequestHeaders(req, {
+      host:
+        route.rewriteHost ??
+        (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
+      requestId,
+      trustForwardedFor,
+    });
+    // The route's policies hold for a handshake as for any request: no tunnel without a key.
+    if (route.policies.length > 0) {
+      const answer = runRequestPolicies(
+        route.policies,
+        { req, requestId, headers: forwarded, tenant: undefined },
+        healing,
+      );
+      if (answer !== undefined) {
+        // A policy's own answer (a CORS preflight) is no handshake: refused like one.
+        end(answer.kind === "error" ? answer.code : "CLAWGATE_BAD_REQUEST");
+        return;
+      }
+    }
+
     if (!record.cooldown.check().ok) {
       healing.breakerMetrics.retryAfterSkip(upstream);
       metrics.upstreamError(upstream, "retry_after");
@@ -152,13 +174,7 @@ export function createUpgradeHandler(
         method: "GET",
         protocol: "websocket",
         signal: abort.signal,
-        headers: upstreamRequestHeaders(req, {
-          host:
-            route.rewriteHost ??
-            (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
-          requestId,
-          trustForwardedFor,
-        }),
+        headers: forwarded,
       })
       .then(
         ({ headers: answered, socket: upstreamSocket }) => {
