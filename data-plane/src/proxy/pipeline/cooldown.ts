@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { RetryAfterScope } from "@clawgate/proto";
 import { type GateCheck, parseRetryAfter } from "../../breaker/retry-after-gate.js";
 import type { Clock } from "../../clock/clock.js";
+import type { UpstreamHealing } from "../request-healing.js";
 import type { Exchange } from "./exchange.js";
 import { failFast } from "./failure-log.js";
 import type { ProxyDeps } from "./proxy-deps.js";
@@ -48,22 +50,37 @@ function passesGate(deps: ProxyDeps, exchange: Exchange, handler: StageHandler):
 }
 
 function gateCheck(exchange: Exchange): GateCheck {
-  const healing = exchange.healing;
-  switch (exchange.target.upstream.retryAfterScope) {
+  return scopedCooldownCheck(
+    exchange.healing,
+    exchange.target.upstream.retryAfterScope,
+    exchange.tenant?.name,
+  );
+}
+
+/**
+ * Whether a request may go to the upstream now, by the cooldowns of its retryAfterScope; also
+ * asked by the WebSocket handshake.
+ */
+export function scopedCooldownCheck(
+  healing: UpstreamHealing,
+  scope: RetryAfterScope,
+  tenant: string | undefined,
+): GateCheck {
+  switch (scope) {
     case "tenant":
-      return healing.tenantCooldowns.check(exchange.tenant?.name ?? "");
+      return healing.tenantCooldowns.check(tenant ?? "");
     case "node":
-      return healing.nodeCooldowns.active() ? allNodesCooling(exchange) : healing.cooldown.check();
+      return healing.nodeCooldowns.active() ? allNodesCooling(healing) : healing.cooldown.check();
     default:
       return healing.cooldown.check();
   }
 }
 
 /** Fails only when every node in rotation cools down: then the soonest one is waited for. */
-function allNodesCooling(exchange: Exchange): GateCheck {
-  const cooldowns = exchange.healing.nodeCooldowns;
+function allNodesCooling(healing: UpstreamHealing): GateCheck {
+  const cooldowns = healing.nodeCooldowns;
   let soonest = Number.POSITIVE_INFINITY;
-  for (const node of exchange.healing.picker.items) {
+  for (const node of healing.picker.items) {
     const check = cooldowns.check(node.address);
     if (check.ok) return check;
     if (check.retryAfterMs < soonest) soonest = check.retryAfterMs;
