@@ -94,6 +94,7 @@ export function toUpstream(
     keepAliveTimeoutMs: upstream.keepAliveTimeoutMs,
     tls: toUpstreamTls(upstream.tls),
     hostRewrite: upstream.hostRewrite,
+    retryAfterScope: upstream.retryAfterScope,
   });
 }
 
@@ -126,6 +127,13 @@ export function toRoute(name: string, route: RouteDocument): Route {
       streamIdleMs: route.timeouts.streamIdleMs,
     },
     fallback: { staleIfErrorSeconds: route.fallback.staleIfErrorSeconds },
+    auth: route.auth,
+    cors: route.cors,
+    ipAllow: route.ipAllow,
+    ipDeny: route.ipDeny,
+    requestHeaders: route.requestHeaders,
+    responseHeaders: route.responseHeaders,
+    maxBodyBytes: BigInt(route.maxBodyBytes),
   });
 }
 

@@ -19,7 +19,7 @@ import {
   removeName,
   upstreamsOf,
 } from "./compile-index.js";
-import { compileRoute } from "./compile-route.js";
+import { compileRoute, tenantMap } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type { CompiledRoute, CompiledUpstream, CompileResult } from "./compiled-types.js";
 import { deepFreeze, frozenMap } from "./freeze.js";
@@ -104,9 +104,21 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
       }
     }
   }
+  // Routes with auth hold a key index of the tenants: a changed tenant recompiles them.
+  const tenantsChanged = delta.tenants.length > 0 || delta.removedTenants.length > 0;
+  const tenants = tenantsChanged
+    ? tenantMap(patch(base.source.tenants, delta.tenants, delta.removedTenants))
+    : index.tenants;
+  if (tenantsChanged) {
+    for (const [name, route] of index.routes) {
+      if (route.source.auth !== undefined && !routeSources.has(name) && !removedRoutes.has(name)) {
+        routeSources.set(name, route.source);
+      }
+    }
+  }
   const compiledRoutes = new Map<string, CompiledRoute>();
   for (const [name, route] of routeSources) {
-    compiledRoutes.set(name, compileRoute(route, upstreams, index.poolSettings));
+    compiledRoutes.set(name, compileRoute(route, upstreams, index.poolSettings, tenants));
   }
   const removed: CompiledRoute[] = [];
   for (const name of new Set([...removedRoutes, ...compiledRoutes.keys()])) {
@@ -138,6 +150,7 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
     addName(index.upstreamsByBreaker, upstream.breaker, name);
     for (const node of upstream.nodes) addAddress(index.upstreamsByAddress, node.address, name);
   }
+  index.tenants = tenants;
   for (const name of removedBreakers) index.breakers.delete(name);
   for (const [name, breaker] of changedBreakers) index.breakers.set(name, breaker);
 

@@ -1,4 +1,4 @@
-import type { BreakerPolicy } from "@clawgate/proto";
+import type { BreakerPolicy, Tenant } from "@clawgate/proto";
 import type { PoolSettingsCache } from "./compile-route.js";
 import type { CompiledRoute } from "./compiled-types.js";
 
@@ -26,6 +26,12 @@ export interface CompileIndex {
   readonly upstreamsByAddress: Map<string, string[]>;
   /** One frozen PoolSettings per distinct setting, shared by every snapshot after this one. */
   readonly poolSettings: PoolSettingsCache;
+  /**
+   * The snapshot's tenants by name, as route policies were compiled with: a delta that changes
+   * no tenant compiles its routes against this same map (the auth policy's key index is built
+   * once per map), one that does replaces it.
+   */
+  tenants: ReadonlyMap<string, Tenant>;
 }
 
 /** Upstream names a route sends to. */

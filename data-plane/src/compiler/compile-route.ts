@@ -5,8 +5,10 @@ import {
   DEFAULT_STALE_IF_ERROR_SECONDS,
   normalizePath,
   type Route,
+  type Tenant,
 } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+import { compilePolicies } from "../policy/compile-policies.js";
 import type {
   CompiledRoute,
   CompiledTarget,
@@ -27,6 +29,7 @@ export function compileRoute(
   route: Route,
   upstreams: ReadonlyMap<string, CompiledUpstream>,
   poolSettings: PoolSettingsCache,
+  tenants: ReadonlyMap<string, Tenant>,
 ): CompiledRoute {
   const name = route.name;
   const match = route.match!;
@@ -90,6 +93,8 @@ export function compileRoute(
     retryAttempts: route.retry === undefined ? DEFAULT_RETRY_ATTEMPTS : route.retry.attempts,
     retryOn: Object.freeze(route.retry === undefined ? [...DEFAULT_RETRY_ON] : [...route.retry.on]),
     staleIfErrorMs: (route.fallback?.staleIfErrorSeconds ?? DEFAULT_STALE_IF_ERROR_SECONDS) * 1000,
+    policies: compilePolicies(route, tenants),
+    maxBodyBytes: Number(route.maxBodyBytes),
     source: route,
   });
 }
@@ -131,4 +136,9 @@ function settingsFor(
     cache.set(key, settings);
   }
   return settings;
+}
+
+/** The snapshot's tenants by name, as route policies are compiled with them. */
+export function tenantMap(tenants: readonly Tenant[]): ReadonlyMap<string, Tenant> {
+  return new Map(tenants.map((tenant) => [tenant.name, tenant]));
 }

@@ -7,7 +7,7 @@ import {
 } from "@clawgate/proto";
 import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-index.js";
-import { compileRoute, type PoolSettingsCache } from "./compile-route.js";
+import { compileRoute, type PoolSettingsCache, tenantMap } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type { CompiledRoute, CompiledUpstream, CompileResult } from "./compiled-types.js";
 import { deepFreeze, frozenMap } from "./freeze.js";
@@ -76,8 +76,9 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
   const routes = new Map<string, CompiledRoute>();
   const routesByUpstream = new Map<string, Set<string>>();
   const poolSettings: PoolSettingsCache = new Map();
+  const tenants = tenantMap(snapshot.tenants);
   for (const route of snapshot.routes) {
-    const compiled = compileRoute(route, upstreams, poolSettings);
+    const compiled = compileRoute(route, upstreams, poolSettings, tenants);
     routes.set(route.name, compiled);
     for (const upstream of upstreamsOf(compiled)) addName(routesByUpstream, upstream, route.name);
     if (++count % STEP_RESOURCES === 0) yield;
@@ -98,6 +99,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     upstreamsByBreaker,
     upstreamsByAddress,
     poolSettings,
+    tenants,
   };
   return {
     ok: true,

@@ -2,7 +2,9 @@ import {
   type BreakerPolicy,
   DEFAULT_HEALTH_CHECK,
   DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_RETRY_AFTER_SCOPE,
   parseNodeAddress,
+  type RetryAfterScope,
   type Upstream,
 } from "@clawgate/proto";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
@@ -58,6 +60,8 @@ export function compileUpstream(
     // Host sent upstream when hostRewrite is on: the TLS server name, else (undefined) the
     // pool's own origin, which undici writes as each node's host[:port].
     hostRewrite: upstream.hostRewrite || tls?.servername !== undefined,
+    // "" is a control plane older than the field.
+    retryAfterScope: (upstream.retryAfterScope || DEFAULT_RETRY_AFTER_SCOPE) as RetryAfterScope,
     hostName: tls?.servername,
     source: source as Upstream,
   });

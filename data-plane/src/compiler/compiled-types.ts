@@ -1,6 +1,14 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { BreakerPolicy, ConfigProblem, Route, Snapshot, Upstream } from "@clawgate/proto";
+import type {
+  BreakerPolicy,
+  ConfigProblem,
+  RetryAfterScope,
+  Route,
+  Snapshot,
+  Upstream,
+} from "@clawgate/proto";
 import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
+import type { PolicyChain } from "../policy/policy.js";
 import type { UpstreamTlsOptions } from "../upstream/upstream-tls.js";
 
 /** One backend instance, as the proxy dials it. */
@@ -38,6 +46,8 @@ export interface CompiledUpstream {
   readonly hostRewrite: boolean;
   /** tls.serverName; undefined lets undici write each node's own host[:port]. */
   readonly hostName: string | undefined;
+  /** What a 429/503 Retry-After cools down: the node, the whole upstream, or the tenant. */
+  readonly retryAfterScope: RetryAfterScope;
   readonly source: Upstream;
 }
 
@@ -100,6 +110,10 @@ export interface CompiledRoute {
   readonly retryOn: readonly string[];
   /** fallback.staleIfErrorSeconds in ms; 0 is off. */
   readonly staleIfErrorMs: number;
+  /** The route's policies in chain order (policy-list.ts); empty: the stage is skipped. */
+  readonly policies: PolicyChain;
+  /** maxBodyBytes: a chunked body is cut with 413 past it; 0 is no limit. */
+  readonly maxBodyBytes: number;
   readonly source: Route;
 }
 

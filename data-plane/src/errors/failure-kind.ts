@@ -26,7 +26,8 @@ import { isTlsFailureCode } from "./tls-failure-code.js";
  *
  * Ended kinds (the proxy ended the request itself, so the upstream is not blamed for it):
  * `client_gone` (the client closed its connection first), `aborted` (the answer was already
- * given: total timeout, stale copy served) and `internal` (a bug in the proxy: 500).
+ * given: total timeout, stale copy served), `internal` (a bug in the proxy: 500) and `rejected`
+ * (a route policy refused the request: the Failure carries the catalog code).
  */
 export type FailureKind = AttemptFailureKind | FailFastKind | EndedKind;
 
@@ -47,7 +48,7 @@ export type AttemptFailureKind =
   | "other";
 
 export type FailFastKind = "breaker_open" | "retry_after" | "no_healthy_node";
-export type EndedKind = "client_gone" | "aborted" | "internal";
+export type EndedKind = "client_gone" | "aborted" | "internal" | "rejected";
 
 /** The route-level conditions of `retry.on`. */
 export type RetryCondition = "connect-failure" | "reset" | "timeout" | "5xx";
@@ -116,6 +117,8 @@ const TRAITS: Readonly<Record<FailureKind, Traits>> = Object.freeze({
   client_gone: traits("CLAWGATE_BAD_REQUEST", "failure_not_retryable", false, undefined, false),
   aborted: traits("CLAWGATE_INTERNAL", "failure_not_retryable", false, undefined, false),
   internal: traits("CLAWGATE_INTERNAL", "failure_not_retryable", false, undefined, false),
+  // The policy's own code travels on the Failure; 403 only if one ever came without.
+  rejected: traits("CLAWGATE_FORBIDDEN", "failure_not_retryable", false, undefined, false),
 } satisfies Record<FailureKind, Traits>);
 
 /** Every attempt failure kind once, for tables that must cover them all. */

@@ -10,6 +10,8 @@ const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
   "x-forwarded-host",
   "x-request-id",
   "x-clawgate-retry",
+  // Only the auth policy says who the tenant is; a client's claim is never forwarded.
+  "x-clawgate-tenant",
   "expect",
 ]);
 

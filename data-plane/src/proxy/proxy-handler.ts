@@ -5,6 +5,7 @@ import type { AccessLogSink } from "../access-log/access-log-sink.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { limitedBody } from "../policy/limited-body.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
@@ -148,14 +149,17 @@ export function createProxyHandler(
       // Kept for a retry when it may be one: a declared body within the limit is read whole
       // first (one buffer every attempt sends, no per-chunk work), one of unknown length stays
       // replayable only while what was read of it fits the limit; a larger one is sent once.
+      // A chunked body has no length for the body-limit policy to check: it is cut as it
+      // streams instead (a declared one over the limit never gets this far).
+      const source = chunked && route.maxBodyBytes > 0 ? limitedBody(req, route.maxBodyBytes) : req;
       const declared = Number(contentLength);
       if (route.retryAttempts > 0 && !chunked && declared <= replayLimit) {
         body = req;
         bufferBodyBytes = declared;
       } else if (route.retryAttempts > 0 && chunked) {
-        body = new ReplayableBody(req, { limitBytes: replayLimit });
+        body = new ReplayableBody(source, { limitBytes: replayLimit });
       } else {
-        body = req;
+        body = source;
       }
     }
 

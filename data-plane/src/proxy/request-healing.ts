@@ -4,6 +4,7 @@ import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import { BreakerMetrics } from "../breaker/breaker-metrics.js";
 import { BreakerRegistry } from "../breaker/breaker-registry.js";
 import type { BreakerTransition, CircuitBreaker } from "../breaker/circuit-breaker.js";
+import { KeyedCooldowns } from "../breaker/keyed-cooldowns.js";
 import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
 import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
@@ -24,6 +25,10 @@ export interface UpstreamHealing {
   readonly budget: RetryBudget;
   /** The Retry-After cooldown the upstream asked for. */
   readonly cooldown: Cooldown;
+  /** Cooldowns of single nodes, by address (retryAfterScope "node"). */
+  readonly nodeCooldowns: KeyedCooldowns;
+  /** Cooldowns of single tenants' traffic, by tenant name (retryAfterScope "tenant"). */
+  readonly tenantCooldowns: KeyedCooldowns;
   /**
    * Smooth WRR over the upstream's nodes in rotation, an immutable list computed when the
    * snapshot or a node's health changes (grpc-js's picker), so a pick never looks health up.
@@ -83,6 +88,7 @@ export class RequestHealing {
   readonly nodeUsable: NodeUsable;
   readonly reportRefused: RefusedReport;
   readonly #budgets = new Map<string, RetryBudget>();
+  readonly #keyed = new Map<string, { nodes: KeyedCooldowns; tenants: KeyedCooldowns }>();
   readonly #budgetOptions: RetryBudgetOptions | undefined;
   #upstreams = new Map<string, UpstreamRecord>();
   #synced: CompiledSnapshot | undefined;
@@ -135,6 +141,7 @@ export class RequestHealing {
     this.gate.retain(names);
     const keep = new Set(names);
     for (const name of this.#budgets.keys()) if (!keep.has(name)) this.#budgets.delete(name);
+    for (const name of this.#keyed.keys()) if (!keep.has(name)) this.#keyed.delete(name);
     const upstreams = new Map<string, UpstreamRecord>();
     for (const upstream of snapshot.upstreams.values()) {
       const name = upstream.name;
@@ -143,10 +150,17 @@ export class RequestHealing {
         budget = new RetryBudget(this.#budgetOptions);
         this.#budgets.set(name, budget);
       }
+      let keyed = this.#keyed.get(name);
+      if (keyed === undefined) {
+        keyed = { nodes: new KeyedCooldowns(this.clock), tenants: new KeyedCooldowns(this.clock) };
+        this.#keyed.set(name, keyed);
+      }
       upstreams.set(name, {
         breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
         budget,
         cooldown: this.gate.cooldown(name),
+        nodeCooldowns: keyed.nodes,
+        tenantCooldowns: keyed.tenants,
         nodes: upstream.nodes,
         picker: this.#usablePicker(upstream.nodes),
       });

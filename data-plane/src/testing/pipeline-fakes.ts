@@ -27,6 +27,8 @@ export function stageWorld(
   options: {
     route?: RouteInit;
     nodes?: string[];
+    /** Upstream fields on top of "u" (retryAfterScope, say). */
+    upstream?: Record<string, unknown>;
     breaker?: Record<string, number>;
     healing?: Omit<RequestHealingOptions, "registry" | "logger" | "clock">;
   } = {},
@@ -40,7 +42,12 @@ export function stageWorld(
       version: 1n,
       breakers: [{ name: "b", ...options.breaker }],
       upstreams: [
-        { name: "u", breaker: "b", nodes: nodes.map((address) => ({ address, weight: 1 })) },
+        {
+          name: "u",
+          breaker: "b",
+          nodes: nodes.map((address) => ({ address, weight: 1 })),
+          ...options.upstream,
+        },
       ],
       routes: [
         { name: "r", match: { pathPrefix: "/" }, upstream: "u", ...options.route } as RouteInit,

@@ -1,5 +1,6 @@
 // The config model both planes share: schemas, defaults and validation with structured problems.
 export * from "./breaker-schema.js";
+export * from "./cidr.js";
 export * from "./defaults.js";
 export { lineText, ms, nodeAddress, requestPath, resourceName } from "./field-rules.js";
 export * from "./node-address.js";
@@ -9,6 +10,7 @@ export * from "./problems.js";
 export * from "./references.js";
 export * from "./resource-name.js";
 export * from "./resource-schemas.js";
+export * from "./route-policy-rules.js";
 export * from "./route-rules.js";
 export * from "./route-schema.js";
 export * from "./tenant-schema.js";

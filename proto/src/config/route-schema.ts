@@ -6,6 +6,7 @@ import {
   DEFAULT_STALE_IF_ERROR_SECONDS,
 } from "./defaults.js";
 import { ms, requestPath, resourceName } from "./field-rules.js";
+import { routePolicyFields } from "./route-policy-schema.js";
 import {
   isHostHeader,
   isRouteHost,
@@ -108,6 +109,7 @@ export const routeSchema = z
         staleIfErrorSeconds: z.int().min(0).max(86_400).default(DEFAULT_STALE_IF_ERROR_SECONDS),
       })
       .prefault({}),
+    ...routePolicyFields,
   })
   .superRefine((route, ctx) => {
     if ((route.upstream === undefined) === (route.split === undefined)) {

@@ -9,6 +9,7 @@ import {
   MAX_NODE_WEIGHT,
 } from "./defaults.js";
 import { lineText, ms, nodeAddress, requestPath, resourceName } from "./field-rules.js";
+import { DEFAULT_RETRY_AFTER_SCOPE, RETRY_AFTER_SCOPES } from "./route-policy-rules.js";
 import { upstreamTlsSchema } from "./upstream-tls.js";
 
 // A URL parser silently drops tabs and line breaks (zod's too, before any refinement), so the
@@ -70,6 +71,11 @@ export const upstreamSchema = z
      * else each node's host[:port]. A route's `rewrite.host` still wins. Default false.
      */
     hostRewrite: z.boolean().default(false),
+    /**
+     * What a 429/503 Retry-After from a node cools down: "node" (that node, the default),
+     * "upstream" (all its nodes) or "tenant" (only the calling tenant's requests to it).
+     */
+    retryAfterScope: z.enum(RETRY_AFTER_SCOPES).default(DEFAULT_RETRY_AFTER_SCOPE),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */

@@ -6,6 +6,8 @@ import { type ConfigProblem, problemsFromIssues, type ResourceKind } from "./pro
 import { referenceProblems } from "./references.js";
 import { RESOURCE_NAME, RESOURCE_NAME_RULE } from "./resource-name.js";
 import { type ResourceDocuments, resourceSchemas } from "./resource-schemas.js";
+import { RETRY_AFTER_SCOPES } from "./route-policy-rules.js";
+import { routePolicyProblems } from "./route-policy-wire.js";
 import {
   CONTROL_CHARACTER,
   isHeaderName,
@@ -128,6 +130,11 @@ export function upstreamProblems(upstream: Upstream): ConfigProblem[] {
     add("keepAliveTimeoutMs", `must be 1..${MAX_KEEP_ALIVE_TIMEOUT_MS}, got ${keepAlive}`);
   }
   for (const problem of upstreamTlsProblems(upstream.tls)) add(problem.field, problem.message);
+  // "" is a control plane older than the field: the data plane reads it as "node".
+  const scope = upstream.retryAfterScope;
+  if (scope !== "" && !(RETRY_AFTER_SCOPES as readonly string[]).includes(scope)) {
+    add("retryAfterScope", `must be "node", "upstream" or "tenant", got "${scope}"`);
+  }
   return problems;
 }
 
@@ -184,6 +191,7 @@ export function routeProblems(route: Route): ConfigProblem[] {
   if (rewriteHost !== "" && !isHostHeader(rewriteHost)) {
     add("rewrite.host", "is not a host[:port]");
   }
+  for (const problem of routePolicyProblems(route)) add(problem.field, problem.message);
   return problems;
 }
 

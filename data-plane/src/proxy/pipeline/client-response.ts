@@ -110,7 +110,7 @@ export class ClientResponse implements StageHandler {
       res.destroy();
       return;
     }
-    const code = errorCodeForFailure(failure.kind);
+    const code = failure.code ?? errorCodeForFailure(failure.kind);
     this.#settle(sendError(res, code, exchange.requestId, failure.retryAfterMs));
   }
 

@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { parseRetryAfter } from "../../breaker/retry-after-gate.js";
+import type { RetryAfterScope } from "@clawgate/proto";
+import { type GateCheck, parseRetryAfter } from "../../breaker/retry-after-gate.js";
 import type { Clock } from "../../clock/clock.js";
+import type { UpstreamHealing } from "../request-healing.js";
 import type { Exchange } from "./exchange.js";
 import { failFast } from "./failure-log.js";
 import type { ProxyDeps } from "./proxy-deps.js";
@@ -13,9 +15,12 @@ import {
 } from "./stage.js";
 
 /**
- * The upstream's Retry-After cooldown, binding (seed 004): nothing goes to the upstream before
- * the time it named. The gate fails a request fast while it runs; it stands before the breaker,
- * so a blocked request does not take the half-open probe slot.
+ * The upstream's Retry-After cooldown, binding (seed 004): nothing goes to what it cooled down
+ * before the time it named. What that is follows the upstream's retryAfterScope: the whole
+ * upstream, only the tenant the 429 answered ("" stands for requests without tenant), or only
+ * the node that answered (node-pick.ts skips it; the gate fails fast once every node cools).
+ * The gate fails a request fast while it runs; it stands before the breaker, so a blocked
+ * request does not take the half-open probe slot.
  */
 export function cooldownGate(deps: ProxyDeps): Interceptor {
   return (next) => (exchange, handler) => {
@@ -37,11 +42,50 @@ export function cooldownPerAttempt(deps: ProxyDeps): Interceptor {
 }
 
 function passesGate(deps: ProxyDeps, exchange: Exchange, handler: StageHandler): boolean {
-  const gate = exchange.healing.cooldown.check();
+  const gate = gateCheck(exchange);
   if (gate.ok) return true;
   deps.healing.breakerMetrics.retryAfterSkip(exchange.target.upstream.name);
   failFast(deps, exchange, handler, "retry_after", gate.retryAfterMs);
   return false;
+}
+
+function gateCheck(exchange: Exchange): GateCheck {
+  return scopedCooldownCheck(
+    exchange.healing,
+    exchange.target.upstream.retryAfterScope,
+    exchange.tenant?.name,
+  );
+}
+
+/**
+ * Whether a request may go to the upstream now, by the cooldowns of its retryAfterScope; also
+ * asked by the WebSocket handshake.
+ */
+export function scopedCooldownCheck(
+  healing: UpstreamHealing,
+  scope: RetryAfterScope,
+  tenant: string | undefined,
+): GateCheck {
+  switch (scope) {
+    case "tenant":
+      return healing.tenantCooldowns.check(tenant ?? "");
+    case "node":
+      return healing.nodeCooldowns.active() ? allNodesCooling(healing) : healing.cooldown.check();
+    default:
+      return healing.cooldown.check();
+  }
+}
+
+/** Fails only when every node in rotation cools down: then the soonest one is waited for. */
+function allNodesCooling(healing: UpstreamHealing): GateCheck {
+  const cooldowns = healing.nodeCooldowns;
+  let soonest = Number.POSITIVE_INFINITY;
+  for (const node of healing.picker.items) {
+    const check = cooldowns.check(node.address);
+    if (check.ok) return check;
+    if (check.retryAfterMs < soonest) soonest = check.retryAfterMs;
+  }
+  return soonest === Number.POSITIVE_INFINITY ? { ok: true } : { ok: false, retryAfterMs: soonest };
 }
 
 class RetryAfterHandler extends DecoratorHandler {
@@ -62,7 +106,7 @@ class RetryAfterHandler extends DecoratorHandler {
       // An HTTP-date is read against the healing clock, the one the cooldown counts down on.
       const waitMs = parseRetryAfter(first(headers["retry-after"]), this.clock.now());
       if (waitMs !== undefined && waitMs > 0) {
-        this.exchange.healing.cooldown.blockFor(waitMs);
+        blockFor(this.exchange, waitMs);
         this.exchange.coolingDown = true;
       }
     }
@@ -72,4 +116,21 @@ class RetryAfterHandler extends DecoratorHandler {
 
 function first(value: string | string[] | undefined): string | undefined {
   return typeof value === "string" ? value : value?.[0];
+}
+
+/** Starts the cooldown of what the upstream's retryAfterScope says the answer was about. */
+function blockFor(exchange: Exchange, waitMs: number): void {
+  const healing = exchange.healing;
+  switch (exchange.target.upstream.retryAfterScope) {
+    case "tenant":
+      healing.tenantCooldowns.blockFor(exchange.tenant?.name ?? "", waitMs);
+      return;
+    case "node":
+      if (exchange.node !== undefined) {
+        healing.nodeCooldowns.blockFor(exchange.node.address, waitMs);
+        return;
+      }
+      break;
+  }
+  healing.cooldown.blockFor(waitMs);
 }

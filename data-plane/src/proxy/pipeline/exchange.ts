@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CompiledNode, CompiledRoute, CompiledTarget } from "../../compiler/compiled-types.js";
 import type { AttemptFailureKind } from "../../errors/failure-kind.js";
+import type { PolicyRequest, PolicyTenant } from "../../policy/policy.js";
 import type { ReplayableBody } from "../../retry/replayable-body.js";
 import type { UpstreamHealing } from "../request-healing.js";
 import type { StageHandler } from "./stage.js";
@@ -8,9 +9,14 @@ import type { StageHandler } from "./stage.js";
 /**
  * What the request carries upstream: none, the client's stream (sent once), a chunked body kept
  * for replay, or the whole body in memory (read by the request-body stage; every attempt sends
- * the same bytes).
+ * the same bytes), or a chunked body passed through under the route's maxBodyBytes.
  */
-export type ExchangeBody = null | IncomingMessage | ReplayableBody | Buffer;
+export type ExchangeBody =
+  | null
+  | IncomingMessage
+  | ReplayableBody
+  | Buffer
+  | AsyncGenerator<Uint8Array>;
 
 /**
  * One proxied request's state, shared by the stages of the pipeline: what the handler resolved
@@ -18,7 +24,7 @@ export type ExchangeBody = null | IncomingMessage | ReplayableBody | Buffer;
  * facts stages hand each other (the node of the attempt, whether the response started).
  * Attempts never overlap, so each field describes the current attempt.
  */
-export class Exchange {
+export class Exchange implements PolicyRequest {
   /** The node of the current attempt, set by the node-pick stage. */
   node: CompiledNode | undefined = undefined;
   /** Preset by the retry stage: the node the next attempt goes to. */
@@ -40,6 +46,8 @@ export class Exchange {
   /** The client's answer is complete (or abandoned). */
   settled = false;
   clientGone = false;
+  /** The tenant the route's auth policy identified; undefined without auth or key. */
+  tenant: PolicyTenant | undefined = undefined;
   /** The outermost handler: where a failure of the proxy itself enters the pipeline. */
   top: StageHandler | undefined = undefined;
 

@@ -1,5 +1,5 @@
 import type { CompiledNode } from "../../compiler/compiled-types.js";
-import type { RefusedReport } from "../request-healing.js";
+import type { RefusedReport, UpstreamHealing } from "../request-healing.js";
 import type { Exchange } from "./exchange.js";
 import { failFast } from "./failure-log.js";
 import type { ProxyDeps } from "./proxy-deps.js";
@@ -17,7 +17,7 @@ const NO_NODE_RETRY_AFTER_MS = 1_000;
 export function nodePick(deps: ProxyDeps): Interceptor {
   const reportRefused = deps.healing.reportRefused;
   return (next) => (exchange, handler) => {
-    const node = exchange.nextNode ?? exchange.healing.picker.pick();
+    const node = exchange.nextNode ?? pickNode(exchange.healing);
     exchange.nextNode = undefined;
     if (node === undefined) {
       failFast(deps, exchange, handler, "no_healthy_node", NO_NODE_RETRY_AFTER_MS);
@@ -29,6 +29,16 @@ export function nodePick(deps: ProxyDeps): Interceptor {
 }
 
 /**
+ * The next node in rotation, past those cooling down after their own Retry-After; also used by
+ * the WebSocket handshake.
+ */
+export function pickNode(healing: UpstreamHealing): CompiledNode | undefined {
+  const cooldowns = healing.nodeCooldowns;
+  if (!cooldowns.active()) return healing.picker.pick();
+  return healing.picker.pick((node) => !cooldowns.check(node.address).ok);
+}
+
+/**
  * Another node for a retry: in rotation and not tried by this request yet; undefined when none
  * is left.
  */
@@ -36,7 +46,11 @@ export function pickAnother(exchange: Exchange): CompiledNode | undefined {
   exchange.tried ??= [];
   const tried = exchange.tried;
   if (exchange.node !== undefined) tried.push(exchange.node);
-  return exchange.healing.picker.pick((node) => tried.includes(node));
+  const cooldowns = exchange.healing.nodeCooldowns;
+  if (!cooldowns.active()) return exchange.healing.picker.pick((node) => tried.includes(node));
+  return exchange.healing.picker.pick(
+    (node) => tried.includes(node) || !cooldowns.check(node.address).ok,
+  );
 }
 
 class PassiveHealthHandler extends DecoratorHandler {

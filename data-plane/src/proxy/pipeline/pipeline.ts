@@ -5,6 +5,7 @@ import { ClientResponse } from "./client-response.js";
 import { cooldownGate, cooldownPerAttempt } from "./cooldown.js";
 import type { Exchange } from "./exchange.js";
 import { nodePick } from "./node-pick.js";
+import { policyChain } from "./policy-chain.js";
 import type { ProxyDeps } from "./proxy-deps.js";
 import { requestBody } from "./request-body.js";
 import { requestMetrics } from "./request-metrics.js";
@@ -25,6 +26,7 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
       // One line per request, after the client got its answer; absent when the log is off.
       ...(deps.accessLog === undefined ? [] : [accessLog(deps.accessLog)]),
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
+      policyChain(deps.healing), // the route's policies: ip, CORS, auth, body limit, headers
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
       requestBody(), // a body a retry may resend is read whole first
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once

@@ -1,7 +1,8 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { classifyUpstreamError } from "../../errors/failure-kind.js";
+import { BODY_TOO_LARGE } from "../../policy/limited-body.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
 import type { Exchange } from "./exchange.js";
 import { ExchangeAbort } from "./exchange-abort.js";
@@ -40,7 +41,7 @@ export function sendToNode(deps: ProxyDeps): Dispatch {
         // Only a retry copies the headers, to number itself.
         headers:
           retry === 0 ? exchange.headers : [...exchange.headers, RETRY_HEADER, String(retry)],
-        body: body === null ? null : body instanceof ReplayableBody ? replay(body) : body,
+        body: body === null ? null : asBody(body instanceof ReplayableBody ? body.attempt() : body),
         // 0 on the wire means off, and undici reads 0 as "no timeout" too.
         headersTimeout: route.headersTimeoutMs,
         bodyTimeout: bodyTimeoutOf(exchange),
@@ -91,6 +92,10 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
   #failureOf(error: Error): Failure {
     if (error instanceof ExchangeAbort) return { kind: error.kind, error };
     const exchange = this.exchange;
+    // The client's chunked body went past the route's maxBodyBytes: the client's fault, 413.
+    if ((error as { code?: unknown }).code === BODY_TOO_LARGE && !exchange.responseStarted) {
+      return { kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE", error };
+    }
     // A client that leaves mid-upload fails the request body stream; undici reports that as
     // the request's error, but it is the client's doing, not the upstream's.
     if (exchange.clientGone || exchange.req.socket.destroyed) {
@@ -105,11 +110,11 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
 }
 
 /**
- * undici sends any async iterable as a body (core/util isIterable); its typings only list
- * streams, so the replay generator is passed under the Readable type.
+ * undici sends any async iterable as a body (core/util isIterable): a replay, a chunked body
+ * under maxBodyBytes. Its typings only list streams, so those are passed under that type.
  */
-function replay(body: ReplayableBody): Readable {
-  return body.attempt() as unknown as Readable;
+function asBody(body: Buffer | IncomingMessage | AsyncIterable<Uint8Array>): Readable | Buffer {
+  return body as Readable | Buffer;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { ErrorCode } from "../../errors/error-catalog.js";
 import type { FailureKind } from "../../errors/failure-kind.js";
 import type { StaleEntry } from "../../fallback/stale-cache.js";
 import type { Exchange } from "./exchange.js";
@@ -22,7 +23,9 @@ export interface Failure {
   /** The error behind it, for the log line; none when a stage decided it. */
   readonly error?: Error;
   /** Retry-After the client gets with a 503 (fail-fast kinds). */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
+  /** The catalog error the client gets, when not the kind's own (a policy's refusal). */
+  readonly code?: ErrorCode;
 }
 
 /**

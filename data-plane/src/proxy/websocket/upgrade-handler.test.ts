@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type Server } from "node:http";
@@ -19,14 +20,19 @@ import { createUpgradeHandler } from "./upgrade-handler.js";
 type Handshake = { status: number; body: string } | { status: 101; socket: Socket };
 
 /** A WebSocket handshake with node's own client: 'upgrade' on 101, 'response' otherwise. */
-function handshake(port: number, path: string, upgrade = "websocket"): Promise<Handshake> {
+function handshake(
+  port: number,
+  path: string,
+  upgrade = "websocket",
+  extra: Record<string, string> = {},
+): Promise<Handshake> {
   return new Promise((resolve, reject) => {
     const req = request({
       host: "127.0.0.1",
       port,
       path,
       agent: false,
-      headers: { connection: "Upgrade", upgrade, "sec-websocket-version": "13" },
+      headers: { connection: "Upgrade", upgrade, "sec-websocket-version": "13", ...extra },
     });
     req.on("upgrade", (_res, socket: Socket) => resolve({ status: 101, socket }));
     req.on("response", (res: IncomingMessage) => {
@@ -203,5 +209,119 @@ describe("websocket upgrade handler", () => {
     const [echo] = (await once(answer.socket, "data")) as [Buffer];
     expect(echo.toString()).toBe("over tls");
     answer.socket.destroy();
+  });
+});
+
+describe("websocket upgrade handler with route policies", () => {
+  it("holds back the tenant an upstream cooled down, not another (retryAfterScope tenant)", async () => {
+    const node = await upstreamServer();
+    const registry = new Registry();
+    const sha = (key: string) => createHash("sha256").update(key).digest("hex");
+    const compiled = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [
+          { name: "u", nodes: [{ address: node.address, weight: 1 }], retryAfterScope: "tenant" },
+        ],
+        routes: [
+          {
+            name: "ws",
+            match: { pathPrefix: "/ws" },
+            upstream: "u",
+            auth: { tenants: "required" },
+          },
+        ],
+        tenants: [
+          { name: "alpha", apiKeySha256: [sha("ka")] },
+          { name: "beta", apiKeySha256: [sha("kb")] },
+        ],
+      }),
+    );
+    if (!compiled.ok) throw new Error(compiled.reason);
+    const logger = pino({ level: "silent" });
+    const healing = new RequestHealing({ registry, logger });
+    healing.sync(compiled.value);
+    healing.upstream("u")!.tenantCooldowns.blockFor("alpha", 60_000);
+    const proxy = createServer();
+    proxy.on(
+      "upgrade",
+      createUpgradeHandler({
+        current: () => compiled.value,
+        pools: new PoolRegistry(),
+        metrics: new ProxyMetrics(registry),
+        healing,
+        tunnels: new Tunnels(registry),
+        logger,
+      }),
+    );
+    proxy.listen(0, "127.0.0.1");
+    await once(proxy, "listening");
+    try {
+      const port = (proxy.address() as AddressInfo).port;
+      const alpha = await handshake(port, "/ws/x", "websocket", { "x-api-key": "ka" });
+      expect(alpha.status).toBe(503);
+      const beta = await handshake(port, "/ws/x", "websocket", { "x-api-key": "kb" });
+      expect(beta.status).toBe(101);
+      if ("socket" in beta) beta.socket.destroy();
+    } finally {
+      await closeLoopbackServer(proxy);
+      await closeLoopbackServer(node.server);
+    }
+  });
+
+  it("refuses a handshake without API key on an auth route, before any node is tried", async () => {
+    let reached = 0;
+    const node = createServer();
+    node.on("upgrade", (_req, socket: Socket) => {
+      reached += 1;
+      socket.destroy();
+    });
+    node.listen(0, "127.0.0.1");
+    await once(node, "listening");
+    const registry = new Registry();
+    const compiled = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [
+          {
+            name: "u",
+            nodes: [{ address: `127.0.0.1:${(node.address() as AddressInfo).port}`, weight: 1 }],
+          },
+        ],
+        routes: [
+          {
+            name: "ws",
+            match: { pathPrefix: "/ws" },
+            upstream: "u",
+            auth: { tenants: "required" },
+          },
+        ],
+      }),
+    );
+    if (!compiled.ok) throw new Error(compiled.reason);
+    const logger = pino({ level: "silent" });
+    const proxy = createServer();
+    proxy.on(
+      "upgrade",
+      createUpgradeHandler({
+        current: () => compiled.value,
+        pools: new PoolRegistry(),
+        metrics: new ProxyMetrics(registry),
+        healing: new RequestHealing({ registry, logger }),
+        tunnels: new Tunnels(registry),
+        logger,
+      }),
+    );
+    proxy.listen(0, "127.0.0.1");
+    await once(proxy, "listening");
+    try {
+      const answer = await handshake((proxy.address() as AddressInfo).port, "/ws/x");
+      expect(answer.status).toBe(401);
+      expect("body" in answer && JSON.parse(answer.body).error.code).toBe("CLAWGATE_UNAUTHORIZED");
+      expect(reached).toBe(0);
+    } finally {
+      await closeLoopbackServer(proxy);
+      await closeLoopbackServer(node);
+    }
   });
 });

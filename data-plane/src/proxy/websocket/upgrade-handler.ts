@@ -10,8 +10,12 @@ import {
   errorCodeForFailure,
 } from "../../errors/failure-kind.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import type { PolicyRequest } from "../../policy/policy.js";
+import { runRequestPolicies } from "../../policy/run-policies.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "../forward-headers.js";
+import { scopedCooldownCheck } from "../pipeline/cooldown.js";
+import { pickNode } from "../pipeline/node-pick.js";
 import type { RequestHealing } from "../request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "../request-id.js";
 import { upstreamPath } from "../rewrite-path.js";
@@ -100,7 +104,26 @@ export function createUpgradeHandler(
     const end = (code: ErrorCode) =>
       refuse(socket, code, requestId, route.name, upstream, startedAt);
 
-    if (!record.cooldown.check().ok) {
+    const forwarded = upstreamRequestHeaders(req, {
+      host:
+        route.rewriteHost ??
+        (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
+      requestId,
+      trustForwardedFor,
+    });
+    // The route's policies hold for a handshake as for any request: no tunnel without a key.
+    const policyRequest: PolicyRequest = { req, requestId, headers: forwarded, tenant: undefined };
+    if (route.policies.length > 0) {
+      const answer = runRequestPolicies(route.policies, policyRequest, healing);
+      if (answer !== undefined) {
+        // A policy's own answer (a CORS preflight) is no handshake: refused like one.
+        end(answer.kind === "error" ? answer.code : "CLAWGATE_BAD_REQUEST");
+        return;
+      }
+    }
+
+    const scope = target.upstream.retryAfterScope;
+    if (!scopedCooldownCheck(record, scope, policyRequest.tenant?.name).ok) {
       healing.breakerMetrics.retryAfterSkip(upstream);
       metrics.upstreamError(upstream, "retry_after");
       end("CLAWGATE_UPSTREAM_COOLDOWN");
@@ -113,7 +136,7 @@ export function createUpgradeHandler(
       end("CLAWGATE_BREAKER_OPEN");
       return;
     }
-    const node = record.picker.pick();
+    const node = pickNode(record);
     if (node === undefined) {
       record.breaker.release(permit);
       metrics.upstreamError(upstream, "no_healthy_node");
@@ -152,13 +175,7 @@ export function createUpgradeHandler(
         method: "GET",
         protocol: "websocket",
         signal: abort.signal,
-        headers: upstreamRequestHeaders(req, {
-          host:
-            route.rewriteHost ??
-            (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
-          requestId,
-          trustForwardedFor,
-        }),
+        headers: forwarded,
       })
       .then(
         ({ headers: answered, socket: upstreamSocket }) => {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/config.proto.
  */
 export const file_clawgate_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIqsCCghVcHN0cmVhbRIMCgRuYW1lGAEgASgJEiAKBW5vZGVzGAIgAygLMhEuY2xhd2dhdGUudjEuTm9kZRIuCgxoZWFsdGhfY2hlY2sYAyABKAsyGC5jbGF3Z2F0ZS52MS5IZWFsdGhDaGVjaxIPCgdicmVha2VyGAQgASgJEiAKGG1heF9jb25uZWN0aW9uc19wZXJfbm9kZRgFIAEoDRIiChVrZWVwX2FsaXZlX3RpbWVvdXRfbXMYByABKA1IAIgBARIlCgN0bHMYCCABKAsyGC5jbGF3Z2F0ZS52MS5VcHN0cmVhbVRscxIUCgxob3N0X3Jld3JpdGUYCSABKAhCGAoWX2tlZXBfYWxpdmVfdGltZW91dF9tc0oECAYQB1ILcmVtZWRpYXRpb24ilQEKC1Vwc3RyZWFtVGxzEg8KB2VuYWJsZWQYASABKAgSEwoLc2VydmVyX25hbWUYAiABKAkSDwoHY2FfZmlsZRgDIAEoCRIYChBjbGllbnRfY2VydF9maWxlGAQgASgJEhcKD2NsaWVudF9rZXlfZmlsZRgFIAEoCRIcChRpbnNlY3VyZV9za2lwX3ZlcmlmeRgGIAEoCCIqCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJInoKClJvdXRlTWF0Y2gSDQoFaG9zdHMYASADKAkSDAoEcGF0aBgCIAEoCRITCgtwYXRoX3ByZWZpeBgDIAEoCRIPCgdtZXRob2RzGAQgAygJEikKB2hlYWRlcnMYBSADKAsyGC5jbGF3Z2F0ZS52MS5IZWFkZXJNYXRjaCI0ChBXZWlnaHRlZFVwc3RyZWFtEhAKCHVwc3RyZWFtGAEgASgJEg4KBndlaWdodBgCIAEoDSIsCgdSZXdyaXRlEhMKC3BhdGhfcHJlZml4GAEgASgJEgwKBGhvc3QYAiABKAkiKwoLUmV0cnlQb2xpY3kSEAoIYXR0ZW1wdHMYASABKA0SCgoCb24YAiADKAkicgoNUm91dGVUaW1lb3V0cxISCgpjb25uZWN0X21zGAEgASgNEhIKCmhlYWRlcnNfbXMYAiABKA0SDwoHYm9keV9tcxgDIAEoDRIQCgh0b3RhbF9tcxgEIAEoDRIWCg5zdHJlYW1faWRsZV9tcxgFIAEoDSIqCghGYWxsYmFjaxIeChZzdGFsZV9pZl9lcnJvcl9zZWNvbmRzGAEgASgNIrYCCgVSb3V0ZRIMCgRuYW1lGAEgASgJEiYKBW1hdGNoGAIgASgLMhcuY2xhd2dhdGUudjEuUm91dGVNYXRjaBIQCghwcmlvcml0eRgDIAEoBRIQCgh1cHN0cmVhbRgEIAEoCRIsCgVzcGxpdBgFIAMoCzIdLmNsYXdnYXRlLnYxLldlaWdodGVkVXBzdHJlYW0SJQoHcmV3cml0ZRgGIAEoCzIULmNsYXdnYXRlLnYxLlJld3JpdGUSJwoFcmV0cnkYByABKAsyGC5jbGF3Z2F0ZS52MS5SZXRyeVBvbGljeRIsCgh0aW1lb3V0cxgIIAEoCzIaLmNsYXdnYXRlLnYxLlJvdXRlVGltZW91dHMSJwoIZmFsbGJhY2sYCSABKAsyFS5jbGF3Z2F0ZS52MS5GYWxsYmFjayKEAgoNQnJlYWtlclBvbGljeRIMCgRuYW1lGAEgASgJEhEKCXdpbmRvd19tcxgCIAEoDRIUCgxtaW5fcmVxdWVzdHMYAyABKA0SFQoNZmFpbHVyZV9yYXRpbxgEIAEoARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgFIAEoDRITCgtjb29sZG93bl9tcxgGIAEoDRIbChNjb29sZG93bl9tdWx0aXBsaWVyGAcgASgBEhcKD21heF9jb29sZG93bl9tcxgIIAEoDRIfChdoYWxmX29wZW5fbWF4X2luX2ZsaWdodBgJIAEoDRIbChNoYWxmX29wZW5fc3VjY2Vzc2VzGAogASgNInsKBlRlbmFudBIMCgRuYW1lGAEgASgJEhYKDmFwaV9rZXlfc2hhMjU2GAIgAygJEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYAyABKA0SFgoOdG9rZW5zX3Blcl9kYXkYBCABKAQSFgoOYWxsb3dlZF9yb3V0ZXMYBSADKAkigAIKCFNuYXBzaG90Eg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSIgoGcm91dGVzGAMgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAQgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYBSADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYBiADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFQoNY3JlYXRlZF9hdF9tcxgHIAEoBBIMCgRwYXJ0GAggASgNEg0KBXBhcnRzGAkgASgNYgZwcm90bzM");
+  fileDesc("ChhjbGF3Z2F0ZS92MS9jb25maWcucHJvdG8SC2NsYXdnYXRlLnYxIjcKBE5vZGUSDwoHYWRkcmVzcxgBIAEoCRIOCgZ3ZWlnaHQYAiABKA0SDgoGc291cmNlGAMgASgJIpMBCgtIZWFsdGhDaGVjaxITCgtpbnRlcnZhbF9tcxgBIAEoDRISCgp0aW1lb3V0X21zGAIgASgNEhsKE3VuaGVhbHRoeV90aHJlc2hvbGQYAyABKA0SGQoRaGVhbHRoeV90aHJlc2hvbGQYBCABKA0SDAoEcGF0aBgFIAEoCRIVCg1leHBlY3Rfc3RhdHVzGAYgASgJIsYCCghVcHN0cmVhbRIMCgRuYW1lGAEgASgJEiAKBW5vZGVzGAIgAygLMhEuY2xhd2dhdGUudjEuTm9kZRIuCgxoZWFsdGhfY2hlY2sYAyABKAsyGC5jbGF3Z2F0ZS52MS5IZWFsdGhDaGVjaxIPCgdicmVha2VyGAQgASgJEiAKGG1heF9jb25uZWN0aW9uc19wZXJfbm9kZRgFIAEoDRIiChVrZWVwX2FsaXZlX3RpbWVvdXRfbXMYByABKA1IAIgBARIlCgN0bHMYCCABKAsyGC5jbGF3Z2F0ZS52MS5VcHN0cmVhbVRscxIUCgxob3N0X3Jld3JpdGUYCSABKAgSGQoRcmV0cnlfYWZ0ZXJfc2NvcGUYCiABKAlCGAoWX2tlZXBfYWxpdmVfdGltZW91dF9tc0oECAYQB1ILcmVtZWRpYXRpb24ilQEKC1Vwc3RyZWFtVGxzEg8KB2VuYWJsZWQYASABKAgSEwoLc2VydmVyX25hbWUYAiABKAkSDwoHY2FfZmlsZRgDIAEoCRIYChBjbGllbnRfY2VydF9maWxlGAQgASgJEhcKD2NsaWVudF9rZXlfZmlsZRgFIAEoCRIcChRpbnNlY3VyZV9za2lwX3ZlcmlmeRgGIAEoCCIqCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJInoKClJvdXRlTWF0Y2gSDQoFaG9zdHMYASADKAkSDAoEcGF0aBgCIAEoCRITCgtwYXRoX3ByZWZpeBgDIAEoCRIPCgdtZXRob2RzGAQgAygJEikKB2hlYWRlcnMYBSADKAsyGC5jbGF3Z2F0ZS52MS5IZWFkZXJNYXRjaCI0ChBXZWlnaHRlZFVwc3RyZWFtEhAKCHVwc3RyZWFtGAEgASgJEg4KBndlaWdodBgCIAEoDSIsCgdSZXdyaXRlEhMKC3BhdGhfcHJlZml4GAEgASgJEgwKBGhvc3QYAiABKAkiKwoLUmV0cnlQb2xpY3kSEAoIYXR0ZW1wdHMYASABKA0SCgoCb24YAiADKAkicgoNUm91dGVUaW1lb3V0cxISCgpjb25uZWN0X21zGAEgASgNEhIKCmhlYWRlcnNfbXMYAiABKA0SDwoHYm9keV9tcxgDIAEoDRIQCgh0b3RhbF9tcxgEIAEoDRIWCg5zdHJlYW1faWRsZV9tcxgFIAEoDSIqCghGYWxsYmFjaxIeChZzdGFsZV9pZl9lcnJvcl9zZWNvbmRzGAEgASgNIqcECgVSb3V0ZRIMCgRuYW1lGAEgASgJEiYKBW1hdGNoGAIgASgLMhcuY2xhd2dhdGUudjEuUm91dGVNYXRjaBIQCghwcmlvcml0eRgDIAEoBRIQCgh1cHN0cmVhbRgEIAEoCRIsCgVzcGxpdBgFIAMoCzIdLmNsYXdnYXRlLnYxLldlaWdodGVkVXBzdHJlYW0SJQoHcmV3cml0ZRgGIAEoCzIULmNsYXdnYXRlLnYxLlJld3JpdGUSJwoFcmV0cnkYByABKAsyGC5jbGF3Z2F0ZS52MS5SZXRyeVBvbGljeRIsCgh0aW1lb3V0cxgIIAEoCzIaLmNsYXdnYXRlLnYxLlJvdXRlVGltZW91dHMSJwoIZmFsbGJhY2sYCSABKAsyFS5jbGF3Z2F0ZS52MS5GYWxsYmFjaxIkCgRhdXRoGAogASgLMhYuY2xhd2dhdGUudjEuUm91dGVBdXRoEh8KBGNvcnMYCyABKAsyES5jbGF3Z2F0ZS52MS5Db3JzEhAKCGlwX2FsbG93GAwgAygJEg8KB2lwX2RlbnkYDSADKAkSNQoPcmVxdWVzdF9oZWFkZXJzGA4gASgLMhwuY2xhd2dhdGUudjEuSGVhZGVyVHJhbnNmb3JtEjYKEHJlc3BvbnNlX2hlYWRlcnMYDyABKAsyHC5jbGF3Z2F0ZS52MS5IZWFkZXJUcmFuc2Zvcm0SFgoObWF4X2JvZHlfYnl0ZXMYECABKAQiHAoJUm91dGVBdXRoEg8KB3RlbmFudHMYASABKAkilwEKBENvcnMSFQoNYWxsb3dfb3JpZ2lucxgBIAMoCRIVCg1hbGxvd19tZXRob2RzGAIgAygJEhUKDWFsbG93X2hlYWRlcnMYAyADKAkSFgoOZXhwb3NlX2hlYWRlcnMYBCADKAkSFwoPbWF4X2FnZV9zZWNvbmRzGAUgASgNEhkKEWFsbG93X2NyZWRlbnRpYWxzGAYgASgIIoEBCg9IZWFkZXJUcmFuc2Zvcm0SMgoDc2V0GAEgAygLMiUuY2xhd2dhdGUudjEuSGVhZGVyVHJhbnNmb3JtLlNldEVudHJ5Eg4KBnJlbW92ZRgCIAMoCRoqCghTZXRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIoQCCg1CcmVha2VyUG9saWN5EgwKBG5hbWUYASABKAkSEQoJd2luZG93X21zGAIgASgNEhQKDG1pbl9yZXF1ZXN0cxgDIAEoDRIVCg1mYWlsdXJlX3JhdGlvGAQgASgBEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAUgASgNEhMKC2Nvb2xkb3duX21zGAYgASgNEhsKE2Nvb2xkb3duX211bHRpcGxpZXIYByABKAESFwoPbWF4X2Nvb2xkb3duX21zGAggASgNEh8KF2hhbGZfb3Blbl9tYXhfaW5fZmxpZ2h0GAkgASgNEhsKE2hhbGZfb3Blbl9zdWNjZXNzZXMYCiABKA0iewoGVGVuYW50EgwKBG5hbWUYASABKAkSFgoOYXBpX2tleV9zaGEyNTYYAiADKAkSGwoTcmVxdWVzdHNfcGVyX21pbnV0ZRgDIAEoDRIWCg50b2tlbnNfcGVyX2RheRgEIAEoBBIWCg5hbGxvd2VkX3JvdXRlcxgFIAMoCSKAAgoIU25hcHNob3QSDwoHdmVyc2lvbhgBIAEoBBINCgVub25jZRgCIAEoCRIiCgZyb3V0ZXMYAyADKAsyEi5jbGF3Z2F0ZS52MS5Sb3V0ZRIoCgl1cHN0cmVhbXMYBCADKAsyFS5jbGF3Z2F0ZS52MS5VcHN0cmVhbRIsCghicmVha2VycxgFIAMoCzIaLmNsYXdnYXRlLnYxLkJyZWFrZXJQb2xpY3kSJAoHdGVuYW50cxgGIAMoCzITLmNsYXdnYXRlLnYxLlRlbmFudBIVCg1jcmVhdGVkX2F0X21zGAcgASgEEgwKBHBhcnQYCCABKA0SDQoFcGFydHMYCSABKA1iBnByb3RvMw");
 
 /**
  * One backend instance of an upstream.
@@ -154,6 +154,14 @@ export type Upstream = Message<"clawgate.v1.Upstream"> & {
    * @generated from field: bool host_rewrite = 9;
    */
   hostRewrite: boolean;
+
+  /**
+   * What an upstream 429/503 Retry-After cools down: "node" (the node that answered),
+   * "upstream" (every node), or "tenant" (only that tenant's requests to this upstream).
+   *
+   * @generated from field: string retry_after_scope = 10;
+   */
+  retryAfterScope: string;
 };
 
 /**
@@ -472,6 +480,51 @@ export type Route = Message<"clawgate.v1.Route"> & {
    * @generated from field: clawgate.v1.Fallback fallback = 9;
    */
   fallback?: Fallback | undefined;
+
+  /**
+   * Absent: no API key is asked for and no tenant is forwarded.
+   *
+   * @generated from field: clawgate.v1.RouteAuth auth = 10;
+   */
+  auth?: RouteAuth | undefined;
+
+  /**
+   * Absent: the gateway neither answers preflights nor adds CORS headers.
+   *
+   * @generated from field: clawgate.v1.Cors cors = 11;
+   */
+  cors?: Cors | undefined;
+
+  /**
+   * CIDRs (v4 or v6) of client addresses let in; empty lets every address in.
+   *
+   * @generated from field: repeated string ip_allow = 12;
+   */
+  ipAllow: string[];
+
+  /**
+   * CIDRs refused with 403; checked before ip_allow.
+   *
+   * @generated from field: repeated string ip_deny = 13;
+   */
+  ipDeny: string[];
+
+  /**
+   * @generated from field: clawgate.v1.HeaderTransform request_headers = 14;
+   */
+  requestHeaders?: HeaderTransform | undefined;
+
+  /**
+   * @generated from field: clawgate.v1.HeaderTransform response_headers = 15;
+   */
+  responseHeaders?: HeaderTransform | undefined;
+
+  /**
+   * Largest request body accepted, declared or streamed; 0 is no limit.
+   *
+   * @generated from field: uint64 max_body_bytes = 16;
+   */
+  maxBodyBytes: bigint;
 };
 
 /**
@@ -480,6 +533,95 @@ export type Route = Message<"clawgate.v1.Route"> & {
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_config, 11);
+
+/**
+ * @generated from message clawgate.v1.RouteAuth
+ */
+export type RouteAuth = Message<"clawgate.v1.RouteAuth"> & {
+  /**
+   * "required": a tenant's API key or 401; "optional": a key, when sent, must be valid.
+   *
+   * @generated from field: string tenants = 1;
+   */
+  tenants: string;
+};
+
+/**
+ * Describes the message clawgate.v1.RouteAuth.
+ * Use `create(RouteAuthSchema)` to create a new message.
+ */
+export const RouteAuthSchema: GenMessage<RouteAuth> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_config, 12);
+
+/**
+ * @generated from message clawgate.v1.Cors
+ */
+export type Cors = Message<"clawgate.v1.Cors"> & {
+  /**
+   * Origins allowed ("*" for any); a request from another origin gets no CORS headers.
+   *
+   * @generated from field: repeated string allow_origins = 1;
+   */
+  allowOrigins: string[];
+
+  /**
+   * @generated from field: repeated string allow_methods = 2;
+   */
+  allowMethods: string[];
+
+  /**
+   * @generated from field: repeated string allow_headers = 3;
+   */
+  allowHeaders: string[];
+
+  /**
+   * @generated from field: repeated string expose_headers = 4;
+   */
+  exposeHeaders: string[];
+
+  /**
+   * @generated from field: uint32 max_age_seconds = 5;
+   */
+  maxAgeSeconds: number;
+
+  /**
+   * @generated from field: bool allow_credentials = 6;
+   */
+  allowCredentials: boolean;
+};
+
+/**
+ * Describes the message clawgate.v1.Cors.
+ * Use `create(CorsSchema)` to create a new message.
+ */
+export const CorsSchema: GenMessage<Cors> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_config, 13);
+
+/**
+ * @generated from message clawgate.v1.HeaderTransform
+ */
+export type HeaderTransform = Message<"clawgate.v1.HeaderTransform"> & {
+  /**
+   * Header name (lower-case) to the value it is set to, replacing any the message had.
+   *
+   * @generated from field: map<string, string> set = 1;
+   */
+  set: { [key: string]: string };
+
+  /**
+   * Lower-case header names removed.
+   *
+   * @generated from field: repeated string remove = 2;
+   */
+  remove: string[];
+};
+
+/**
+ * Describes the message clawgate.v1.HeaderTransform.
+ * Use `create(HeaderTransformSchema)` to create a new message.
+ */
+export const HeaderTransformSchema: GenMessage<HeaderTransform> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_config, 14);
 
 /**
  * @generated from message clawgate.v1.BreakerPolicy
@@ -541,7 +683,7 @@ export type BreakerPolicy = Message<"clawgate.v1.BreakerPolicy"> & {
  * Use `create(BreakerPolicySchema)` to create a new message.
  */
 export const BreakerPolicySchema: GenMessage<BreakerPolicy> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 12);
+  messageDesc(file_clawgate_v1_config, 15);
 
 /**
  * @generated from message clawgate.v1.Tenant
@@ -582,7 +724,7 @@ export type Tenant = Message<"clawgate.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 13);
+  messageDesc(file_clawgate_v1_config, 16);
 
 /**
  * The complete config at one store revision. Every route's upstreams exist and every
@@ -653,5 +795,5 @@ export type Snapshot = Message<"clawgate.v1.Snapshot"> & {
  * Use `create(SnapshotSchema)` to create a new message.
  */
 export const SnapshotSchema: GenMessage<Snapshot> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_config, 14);
+  messageDesc(file_clawgate_v1_config, 17);
 

@@ -1,0 +1,100 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Cors } from "@clawgate/proto";
+import type { Policy, PolicyAnswer, PolicyFactory, PolicyRequest } from "./policy.js";
+
+/**
+ * route.cors. A preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered
+ * by the gateway with 204 and never reaches the upstream; an origin not allowed gets the 204
+ * without CORS headers, which the browser reads as a refusal. Other requests from an allowed
+ * origin go on, and their response gets Access-Control-Allow-Origin (and Expose-Headers,
+ * Allow-Credentials). An empty allowMethods or allowHeaders allows what the preflight asks.
+ */
+export const cors: PolicyFactory = {
+  name: "cors",
+  compile({ route }): Policy | undefined {
+    const config = route.cors;
+    if (config === undefined) return undefined;
+    const rules = compileRules(config);
+    return {
+      name: "cors",
+      onRequest(request: PolicyRequest): PolicyAnswer | undefined {
+        const headers = request.req.headers;
+        const method = headers["access-control-request-method"];
+        if (
+          request.req.method !== "OPTIONS" ||
+          headers.origin === undefined ||
+          method === undefined
+        )
+          return undefined;
+        return { kind: "respond", status: 204, headers: preflight(rules, headers, method) };
+      },
+      onResponse(request: PolicyRequest, _status: number, headers: IncomingHttpHeaders) {
+        const allowed = allowOrigin(rules, request.req.headers.origin);
+        if (allowed === undefined) return undefined;
+        headers["access-control-allow-origin"] = allowed;
+        if (allowed !== "*") headers.vary = appendVary(headers.vary);
+        if (rules.expose !== undefined) headers["access-control-expose-headers"] = rules.expose;
+        if (config.allowCredentials) headers["access-control-allow-credentials"] = "true";
+        return undefined;
+      },
+    };
+  },
+};
+
+interface CorsRules {
+  readonly any: boolean;
+  readonly origins: ReadonlySet<string>;
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly methodList: string;
+  readonly headerList: string | undefined;
+  readonly expose: string | undefined;
+  readonly maxAge: string;
+  readonly credentials: boolean;
+}
+
+function compileRules(config: Cors): CorsRules {
+  return Object.freeze({
+    any: config.allowOrigins.includes("*"),
+    origins: new Set(config.allowOrigins),
+    methods: config.allowMethods.length === 0 ? undefined : new Set(config.allowMethods),
+    methodList: config.allowMethods.join(", "),
+    headerList: config.allowHeaders.length === 0 ? undefined : config.allowHeaders.join(", "),
+    expose: config.exposeHeaders.length === 0 ? undefined : config.exposeHeaders.join(", "),
+    maxAge: String(config.maxAgeSeconds),
+    credentials: config.allowCredentials,
+  });
+}
+
+/** The Allow-Origin value for `origin`, or undefined when it is not allowed. */
+function allowOrigin(rules: CorsRules, origin: string | undefined): string | undefined {
+  if (origin === undefined) return undefined;
+  if (rules.origins.has(origin)) return origin;
+  // A wildcard is echoed as "*" unless credentials are on (validation forbids that pair).
+  return rules.any ? "*" : undefined;
+}
+
+function preflight(
+  rules: CorsRules,
+  headers: IncomingHttpHeaders,
+  method: string,
+): Record<string, string> {
+  const out: Record<string, string> = { vary: "Origin" };
+  const origin = allowOrigin(rules, headers.origin);
+  if (origin === undefined) return out;
+  if (rules.methods !== undefined && !rules.methods.has(method)) return out;
+  out["access-control-allow-origin"] = origin;
+  out["access-control-allow-methods"] = rules.methods === undefined ? method : rules.methodList;
+  const asked = headers["access-control-request-headers"];
+  const allowHeaders = rules.headerList ?? asked;
+  if (allowHeaders !== undefined && allowHeaders !== "") {
+    out["access-control-allow-headers"] = allowHeaders;
+  }
+  out["access-control-max-age"] = rules.maxAge;
+  if (rules.credentials) out["access-control-allow-credentials"] = "true";
+  return out;
+}
+
+function appendVary(vary: string | undefined): string {
+  if (vary === undefined || vary === "") return "Origin";
+  return /(^|,)\s*origin\s*(,|$)/i.test(vary) ? vary : `${vary}, Origin`;
+}
