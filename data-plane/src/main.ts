@@ -97,6 +97,7 @@ export async function startDataPlane(
   // Opened before anything listens: a file that cannot be opened is a ConfigError (exit 2).
   const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
     logger.warn({ err: { message: error.message } }, "access log write failed"),
+    config.accessLogSample,
   );
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);

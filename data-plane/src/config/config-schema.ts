@@ -93,6 +93,14 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: z.string().min(1),
     default: "stdout",
   },
+  accessLogSample: {
+    variable: "CLAWGATE_ACCESS_LOG_SAMPLE",
+    flag: "access-log-sample",
+    // Errors are the lines someone searches for; successes are what fills a busy disk.
+    doc: "Share of successful requests (status < 500, no failure) that get an access-log line, 0..1; errors always do.",
+    type: z.number().min(0).max(1),
+    default: 1,
+  },
   proxyKeepAliveTimeoutMs: {
     variable: "CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS",
     flag: "proxy-keepalive-timeout-ms",

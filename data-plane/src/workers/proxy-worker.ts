@@ -45,6 +45,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   // Each worker appends its own lines to the same target (O_APPEND keeps lines whole).
   const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
     logger.warn({ err: { message: error.message } }, "access log write failed"),
+    config.accessLogSample,
   );
   const metrics = new ProxyMetrics(registry);
   const proxyHandler = createProxyHandler({
