@@ -95,8 +95,9 @@ export async function startDataPlane(
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
   const proxyTlsCertificates = loadProxyTlsCertificates(config, logger);
   // Opened before anything listens: a file that cannot be opened is a ConfigError (exit 2).
-  const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
-    logger.warn({ err: { message: error.message } }, "access log write failed"),
+  const accessLog = createAccessLogSink(
+    accessLogTarget(config.accessLog),
+    (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
     config.accessLogSample,
   );
   const registry = new Registry();
