@@ -94,6 +94,7 @@ export function toUpstream(
     keepAliveTimeoutMs: upstream.keepAliveTimeoutMs,
     tls: toUpstreamTls(upstream.tls),
     hostRewrite: upstream.hostRewrite,
+    http2: upstream.http2,
   });
 }
 

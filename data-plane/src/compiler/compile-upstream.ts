@@ -59,6 +59,8 @@ export function compileUpstream(
     // pool's own origin, which undici writes as each node's host[:port].
     hostRewrite: upstream.hostRewrite || tls?.servername !== undefined,
     hostName: tls?.servername,
+    // Only over TLS: the control plane refuses it otherwise, and h2 is chosen by ALPN.
+    http2: upstream.http2 && tls !== undefined,
     source: source as Upstream,
   });
 }

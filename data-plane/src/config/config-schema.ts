@@ -23,7 +23,7 @@ export const DATA_PLANE_SETTINGS = declareSettings({
   proxyTlsListen: {
     variable: "CLAWGATE_PROXY_TLS_LISTEN",
     flag: "proxy-tls-listen",
-    doc: "Where the proxy accepts HTTPS (TLS 1.2+, ALPN http/1.1) beside proxyListen; needs proxyTlsCertFile and proxyTlsKeyFile.",
+    doc: "Where the proxy accepts HTTPS (TLS 1.2+, ALPN h2 and http/1.1) beside proxyListen; needs proxyTlsCertFile and proxyTlsKeyFile.",
     type: hostPortSetting("listen"),
     defaultText: "none: no TLS listener",
   },

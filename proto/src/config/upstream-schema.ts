@@ -70,6 +70,11 @@ export const upstreamSchema = z
      * else each node's host[:port]. A route's `rewrite.host` still wins. Default false.
      */
     hostRewrite: z.boolean().default(false),
+    /**
+     * Offer HTTP/2 to the nodes (ALPN h2, falling back to HTTP/1.1 when a node does not pick
+     * it). Negotiated in the TLS handshake, so it needs `tls`. Default false.
+     */
+    http2: z.boolean().default(false),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
@@ -99,6 +104,14 @@ export const upstreamSchema = z
       }
       seen.add(node.address);
     });
+    // undici offers h2 only in ALPN; over plaintext the flag would silently do nothing.
+    if (upstream.http2 && upstream.tls?.enabled !== true) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["http2"],
+        message: "needs tls: HTTP/2 to the nodes is negotiated in the TLS handshake (ALPN)",
+      });
+    }
   });
 
 /** An upstream document with every default filled in, as stored and published. */

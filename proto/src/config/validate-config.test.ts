@@ -25,6 +25,7 @@ describe("validateResource", () => {
         maxConnectionsPerNode: 128,
         keepAliveTimeoutMs: DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
         hostRewrite: false,
+        http2: false,
       },
     });
   });
