@@ -46,6 +46,7 @@ import {
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
+import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
 import { workerCount } from "./workers/worker-count.js";
 import { WorkerPool } from "./workers/worker-pool.js";
@@ -205,6 +206,28 @@ export async function startDataPlane(
     ];
   }
 
+  // Upstream CA and client certificate files are read when a snapshot compiles; a change on
+  // disk compiles the served snapshot again, so the upstream's pools are rebuilt with the new
+  // files (requests in flight finish on the old ones), or the change is refused and logged.
+  const upstreamTlsWatch = new UpstreamTlsWatch({ onChange: rereadUpstreamTls });
+  function rereadUpstreamTls(upstreams: readonly string[]): void {
+    const state = applied.state();
+    if (state === undefined || stopping) return;
+    const previous = state.compiled;
+    const result = applied.apply(previous.source, state.source);
+    if (!result.ok) {
+      // Not a NACK: the control plane's snapshot was fine; the files on this machine are not.
+      logger.warn(
+        { upstreams, reason: result.reason },
+        "upstream TLS file change refused; the previous files keep serving",
+      );
+      return;
+    }
+    void workers?.apply(previous.source);
+    afterApply(result, previous, []);
+    logger.info({ upstreams }, "upstream TLS files reloaded; new connections use them");
+  }
+
   /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
   function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
     const previous = applied.current();
@@ -246,6 +269,7 @@ export async function startDataPlane(
           },
         ],
         ["healing", () => healing.sync(compiled)],
+        ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
         // Nodes added or removed change the view without any state change to report it. In
         // the next turn: a first snapshot of 20,000 nodes makes a report that costs a turn of
         // its own, and need not delay the ACK or the clients waiting behind the swap.
@@ -322,6 +346,7 @@ export async function startDataPlane(
       }),
     ]);
     proxyTls?.certificates.close();
+    upstreamTlsWatch.close();
     if (!drained.drained) {
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
     }
