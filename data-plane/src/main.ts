@@ -50,6 +50,7 @@ import {
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
+import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
 import { workerCount } from "./workers/worker-count.js";
 import { WorkerPool } from "./workers/worker-pool.js";
@@ -99,8 +100,10 @@ export async function startDataPlane(
   const logger = pino({ level: config.logLevel, base: { nodeId: config.nodeId } });
   const proxyTlsCertificates = loadProxyTlsCertificates(config, logger);
   // Opened before anything listens: a file that cannot be opened is a ConfigError (exit 2).
-  const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
-    logger.warn({ err: { message: error.message } }, "access log write failed"),
+  const accessLog = createAccessLogSink(
+    accessLogTarget(config.accessLog),
+    (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
+    config.accessLogSample,
   );
   const registry = new Registry();
   const snapshotMetrics = new SnapshotMetrics(registry);
@@ -218,6 +221,37 @@ export async function startDataPlane(
 
   /** Refusals counted by afterApply, so one made in a worker is counted once too. */
   let nacks = 0;
+  // Upstream CA and client certificate files are read when a snapshot compiles; a change on
+  // disk compiles the served snapshot again, so the upstream's pools are rebuilt with the new
+  // files (requests in flight finish on the old ones), or the change is refused and logged.
+  const upstreamTlsWatch = new UpstreamTlsWatch({ onChange: rereadUpstreamTls });
+  function rereadUpstreamTls(upstreams: readonly string[]): void {
+    const state = applied.state();
+    if (state === undefined || stopping) return;
+    const previous = state.compiled;
+    const result = applied.apply(previous.source, state.source);
+    if (!result.ok) {
+      // Not a NACK: the control plane's snapshot was fine; the files on this machine are not.
+      logger.warn(
+        { upstreams, reason: result.reason },
+        "upstream TLS file change refused; the previous files keep serving",
+      );
+      return;
+    }
+    afterApply(result, previous, []);
+    // Workers compile the same snapshot again, so their pools read the new files too.
+    void workers
+      ?.applySnapshot(previous.source, async () => result)
+      .then((inWorkers) => {
+        if (inWorkers?.ok === false) {
+          logger.warn(
+            { upstreams, reason: inWorkers.reason },
+            "workers refused the upstream TLS files",
+          );
+        }
+      });
+    logger.info({ upstreams }, "upstream TLS files reloaded; new connections use them");
+  }
 
   /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
   function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
@@ -272,6 +306,7 @@ export async function startDataPlane(
           },
         ],
         ["healing", () => healing.sync(compiled)],
+        ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
         // Nodes added or removed change the view without any state change to report it. In
         // the next turn: a first snapshot of 20,000 nodes makes a report that costs a turn of
         // its own, and need not delay the ACK or the clients waiting behind the swap.
@@ -352,6 +387,7 @@ export async function startDataPlane(
       }),
     ]);
     proxyTls?.certificates.close();
+    upstreamTlsWatch.close();
     if (!drained.drained) {
       logger.warn({ drainTimeoutMs, cut: drained.cut }, "drain timed out; cut requests in flight");
     }

@@ -118,6 +118,18 @@ describe("access log of a real data plane", () => {
     expect(accessLines(dp.process.output.grep('"log":"access"'))).toEqual([]);
   });
 
+  it("accessLogSample 0 drops the lines of successes and keeps every error", async () => {
+    const dp = await dataPlane({ CLAWGATE_ACCESS_LOG: "stdout", CLAWGATE_ACCESS_LOG_SAMPLE: "0" });
+    const ok = await call(`${dp.proxyUrl}/api/hello`);
+    const missing = await call(`${dp.proxyUrl}/nowhere`);
+    const refused = await call(`${dp.proxyUrl}/down/x`);
+    expect([ok.status, missing.status, refused.status]).toEqual([200, 404, 502]);
+    // A clean exit flushes whatever was buffered: after it, a missing line is really missing.
+    await dp.process.stop();
+    const lines = accessLines(dp.process.output.grep('"log":"access"'));
+    expect(lines.map((l) => [l.requestId, l.status])).toEqual([[refused.requestId, 502]]);
+  });
+
   it("appends to a file and reopens it on SIGHUP, as logrotate expects", async () => {
     const path = join(workDir, "access.log");
     const dp = await dataPlane({ CLAWGATE_ACCESS_LOG: path });

@@ -95,6 +95,7 @@ export function toUpstream(
     tls: toUpstreamTls(upstream.tls),
     hostRewrite: upstream.hostRewrite,
     retryAfterScope: upstream.retryAfterScope,
+    http2: upstream.http2,
   });
 }
 

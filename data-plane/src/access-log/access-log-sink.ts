@@ -1,6 +1,7 @@
 import { closeSync, openSync } from "node:fs";
 import { ConfigError } from "@clawgate/runtime";
 import pino, { type DestinationStream, type Logger } from "pino";
+import { accessLogSampler } from "./access-log-sample.js";
 
 /** Where access-log lines go: the `accessLog` setting, already parsed. */
 export type AccessLogTarget = { kind: "off" } | { kind: "stdout" } | { kind: "file"; path: string };
@@ -15,6 +16,8 @@ export function accessLogTarget(setting: string): AccessLogTarget {
 /** The access log's writer: one JSON line per request, buffered, never blocking the proxy. */
 export interface AccessLogSink {
   readonly logger: Logger;
+  /** Whether a request that ended so gets its line (`accessLogSample`; errors always do). */
+  keeps(status: number, failed: boolean): boolean;
   /** Opens the file again (after logrotate moved it away); a no-op on stdout. */
   reopen(): void;
   /** Writes out what is buffered and closes the file. */
@@ -31,6 +34,7 @@ export interface AccessLogSink {
 export function createAccessLogSink(
   target: AccessLogTarget,
   onError: (error: Error) => void,
+  sample = 1,
 ): AccessLogSink | undefined {
   if (target.kind === "off") return undefined;
   if (target.kind === "file") {
@@ -70,6 +74,7 @@ export function createAccessLogSink(
       });
       return closing;
     },
+    sample,
   });
   return sink;
 }
@@ -77,7 +82,13 @@ export function createAccessLogSink(
 /** A sink writing to any stream (tests read the lines back from one). */
 export function accessLogSinkOn(
   stream: DestinationStream,
-  control: { reopen?: () => void; close?: () => Promise<void> } = {},
+  control: {
+    reopen?: () => void;
+    close?: () => Promise<void>;
+    /** accessLogSample: the share of successful requests logged; default 1 (all). */
+    sample?: number;
+    random?: () => number;
+  } = {},
 ): AccessLogSink {
   const logger = pino(
     {
@@ -91,6 +102,7 @@ export function accessLogSinkOn(
   );
   return {
     logger,
+    keeps: accessLogSampler(control.sample ?? 1, control.random),
     reopen: control.reopen ?? (() => {}),
     close: control.close ?? (async () => {}),
   };

@@ -129,10 +129,18 @@ function settingsFor(
   // TLS settings (and the files' contents) are part of the key: a renewed client certificate
   // makes new connections use a new pool, while requests in flight finish on the old one.
   const base = `${connectTimeoutMs}/${connections}/${keepAliveTimeoutMs}`;
-  const key = tls === undefined ? base : `${base}/tls-${tls.id}`;
+  const http2 = upstream.http2;
+  const key = tls === undefined ? base : `${base}/tls-${tls.id}${http2 ? "/h2" : ""}`;
   let settings = cache.get(key);
   if (settings === undefined) {
-    settings = Object.freeze({ key, connectTimeoutMs, connections, keepAliveTimeoutMs, tls });
+    settings = Object.freeze({
+      key,
+      connectTimeoutMs,
+      connections,
+      keepAliveTimeoutMs,
+      tls,
+      http2,
+    });
     cache.set(key, settings);
   }
   return settings;

@@ -83,6 +83,7 @@ describe("compileSnapshot", () => {
       connectTimeoutMs: 250,
       connections: 0,
       keepAliveTimeoutMs: 4000,
+      http2: false,
     });
   });
 

@@ -63,6 +63,8 @@ export function compileUpstream(
     // "" is a control plane older than the field.
     retryAfterScope: (upstream.retryAfterScope || DEFAULT_RETRY_AFTER_SCOPE) as RetryAfterScope,
     hostName: tls?.servername,
+    // Only over TLS: the control plane refuses it otherwise, and h2 is chosen by ALPN.
+    http2: upstream.http2 && tls !== undefined,
     source: source as Upstream,
   });
 }

@@ -44,6 +44,8 @@ export interface CompiledUpstream {
   readonly tls: UpstreamTlsOptions | undefined;
   /** Replace the client's Host with `hostName` (hostRewrite, or tls.serverName set). */
   readonly hostRewrite: boolean;
+  /** Offer HTTP/2 to the nodes (over TLS, by ALPN). */
+  readonly http2: boolean;
   /** tls.serverName; undefined lets undici write each node's own host[:port]. */
   readonly hostName: string | undefined;
   /** What a 429/503 Retry-After cools down: the node, the whole upstream, or the tenant. */
@@ -67,6 +69,8 @@ export interface PoolSettings {
   readonly keepAliveTimeoutMs: number;
   /** TLS to the node (the upstream's); undefined for plaintext. Part of `key` by its id. */
   readonly tls?: UpstreamTlsOptions | undefined;
+  /** Offer HTTP/2 in ALPN (the upstream's `http2`); part of `key`. */
+  readonly http2?: boolean;
 }
 
 /** One upstream a route can send to, with its share of a split. */

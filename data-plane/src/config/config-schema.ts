@@ -23,7 +23,7 @@ export const DATA_PLANE_SETTINGS = declareSettings({
   proxyTlsListen: {
     variable: "CLAWGATE_PROXY_TLS_LISTEN",
     flag: "proxy-tls-listen",
-    doc: "Where the proxy accepts HTTPS (TLS 1.2+, ALPN http/1.1) beside proxyListen; needs proxyTlsCertFile and proxyTlsKeyFile.",
+    doc: "Where the proxy accepts HTTPS (TLS 1.2+, ALPN h2 and http/1.1) beside proxyListen; needs proxyTlsCertFile and proxyTlsKeyFile.",
     type: hostPortSetting("listen"),
     defaultText: "none: no TLS listener",
   },
@@ -92,6 +92,14 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     doc: "One JSON line per request: stdout, off, or a file path (appended to, reopened on SIGHUP for logrotate).",
     type: z.string().min(1),
     default: "stdout",
+  },
+  accessLogSample: {
+    variable: "CLAWGATE_ACCESS_LOG_SAMPLE",
+    flag: "access-log-sample",
+    // Errors are the lines someone searches for; successes are what fills a busy disk.
+    doc: "Share of successful requests (status < 500, no failure) that get an access-log line, 0..1; errors always do.",
+    type: z.number().min(0).max(1),
+    default: 1,
   },
   proxyKeepAliveTimeoutMs: {
     variable: "CLAWGATE_PROXY_KEEPALIVE_TIMEOUT_MS",

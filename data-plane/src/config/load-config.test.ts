@@ -49,6 +49,7 @@ describe("loadConfig", () => {
       cacheDir: "./.clawgate/cache",
       logLevel: "info",
       accessLog: "stdout",
+      accessLogSample: 1,
       proxyKeepAliveTimeoutMs: 65_000,
       cacheFallbackAfterMs: 5_000,
       watchdogMaxEventLoopDelayMs: 5_000,

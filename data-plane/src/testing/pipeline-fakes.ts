@@ -20,7 +20,7 @@ export interface StageWorld {
   registry: Registry;
   deps: ProxyDeps;
   /** A fresh exchange for route "r" to upstream "u" (nodes a:1, b:1, c:1 unless given). */
-  exchange(options?: { method?: string; staleKey?: string }): Exchange;
+  exchange(options?: { method?: string; staleKey?: string; req?: IncomingMessage }): Exchange;
 }
 
 export function stageWorld(
@@ -71,7 +71,12 @@ export function stageWorld(
     deps,
     exchange: (init = {}) =>
       new Exchange(
-        { socket: { destroyed: false }, url: "/", method: init.method ?? "GET" } as IncomingMessage,
+        init.req ??
+          ({
+            socket: { destroyed: false },
+            url: "/",
+            method: init.method ?? "GET",
+          } as IncomingMessage),
         {} as ServerResponse,
         route,
         route.targets[0]!,

@@ -68,14 +68,14 @@ export class ProxyTlsCertificates {
     });
   }
 
-  /** https.createServer options: the default certificate, TLS 1.2+, ALPN http/1.1, SNI. */
+  /** Secure server options: the default certificate, TLS 1.2+, ALPN h2 then http/1.1, SNI. */
   serverOptions(): ServerOptions {
     return {
       cert: this.#default.cert,
       key: this.#default.key,
       minVersion: MIN_TLS_VERSION,
-      // HTTP/2 from clients comes later; until then ALPN says plainly what is spoken.
-      ALPNProtocols: ["http/1.1"],
+      // The server's preference: HTTP/2 to clients that offer it, HTTP/1.1 to the others.
+      ALPNProtocols: ["h2", "http/1.1"],
       SNICallback: (serverName, callback) => callback(null, this.contextFor(serverName)),
     };
   }

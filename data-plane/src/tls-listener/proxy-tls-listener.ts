@@ -1,14 +1,18 @@
-import type { Server as HttpServer, RequestListener } from "node:http";
-import { createServer, type Server as HttpsServer } from "node:https";
-import { HttpDrain } from "@clawgate/runtime";
+import type { RequestListener } from "node:http";
+import { createSecureServer, type Http2SecureServer } from "node:http2";
 import type { Logger } from "pino";
 import type { DataPlaneConfig } from "../config/config-schema.js";
+import { acceptHttp2 } from "./h2-request.js";
 import { ProxyTlsCertificates, parseCertificateFiles } from "./proxy-tls-certificates.js";
+import { SecureDrain } from "./secure-drain.js";
 
-/** The HTTPS listener beside the plaintext one: same handler, its own certificates and drain. */
+/**
+ * The HTTPS listener beside the plaintext one: same handler, its own certificates and drain.
+ * It speaks HTTP/2 to clients that offer `h2` in ALPN and HTTP/1.1 to the others.
+ */
 export interface ProxyTlsListener {
-  readonly server: HttpsServer;
-  readonly drain: HttpDrain;
+  readonly server: Http2SecureServer;
+  readonly drain: SecureDrain;
   readonly certificates: ProxyTlsCertificates;
 }
 
@@ -29,17 +33,27 @@ export function loadProxyTlsCertificates(
   });
 }
 
-/** Builds the HTTPS server with the plaintext proxy's timeouts; listen() is the caller's. */
+/**
+ * Builds the HTTPS server (HTTP/2 with HTTP/1.1 fallback on one port, as node:http2's
+ * allowHTTP1 does) with the plaintext proxy's timeouts; listen() is the caller's.
+ */
 export function createProxyTlsListener(
   certificates: ProxyTlsCertificates,
   handler: RequestListener,
   keepAliveTimeoutMs: number,
 ): ProxyTlsListener {
-  const server = createServer(certificates.serverOptions(), handler);
-  server.keepAliveTimeout = keepAliveTimeoutMs;
-  server.headersTimeout = keepAliveTimeoutMs + 1_000;
+  const server = createSecureServer(
+    { ...certificates.serverOptions(), allowHTTP1: true },
+    acceptHttp2(handler) as never,
+  );
+  // The HTTP/1.1 side: node:http reads these from the server, as on the plaintext listener.
+  const http1 = server as unknown as { keepAliveTimeout: number; headersTimeout: number };
+  http1.keepAliveTimeout = keepAliveTimeoutMs;
+  http1.headersTimeout = keepAliveTimeoutMs + 1_000;
+  // An idle HTTP/2 connection is closed as an idle HTTP/1.1 one would be; close() is a GOAWAY,
+  // so a stream still open (a quiet SSE stream) finishes first.
+  server.on("session", (session) => session.setTimeout(keepAliveTimeoutMs, () => session.close()));
   certificates.watch(server);
-  // https.Server has every method HttpDrain uses (it is an http.Server over TLS sockets).
-  const drain = new HttpDrain(server as unknown as HttpServer);
+  const drain = new SecureDrain(server);
   return { server, drain, certificates };
 }

@@ -68,7 +68,11 @@ export class PoolRegistry {
       // operator's setting (undici otherwise accepts up to 10 minutes).
       keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
-      ...(tls === undefined ? {} : { connect: tlsConnector(tls, settings.connectTimeoutMs) }),
+      ...(tls === undefined
+        ? {}
+        : { connect: tlsConnector(tls, settings.connectTimeoutMs, settings.http2 === true) }),
+      // HTTP/2 when the node picks it in ALPN; then one connection carries many requests.
+      ...(settings.http2 === true ? { allowH2: true } : {}),
     });
     bySettings.set(settings.key, pool);
     return pool;

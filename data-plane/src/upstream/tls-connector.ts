@@ -10,8 +10,14 @@ import type { UpstreamTlsOptions } from "./upstream-tls.js";
  * the later "other side closed" as the request's error, a plain reset. Destroying the socket on
  * the TLS error keeps that error the one the request fails with, so it is counted as `tls`.
  */
-export function tlsConnector(tls: UpstreamTlsOptions, timeoutMs: number): buildConnector.connector {
+export function tlsConnector(
+  tls: UpstreamTlsOptions,
+  timeoutMs: number,
+  http2 = false,
+): buildConnector.connector {
   const connect = buildConnector({
+    // A custom connector must offer h2 itself: undici's allowH2 only sets it on its own one.
+    ...(http2 ? { allowH2: true } : {}),
     // undici sends the node's host as SNI when it is a name and none is set (never an IP).
     servername: tls.servername,
     ca: tls.ca,

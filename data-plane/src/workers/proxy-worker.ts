@@ -46,8 +46,10 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     reportRefused: (upstream, address) => send({ type: "clawgate:refused", upstream, address }),
   });
   // Each worker appends its own lines to the same target (O_APPEND keeps lines whole).
-  const accessLog = createAccessLogSink(accessLogTarget(config.accessLog), (error) =>
-    logger.warn({ err: { message: error.message } }, "access log write failed"),
+  const accessLog = createAccessLogSink(
+    accessLogTarget(config.accessLog),
+    (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
+    config.accessLogSample,
   );
   const metrics = new ProxyMetrics(registry);
   const proxyHandler = createProxyHandler({

@@ -76,6 +76,11 @@ export const upstreamSchema = z
      * "upstream" (all its nodes) or "tenant" (only the calling tenant's requests to it).
      */
     retryAfterScope: z.enum(RETRY_AFTER_SCOPES).default(DEFAULT_RETRY_AFTER_SCOPE),
+    /**
+     * Offer HTTP/2 to the nodes (ALPN h2, falling back to HTTP/1.1 when a node does not pick
+     * it). Negotiated in the TLS handshake, so it needs `tls`. Default false.
+     */
+    http2: z.boolean().default(false),
     remediation: z
       .strictObject({
         /** argv template: {host}, {port} and {node} are filled in per argument, no shell. */
@@ -105,6 +110,14 @@ export const upstreamSchema = z
       }
       seen.add(node.address);
     });
+    // undici offers h2 only in ALPN; over plaintext the flag would silently do nothing.
+    if (upstream.http2 && upstream.tls?.enabled !== true) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["http2"],
+        message: "needs tls: HTTP/2 to the nodes is negotiated in the TLS handshake (ALPN)",
+      });
+    }
   });
 
 /** An upstream document with every default filled in, as stored and published. */

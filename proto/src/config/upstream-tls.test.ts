@@ -36,6 +36,16 @@ describe("upstream tls and hostRewrite", () => {
     expect(upstreamProblems(tls).join("; ")).toContain(expected);
   });
 
+  it("takes http2 (default false) only with tls, where ALPN can negotiate it", () => {
+    expect(upstreamProblems({}, { http2: true })).toEqual([]);
+    expect(upstreamProblems(undefined, { http2: true })).toEqual([
+      "http2 needs tls: HTTP/2 to the nodes is negotiated in the TLS handshake (ALPN)",
+    ]);
+    expect(upstreamProblems({ enabled: false }, { http2: true })).toHaveLength(1);
+    const plain = validateResource("upstreams", "api", { nodes: [{ address: "a:80" }] });
+    expect(plain.ok && plain.document.http2).toBe(false);
+  });
+
   it("applies the same rules to a snapshot on the wire, with the document's field names", () => {
     const snapshot = create(SnapshotSchema, {
       version: 1n,

@@ -26,6 +26,7 @@ describe("validateResource", () => {
         keepAliveTimeoutMs: DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
         hostRewrite: false,
         retryAfterScope: "node",
+        http2: false,
       },
     });
   });

@@ -109,6 +109,7 @@ class AccessLogHandler extends DecoratorHandler {
     const exchange = this.exchange;
     if (this.#logged || !exchange.settled) return;
     this.#logged = true;
+    if (!this.sink.keeps(exchange.status, this.#failure !== undefined)) return;
     const now = performance.now();
     const line = baseLine(exchange.req, exchange.requestId, exchange.startedAt, now);
     line.route = exchange.route.name;
@@ -138,6 +139,7 @@ export function logAnsweredEarly(
   route: string | undefined,
   startedAt: number,
 ): void {
+  if (!sink.keeps(status, false)) return;
   const line = baseLine(req, requestId, startedAt, performance.now());
   line.route = route;
   line.status = status;

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from "node:http";
+import { PassThrough } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
 import { ExchangeAbort } from "./exchange-abort.js";
@@ -9,10 +11,12 @@ describe("stream-idle stage", () => {
 
   const SSE = { "content-type": "text/event-stream" };
 
-  function setup(streamIdleMs = 1_000) {
+  function setup(streamIdleMs = 1_000, req?: IncomingMessage) {
     const world = stageWorld({ route: { timeouts: { totalMs: 60_000, streamIdleMs } } });
     const down = fakeDispatch();
-    const exchange = world.exchange();
+    const exchange = world.exchange({ req });
+    // A request body still uploading is the client's stream, as the proxy handler passes it.
+    if (req !== undefined) exchange.body = req;
     const above = new RecordingHandler(exchange);
     streamIdle(world.deps)(down)(exchange, above);
     const attempt = down.attempts[0]!.start();
@@ -51,6 +55,23 @@ describe("stream-idle stage", () => {
       "end",
     ]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("bytes from the client restart the idle clock too, while the upstream is silent", () => {
+    const upload = new PassThrough() as unknown as IncomingMessage & PassThrough;
+    const { attempt, above } = setup(1_000, upload);
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    for (let i = 0; i < 5; i++) {
+      vi.advanceTimersByTime(900);
+      upload.write(`up ${i}`);
+    }
+    expect(above.events).toEqual(["start 200"]);
+    expect(attempt.controller.aborted).toBeUndefined();
+    // Once both sides fall silent the stream is cut as before.
+    vi.advanceTimersByTime(1_000);
+    expect(above.events).toEqual(["start 200", "failure body_timeout"]);
+    // The cut stops listening to the client's body.
+    expect(upload.listenerCount("data")).toBe(0);
   });
 
   it("leaves a response with a declared length alone, and holds no timer for it", () => {

@@ -13,9 +13,11 @@ import {
 import { isStreamingResponse } from "./streaming-response.js";
 
 /**
- * routes' timeouts.streamIdleMs: a streaming response (see isStreamingResponse) that sends no
- * byte for that long is cut as a body_timeout. Only streams get a timer, one each, refreshed
- * per chunk; other responses pass through untouched (totalMs bounds them).
+ * routes' timeouts.streamIdleMs: a streaming response (see isStreamingResponse) with no byte in
+ * either direction for that long is cut as a body_timeout. Only streams get a timer, one each,
+ * refreshed per chunk from the upstream and per chunk of the client's request body still
+ * uploading (a duplex stream may be silent one way for long); other responses pass through
+ * untouched (totalMs bounds them).
  */
 export function streamIdle(deps: ProxyDeps): Interceptor {
   return (next) => (exchange, handler) => {
@@ -31,6 +33,7 @@ class StreamIdleHandler extends DecoratorHandler {
   #timer: NodeJS.Timeout | undefined;
   #controller: StageController | undefined;
   #cut = false;
+  readonly #refresh = () => this.#timer?.refresh();
 
   constructor(
     handler: StreamIdleHandler["handler"],
@@ -48,6 +51,10 @@ class StreamIdleHandler extends DecoratorHandler {
     if (isStreamingResponse(status, headers)) {
       this.#controller = controller;
       this.#timer = setTimeout(onIdle, this.exchange.route.streamIdleMs, this);
+      // The client's body, if it is still coming, keeps the stream alive too. A 'data'
+      // listener only observes: undici (or the replay buffer) already reads the request.
+      const req = this.exchange.req;
+      if (this.exchange.body !== null && !req.readableEnded) req.on("data", this.#refresh);
     }
     this.handler.onResponseStart(controller, status, headers);
   }
@@ -71,7 +78,7 @@ class StreamIdleHandler extends DecoratorHandler {
 
   /** The stream stayed silent for streamIdleMs: report a body timeout, release the node. */
   idle(): void {
-    this.#timer = undefined;
+    this.#stop();
     const controller = this.#controller;
     if (controller === undefined || this.#cut) return;
     this.#cut = true;
@@ -83,6 +90,7 @@ class StreamIdleHandler extends DecoratorHandler {
   #stop(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.exchange.req.off?.("data", this.#refresh);
   }
 }
 

@@ -17,7 +17,8 @@ import { RequestHealing } from "../request-healing.js";
 import { Tunnels } from "./tunnels.js";
 import { createUpgradeHandler } from "./upgrade-handler.js";
 
-type Handshake = { status: number; body: string } | { status: 101; socket: Socket };
+type Answer = { status: number; body: string; headers: IncomingMessage["headers"] };
+type Handshake = Answer | { status: 101; socket: Socket };
 
 /** A WebSocket handshake with node's own client: 'upgrade' on 101, 'response' otherwise. */
 function handshake(
@@ -41,7 +42,7 @@ function handshake(
       res.on("data", (chunk: string) => {
         body += chunk;
       });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
     });
     req.on("error", reject);
     req.end();
@@ -60,7 +61,11 @@ async function upstreamServer(
   ) as Server;
   server.on("upgrade", (_req, socket: Socket) => {
     if (refuse !== undefined) {
-      socket.end(`HTTP/1.1 ${refuse} No\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+      const body = `refused with ${refuse}`;
+      socket.end(
+        `HTTP/1.1 ${refuse} No\r\nwww-authenticate: Bearer realm="ws"\r\n` +
+          `content-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     socket.write(
@@ -79,14 +84,20 @@ describe("websocket upgrade handler", () => {
     for (const server of servers.splice(0)) await closeLoopbackServer(server);
   });
 
-  async function proxyTo(nodeAddress: string, tls?: { enabled: boolean; caFile: string }) {
+  async function proxyTo(
+    nodeAddress: string,
+    tls?: { enabled: boolean; caFile: string },
+    breaker: Record<string, number> = {},
+  ) {
     const registry = new Registry();
     const logger = pino({ level: "silent" });
     const compiled = compileSnapshot(
       create(SnapshotSchema, {
         version: 1n,
         // Opens on the first failure, so one handshake shows what the breaker learned.
-        breakers: [{ name: "b", consecutiveFailures: 1, minRequests: 100, cooldownMs: 60_000 }],
+        breakers: [
+          { name: "b", consecutiveFailures: 1, minRequests: 100, cooldownMs: 60_000, ...breaker },
+        ],
         upstreams: [{ name: "u", breaker: "b", nodes: [{ address: nodeAddress, weight: 1 }], tls }],
         routes: [{ name: "ws", match: { pathPrefix: "/ws" }, upstream: "u" }],
       }),
@@ -151,15 +162,36 @@ describe("websocket upgrade handler", () => {
     while (tunnels.size > 0) await new Promise((resolve) => setImmediate(resolve));
   });
 
-  it("a node answering the handshake without 101 fails it: 502, and the breaker opens", async () => {
+  it("a node's 5xx to the handshake reaches the client as sent, and the breaker learns it", async () => {
     const node = await upstreamServer(500);
     servers.push(node.server);
-    const { port, tunnels } = await proxyTo(node.address);
+    // A 5xx counts toward the failure ratio, as it does for any request.
+    const { port, tunnels } = await proxyTo(node.address, undefined, {
+      minRequests: 1,
+      failureRatio: 0.5,
+    });
     const first = await handshake(port, "/ws/x");
-    expect(first.status).toBe(502);
+    expect(first).toMatchObject({ status: 500, body: "refused with 500" });
     const second = await handshake(port, "/ws/x");
     expect(second.status).toBe(503);
     expect("body" in second && second.body).toContain("CLAWGATE_BREAKER_OPEN");
+    expect(tunnels.size).toBe(0);
+  });
+
+  it("a node's 401 to the handshake reaches the client with its headers and body; the breaker stays closed", async () => {
+    const node = await upstreamServer(401);
+    servers.push(node.server);
+    const { port, tunnels } = await proxyTo(node.address);
+    for (let i = 0; i < 3; i++) {
+      const answer = await handshake(port, "/ws/x");
+      if (!("body" in answer)) throw new Error("expected the node's answer, got 101");
+      const { status, body, headers } = answer;
+      expect(status).toBe(401);
+      expect(body).toBe("refused with 401");
+      expect(headers["www-authenticate"]).toBe('Bearer realm="ws"');
+      expect(headers["x-request-id"]).toBeDefined();
+      expect(headers.connection).toBe("close");
+    }
     expect(tunnels.size).toBe(0);
   });
 

@@ -22,6 +22,7 @@ import { upstreamPath } from "../rewrite-path.js";
 import { routeRequest } from "../route-request.js";
 import { answerRaw } from "./raw-answer.js";
 import type { Tunnels } from "./tunnels.js";
+import { UpgradeAttempt } from "./upgrade-attempt.js";
 
 export interface UpgradeHandlerOptions {
   current: () => CompiledSnapshot | undefined;
@@ -157,10 +158,6 @@ export function createUpgradeHandler(
       end(errorCodeForFailure(kind));
     };
 
-    // The client leaving mid-handshake aborts the upstream side.
-    const abort = new AbortController();
-    const onClientGone = () => abort.abort();
-    socket.once("close", onClientGone);
     let pool: ReturnType<PoolRegistry["get"]>;
     try {
       pool = pools.get(node.address, target.poolSettings);
@@ -169,41 +166,61 @@ export function createUpgradeHandler(
       end("CLAWGATE_NO_HEALTHY_NODE"); // only after pools.close(): shutting down
       return;
     }
-    pool
-      .upgrade({
+    let answeredStatus = 0;
+    const attempt = new UpgradeAttempt(socket, requestId, {
+      upgraded(answered, upstreamSocket) {
+        record.breaker.record(permit, "success");
+        if (socket.destroyed) {
+          upstreamSocket.destroy();
+          return;
+        }
+        socket.write(switchingProtocols(answered, requestId));
+        if (head.length > 0) upstreamSocket.write(head);
+        metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
+        tunnels.open(route.name, socket, upstreamSocket);
+      },
+      // The node said no (401, 403, 404, 426...): the client reads its answer, and the breaker
+      // judges it as it judges any response: a 5xx is the node failing, the rest is the node
+      // working and refusing this handshake.
+      answered(status) {
+        answeredStatus = status;
+        record.breaker.record(permit, status >= 500 ? "status_5xx" : "success");
+      },
+      relayed() {
+        metrics.request(
+          route.name,
+          upstream,
+          answeredStatus,
+          (performance.now() - startedAt) / 1000,
+        );
+      },
+      failed(error, clientLeft) {
+        if (answeredStatus !== 0) {
+          // Its status went out already; the breaker learned it then.
+          metrics.request(
+            route.name,
+            upstream,
+            answeredStatus,
+            (performance.now() - startedAt) / 1000,
+          );
+          return;
+        }
+        if (clientLeft) {
+          record.breaker.release(permit);
+          return;
+        }
+        failed(classifyUpstreamError(error), error);
+      },
+    });
+    pool.dispatch(
+      {
         path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
         method: "GET",
-        protocol: "websocket",
-        signal: abort.signal,
+        upgrade: "websocket",
         headers: forwarded,
-      })
-      .then(
-        ({ headers: answered, socket: upstreamSocket }) => {
-          socket.off("close", onClientGone);
-          record.breaker.record(permit, "success");
-          if (socket.destroyed) {
-            upstreamSocket.destroy();
-            return;
-          }
-          socket.write(switchingProtocols(answered, requestId));
-          if (head.length > 0) upstreamSocket.write(head);
-          metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
-          tunnels.open(route.name, socket, upstreamSocket);
-        },
-        (error: Error) => {
-          socket.off("close", onClientGone);
-          if (abort.signal.aborted) {
-            record.breaker.release(permit);
-            return;
-          }
-          // undici's "bad upgrade" (a socket error, no code of its own): the node answered the
-          // handshake with something but 101, a failed handshake the breaker counts.
-          failed(
-            error.message === "bad upgrade" ? "protocol" : classifyUpstreamError(error),
-            error,
-          );
-        },
-      );
+      },
+      attempt,
+    );
   }
 }
 

@@ -1,0 +1,114 @@
+import { type IncomingHttpHeaders, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Dispatcher } from "undici";
+import { clientResponseHeaders } from "../forward-headers.js";
+
+/** How a handshake sent upstream ended, reported once. */
+export interface UpgradeOutcome {
+  /** The node switched protocols (101): the two sockets may become a tunnel. */
+  upgraded(headers: IncomingHttpHeaders, upstreamSocket: Duplex): void;
+  /** The node answered with an ordinary response, now being relayed to the client. */
+  answered(status: number): void;
+  /** That response was relayed whole and the client's socket ended. */
+  relayed(): void;
+  /**
+   * No answer (refused, reset, timed out), or the relayed one broke midway; `clientLeft` when
+   * it was the client leaving that aborted the handshake.
+   */
+  failed(error: Error, clientLeft: boolean): void;
+}
+
+/**
+ * undici's handler of one WebSocket handshake (a request sent with `upgrade: "websocket"`).
+ * undici's own upgrade() API turns any answer but 101 into a bare "bad upgrade" error, which
+ * would hide the node's 401, 403 or 404 from the client; this handler relays such an answer
+ * as it came (status, end-to-end headers, body) on the client's raw socket, then closes it, as
+ * Envoy and nginx do, so a client sees why the node said no.
+ */
+export class UpgradeAttempt implements Dispatcher.DispatchHandler {
+  #status = 0;
+  #settled = false;
+  #clientLeft = false;
+  #controller: Dispatcher.DispatchController | undefined;
+  // The client leaving mid-handshake aborts the upstream side.
+  readonly #onClientClose = () => {
+    if (this.#settled) return;
+    this.#clientLeft = true;
+    this.#controller?.abort(new Error("client left during the handshake"));
+  };
+
+  constructor(
+    private readonly client: Duplex,
+    private readonly requestId: string,
+    private readonly outcome: UpgradeOutcome,
+  ) {
+    client.once("close", this.#onClientClose);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#clientLeft) controller.abort(new Error("client left during the handshake"));
+  }
+
+  onRequestUpgrade(
+    _controller: Dispatcher.DispatchController,
+    _status: number,
+    headers: IncomingHttpHeaders,
+    socket: Duplex,
+  ): void {
+    this.#settled = true;
+    this.client.off("close", this.#onClientClose);
+    this.outcome.upgraded(headers, socket);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    // 1xx informational answers before the final one are not relayed.
+    if (status < 200) return;
+    this.#status = status;
+    this.outcome.answered(status);
+    const client = this.client;
+    if (!client.writable) {
+      this.#clientLeft = true;
+      controller.abort(new Error("client left during the handshake"));
+      return;
+    }
+    // The client's connection ends with this answer (it asked to leave HTTP, so nothing may
+    // follow on it): the body is delimited by the close, whatever framing the node used.
+    const fields = clientResponseHeaders(headers, this.requestId);
+    let head = `HTTP/1.1 ${status} ${statusMessage || STATUS_CODES[status] || ""}\r\n`;
+    for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
+    client.write(`${head}connection: close\r\n\r\n`);
+    // Backpressure: a slow client pauses the node's body instead of growing a buffer.
+    client.on("drain", () => controller.resume());
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.client.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    this.#settled = true;
+    this.client.off("close", this.#onClientClose);
+    this.client.end();
+    this.outcome.relayed();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.client.off("close", this.#onClientClose);
+    // A relayed answer that broke midway can only be cut; the status line already went out.
+    if (this.#status !== 0) this.client.destroy();
+    this.outcome.failed(error, this.#clientLeft);
+  }
+
+  /** The status the node answered with; 0 until it has. */
+  get status(): number {
+    return this.#status;
+  }
+}
