@@ -108,10 +108,11 @@ export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async 
                 name,
                 action: action as "created" | "updated" | "deleted",
               }));
-            return [
-              ...(audit?.rollbackOperations(author, changes, mark) ?? []),
-              ...history.operations(author, changes, writes, mark),
-            ];
+            const kept = history.operations(author, changes, writes, mark);
+            return {
+              commit: [...(audit?.rollbackOperations(author, changes, mark) ?? []), ...kept.commit],
+              ahead: kept.ahead,
+            };
           },
         },
       );
