@@ -9,7 +9,12 @@ export const undoStepSchema = z.object({ key: z.string(), before: z.string().nul
 export type UndoStep = z.infer<typeof undoStepSchema>;
 
 /** A rollback's own record: the version it left and the version whose config it restored. */
-export const rollbackMarkSchema = z.object({ from: z.int(), to: z.int() });
+export const rollbackMarkSchema = z.object({
+  from: z.int(),
+  to: z.int(),
+  /** Why, when the control plane rolled back on its own (a rollout's canaries failing). */
+  reason: z.string().optional(),
+});
 export type RollbackMark = z.infer<typeof rollbackMarkSchema>;
 
 /**
