@@ -28,6 +28,7 @@ import {
   type SnapshotServer,
   startSnapshotServer,
 } from "./snapshot-server.js";
+import type { VersionTargets } from "./stream-session.js";
 
 const method = snapshotServiceDefinition.streamSnapshots;
 
@@ -191,7 +192,12 @@ afterEach(async () => {
 });
 
 async function harness(
-  limits: { maxStreams?: number; maxReceiveMessageBytes?: number; helloTimeoutMs?: number } = {},
+  limits: {
+    maxStreams?: number;
+    maxReceiveMessageBytes?: number;
+    helloTimeoutMs?: number;
+    targets?: VersionTargets;
+  } = {},
 ): Promise<Harness> {
   const logs: Harness["logs"] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(JSON.parse(line)) });
@@ -261,6 +267,46 @@ async function harness(
 }
 
 describe("snapshot server", () => {
+  it("keeps a pinned data plane on its version (canaries still get deltas), then sends it the newest once unpinned", async () => {
+    let pin: ReturnType<VersionTargets["pinned"]>;
+    const listeners = new Set<() => void>();
+    const h = await harness({
+      targets: {
+        pinned: (nodeId) => (nodeId === "dp-rest" ? pin : undefined),
+        onChange: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+      },
+    });
+    const base = h.publisher.current()!;
+    pin = base;
+    const canary = new TestDataPlane(h.client);
+    canary.hello("dp-canary");
+    const rest = new TestDataPlane(h.connect());
+    rest.hello("dp-rest");
+    canary.ack(await canary.nextFull());
+    const restFirst = await rest.nextFull();
+    expect(restFirst.version).toBe(BigInt(base.version));
+    rest.ack(restFirst);
+
+    const next = h.change("second");
+    expect((await canary.nextDelta()).version).toBe(BigInt(next));
+    // Streams are offered a publish in the same turn: only the canary's was sent.
+    expect(h.sends.delta).toBe(1);
+
+    pin = "hold";
+    const newest = h.change("third");
+    expect((await canary.nextDelta()).version).toBe(BigInt(newest));
+    expect(h.sends.delta).toBe(2);
+
+    pin = undefined;
+    for (const listener of listeners) listener();
+    const caughtUp = await rest.nextFull();
+    expect(caughtUp.version).toBe(BigInt(newest));
+    expect(rest.pending()).toBe(0);
+  });
+
   it("answers Hello with the published snapshot and records the Ack", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);
