@@ -5,6 +5,7 @@ import {
   NackSchema,
   NodeHealthReportSchema,
   NodeHealthSchema,
+  OutcomeReportSchema,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
   type Snapshot,
@@ -26,6 +27,7 @@ import { type EncodingKind, SNAPSHOT_PART_BYTES, SnapshotEncodings } from "./sna
 import {
   MAX_RECEIVE_MESSAGE_BYTES,
   type SnapshotServer,
+  type SnapshotServerOptions,
   startSnapshotServer,
 } from "./snapshot-server.js";
 import type { VersionTargets } from "./stream-session.js";
@@ -197,6 +199,7 @@ async function harness(
     maxReceiveMessageBytes?: number;
     helloTimeoutMs?: number;
     targets?: VersionTargets;
+    outcomes?: SnapshotServerOptions["outcomes"];
   } = {},
 ): Promise<Harness> {
   const logs: Harness["logs"] = [];
@@ -267,6 +270,24 @@ async function harness(
 }
 
 describe("snapshot server", () => {
+  it("hands each OutcomeReport to the sink, and ends a stream whose report lists too many versions", async () => {
+    const reports: unknown[] = [];
+    const h = await harness({ outcomes: (nodeId, versions) => reports.push({ nodeId, versions }) });
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    dp.ack(await dp.nextFull());
+    const outcome = (version: number) => ({ version: BigInt(version), requests: 5n, failures: 2n });
+    dp.send({ case: "outcomes", value: create(OutcomeReportSchema, { versions: [outcome(1)] }) });
+    const many = Array.from({ length: 17 }, (_, i) => outcome(i + 1));
+    dp.send({ case: "outcomes", value: create(OutcomeReportSchema, { versions: many }) });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toBe("OutcomeReport lists 17 versions; at most 16");
+    expect(reports).toEqual([
+      { nodeId: "dp-1", versions: [{ version: 1, requests: 5, failures: 2 }] },
+    ]);
+  });
+
   it("keeps a pinned data plane on its version (canaries still get deltas), then sends it the newest once unpinned", async () => {
     let pin: ReturnType<VersionTargets["pinned"]>;
     const listeners = new Set<() => void>();
