@@ -32,6 +32,8 @@ import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
+import { OutcomeBoard } from "./rollout/outcome-board.js";
+import { RolloutController } from "./rollout/rollout-controller.js";
 import { ConfigModel } from "./snapshot/config-model.js";
 import { SnapshotBuilder } from "./snapshot/snapshot-builder.js";
 import { openStore } from "./store/open-store.js";
@@ -158,10 +160,37 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   remediation.start();
   await election.start();
 
+  // Progressive rollouts: the config history restores the base version when canaries fail.
+  const audit = new ConfigAudit({ store, prefix: settings.etcdPrefix, logger });
+  await audit.start();
+  const history = new ConfigHistory({
+    store,
+    prefix: settings.etcdPrefix,
+    limit: settings.historyLimit,
+    logger,
+  });
+  await history.start();
+  const outcomes = new OutcomeBoard();
+  const rollouts = new RolloutController({
+    store,
+    prefix: settings.etcdPrefix,
+    config,
+    history,
+    audit,
+    builder,
+    fleet,
+    board: outcomes,
+    election,
+    logger,
+  });
+  await rollouts.start();
+
   const grpc = await startSnapshotServer({
     address: settings.grpcListen,
     builder,
     fleet,
+    targets: rollouts,
+    outcomes: (nodeId, versions) => outcomes.report(nodeId, versions),
     logger,
     metrics: controlPlaneMetrics,
     tls: grpcTls,
@@ -176,15 +205,6 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await tokens.start();
-  const audit = new ConfigAudit({ store, prefix: settings.etcdPrefix, logger });
-  await audit.start();
-  const history = new ConfigHistory({
-    store,
-    prefix: settings.etcdPrefix,
-    limit: settings.historyLimit,
-    logger,
-  });
-  await history.start();
 
   let draining = false;
   const admin = await buildAdminApp({
@@ -195,6 +215,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     tokens,
     audit,
     history,
+    rollouts,
     tls: adminTls,
     metrics,
     logger,
@@ -239,6 +260,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         admin.server.closeAllConnections();
       }
       await grpc.close(CLOSE_GRACE_MS);
+      rollouts.stop();
       await remediation.stop(1_000);
       await election.stop();
       await fleetHealth.close();

@@ -24,6 +24,7 @@ import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+import { VersionOutcomes } from "./outcomes/version-outcomes.js";
 import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
@@ -60,6 +61,8 @@ import { WorkerPool } from "./workers/worker-pool.js";
  * write encodes the whole config, and a burst of one-route deltas must not pay that per change.
  */
 const CACHE_SAVE_DELAY_MS = 2_000;
+/** How often request outcomes per version go to the control plane (when they changed). */
+const OUTCOME_REPORT_INTERVAL_MS = 1_000;
 
 const SOFTWARE_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -111,7 +114,9 @@ export async function startDataPlane(
   // request-path series stay out of it, or each would be listed twice.
   const workerTotal = workerCount(config);
   const requestRegistry = workerTotal > 1 ? new Registry() : registry;
-  const proxyMetrics = new ProxyMetrics(requestRegistry);
+  // Counts per config version, reported to the control plane for its progressive rollouts.
+  const outcomes = new VersionOutcomes();
+  const proxyMetrics = new ProxyMetrics(requestRegistry, (status) => outcomes.record(status));
   const pools = new PoolRegistry();
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
@@ -200,6 +205,12 @@ export async function startDataPlane(
     send: (held) => client.sendHealth(health.snapshot(held)),
   });
   health.onChange((change) => healthReports.request(change));
+  // Cumulative counts, so a report lost with a stream costs nothing; once a second at most.
+  const outcomeReports = setInterval(() => {
+    const report = outcomes.takeReport();
+    if (report !== undefined) client.sendOutcomes(report);
+  }, OUTCOME_REPORT_INTERVAL_MS);
+  outcomeReports.unref();
   // Serves the snapshot on disk when no control plane answers at boot (cacheFallbackAfterMs).
   const lastGood = new LastGoodSnapshot({
     cache: new SnapshotCache(config.cacheDir),
@@ -292,6 +303,7 @@ export async function startDataPlane(
     runAfterSwap(
       [
         ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
+        ["outcomes", () => outcomes.serving(compiled.version)],
         // Pools of removed nodes, and those built with settings no route uses any more (a
         // changed keepAliveTimeoutMs), close once their requests in flight are done.
         ["pools", () => pools.retain({ get: (a) => compiled.poolKeysOf(a) }, diff.addresses)],
@@ -393,6 +405,7 @@ export async function startDataPlane(
     }
     await closeServer(admin);
     healthReports.close();
+    clearInterval(outcomeReports);
     await client.stop();
     await lastGood.stop();
     await health.close();

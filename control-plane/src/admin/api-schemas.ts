@@ -1,6 +1,7 @@
 import { RESOURCE_KINDS, resourceName } from "@clawgate/proto";
 import { z } from "zod";
 import { ERROR_CATALOG, type ErrorCode } from "../resources/errors.js";
+import { rolloutSpecSchema } from "../rollout/rollout-state.js";
 
 /** Request and response shapes of the admin API, declared once for validation and OpenAPI. */
 
@@ -64,6 +65,8 @@ export const applyBody = z.strictObject({
   dryRun: z.boolean().default(false),
   /** Delete resources (of every kind, or of the kinds listed) the request does not name; default false. */
   prune: z.union([z.boolean(), z.array(kindInput)]).default(false),
+  /** Send the new version to canary data planes first (see GET /v1/rollout); default none. */
+  rollout: rolloutSpecSchema.optional(),
 });
 
 export const applyResponse = z.object({

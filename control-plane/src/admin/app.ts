@@ -12,6 +12,7 @@ import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import type { RemediationRunner } from "../remediation/remediation-runner.js";
 import type { ConfigService } from "../resources/config-service.js";
+import type { RolloutController } from "../rollout/rollout-controller.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 import { applyRoute } from "./apply-route.js";
 import { bearerAuth, bootstrapOnly } from "./auth.js";
@@ -24,6 +25,8 @@ import { registerOpenApi } from "./openapi.js";
 import { registryRoutes } from "./registry-routes.js";
 import { adminRequestLogger } from "./request-log.js";
 import { resourceRoutes } from "./resource-routes.js";
+import { rolloutWriteGuard } from "./rollout-guard.js";
+import { rolloutRoutes } from "./rollout-routes.js";
 import { statusRoutes } from "./status-routes.js";
 import { tokenRoutes } from "./token-routes.js";
 
@@ -56,6 +59,8 @@ export interface AdminAppOptions {
   remediation?: Pick<RemediationRunner, "status">;
   /** Certificate and key to serve HTTPS with; default none (plain HTTP). */
   tls?: AdminTls;
+  /** Runs progressive rollouts; serves /v1/rollout and takes `rollout` on apply. Default none. */
+  rollouts?: RolloutController;
   /** True while the process stops, so /readyz answers 503; default never. */
   draining?: () => boolean;
 }
@@ -98,10 +103,14 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     secured: authenticator !== undefined,
   });
 
-  const { audit, history } = options;
+  const { audit, history, rollouts } = options;
   const journal = configJournal(audit, history);
+  if (rollouts !== undefined) {
+    app.addHook("preHandler", rolloutWriteGuard(rollouts));
+    await app.register(rolloutRoutes, { rollouts });
+  }
   await app.register(resourceRoutes, { config: options.config, audit: journal });
-  await app.register(applyRoute, { config: options.config, audit: journal });
+  await app.register(applyRoute, { config: options.config, audit: journal, rollouts });
   if (history !== undefined) {
     await app.register(historyRoutes, { config: options.config, history, audit });
   }

@@ -1,7 +1,9 @@
 import type { ResourceKind } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { ConfigService, ResourceChange } from "../resources/config-service.js";
+import type { AlsoWrites, ConfigService, ResourceChange } from "../resources/config-service.js";
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
+import type { RolloutController } from "../rollout/rollout-controller.js";
+import type { Operation } from "../store/store.js";
 import { applyBody, applyResponse, errorResponse } from "./api-schemas.js";
 import { APPLY_BODY_LIMIT_BYTES, APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { type AuditSink, auditOperations } from "./audit-write.js";
@@ -10,6 +12,8 @@ import { parseKind } from "./kind-name.js";
 
 export interface ApplyRouteOptions {
   config: ConfigService;
+  /** Runs applies that carry `rollout`; without it such an apply is refused. Default none. */
+  rollouts?: Pick<RolloutController, "apply"> | undefined;
   /** Journals each write with its token's name; default none. */
   audit?: AuditSink;
 }
@@ -17,7 +21,7 @@ export interface ApplyRouteOptions {
 /** POST /v1/apply: several resources in one transaction, with dry run and prune. */
 export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
   app,
-  { config, audit },
+  { config, audit, rollouts },
 ) => {
   app.post(
     "/v1/apply",
@@ -38,7 +42,7 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const { resources, dryRun, prune } = request.body;
+      const { resources, dryRun, prune, rollout } = request.body;
       if (resources.length > APPLY_MAX_RESOURCES) {
         return sendError(
           reply,
@@ -79,13 +83,36 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
         const message = problems.map((p) => `${p.path}: ${p.message}`).join("; ");
         return sendError(reply, clawgateError("CLAWGATE_INVALID_REQUEST", message, problems));
       }
-      const result = await config.apply(changes, {
-        dryRun,
-        prune: pruneKinds,
-        alsoWrite: (results, writes) => auditOperations(audit, request, results, writes),
-      });
+      const write = (also: Operation[]) =>
+        config.apply(changes, {
+          dryRun,
+          prune: pruneKinds,
+          alsoWrite: (results, writes) =>
+            withCommit(auditOperations(audit, request, results, writes), also),
+        });
+      if (rollout !== undefined && rollouts === undefined) {
+        return sendError(
+          reply,
+          clawgateError("CLAWGATE_INVALID_REQUEST", "rollout: this control plane runs no rollouts"),
+        );
+      }
+      const result =
+        rollout === undefined || dryRun || rollouts === undefined
+          ? await write([])
+          : await rollouts.apply(rollout, request.caller?.name ?? "anonymous", write);
       if (!result.ok) return sendError(reply, result.error);
       return { revision: result.revision, dryRun: result.dryRun, results: result.results };
     },
   );
 };
+
+/** `also` added to the operations that commit with the write. */
+function withCommit(
+  journal: Operation[] | AlsoWrites,
+  also: Operation[],
+): Operation[] | AlsoWrites {
+  if (also.length === 0) return journal;
+  return Array.isArray(journal)
+    ? [...journal, ...also]
+    : { commit: [...journal.commit, ...also], ahead: journal.ahead };
+}

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import type { KeyWrite } from "../history/config-history.js";
 import type { ConfigChange } from "../journal/config-event.js";
+import type { AlsoWrites } from "../resources/config-service.js";
 import type { Operation } from "../store/store.js";
 
 /**
@@ -13,7 +14,7 @@ export type AuditSink =
         token: string | undefined,
         changes: readonly ConfigChange[],
         writes?: readonly KeyWrite[],
-      ): Operation[];
+      ): Operation[] | AlsoWrites;
     }
   | undefined;
 
@@ -32,13 +33,27 @@ export function auditOperations(
   audit: AuditSink,
   request: FastifyRequest,
   results: readonly ResultLike[],
+): Operation[];
+export function auditOperations(
+  audit: AuditSink,
+  request: FastifyRequest,
+  results: readonly ResultLike[],
+  writes: readonly KeyWrite[],
+): Operation[] | AlsoWrites;
+export function auditOperations(
+  audit: AuditSink,
+  request: FastifyRequest,
+  results: readonly ResultLike[],
   writes?: readonly KeyWrite[],
-): Operation[] {
+): Operation[] | AlsoWrites {
   if (audit === undefined) return [];
   const changes = results
     .filter(isChange)
     .map(({ kind, name, action }) => ({ kind, name, action }));
-  return audit.operations(request.caller?.name, changes, writes);
+  const operations = audit.operations(request.caller?.name, changes, writes);
+  // Without the keys written there is no history entry, so nothing goes ahead.
+  if (writes === undefined && !Array.isArray(operations)) return operations.commit;
+  return operations;
 }
 
 function isChange(result: ResultLike): result is ConfigChange {

@@ -13,9 +13,11 @@ export function configJournal(
 ): AuditSink {
   if (history === undefined) return audit;
   return {
-    operations: (token, changes, writes) => [
-      ...(audit?.operations(token, changes) ?? []),
-      ...(writes === undefined ? [] : history.operations(token, changes, writes)),
-    ],
+    operations: (token, changes, writes) => {
+      const audited = audit?.operations(token, changes) ?? [];
+      if (writes === undefined) return audited;
+      const kept = history.operations(token, changes, writes);
+      return { commit: [...audited, ...kept.commit], ahead: kept.ahead };
+    },
   };
 }

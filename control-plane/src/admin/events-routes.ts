@@ -62,7 +62,7 @@ const configEvent = z.object({
   revision: z.int(),
   changes: z.array(configChangeSchema),
   /** A rollback: the version it left and the version whose config it restored. */
-  rollback: z.object({ from: z.int(), to: z.int() }).optional(),
+  rollback: z.object({ from: z.int(), to: z.int(), reason: z.string().optional() }).optional(),
 });
 
 /**

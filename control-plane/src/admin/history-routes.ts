@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { ConfigHistory } from "../history/config-history.js";
-import type { RollbackMark } from "../history/history-entry.js";
+import { restoreVersion } from "../history/restore-version.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import { configChangeSchema } from "../journal/config-event.js";
 import type { ConfigService } from "../resources/config-service.js";
@@ -23,7 +23,7 @@ const historyItem = z.object({
   author: z.string(),
   changes: z.array(configChangeSchema),
   summary: z.string(),
-  rollback: z.object({ from: z.int(), to: z.int() }).optional(),
+  rollback: z.object({ from: z.int(), to: z.int(), reason: z.string().optional() }).optional(),
 });
 
 const historicResource = z.object({ kind: z.string(), name: z.string(), spec: z.unknown() });
@@ -89,34 +89,16 @@ export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const to = request.body.version;
-      const at = await history.at(to);
-      if (!at.ok) return sendError(reply, at.error);
-      const mark: RollbackMark = { from: at.current, to };
-      const author = request.caller?.name;
-      // The apply path with prune: references are checked, big restores are staged, and what
-      // V did not have is deleted, so the result is V's config exactly.
-      const result = await config.apply(
-        at.resources.map(({ kind, name, spec }) => ({ kind, name, document: spec })),
-        {
-          prune: true,
-          alsoWrite: (results, writes) => {
-            const changes = results
-              .filter((r) => r.action !== "unchanged")
-              .map(({ kind, name, action }) => ({
-                kind,
-                name,
-                action: action as "created" | "updated" | "deleted",
-              }));
-            return [
-              ...(audit?.rollbackOperations(author, changes, mark) ?? []),
-              ...history.operations(author, changes, writes, mark),
-            ];
-          },
-        },
-      );
+      const result = await restoreVersion({
+        config,
+        history,
+        audit,
+        version: request.body.version,
+        author: request.caller?.name,
+      });
       if (!result.ok) return sendError(reply, result.error);
-      return { ...result, ...mark };
+      const { mark, ...applied } = result;
+      return { ...applied, from: mark?.from ?? result.revision, to: request.body.version };
     },
   );
 };

@@ -20,6 +20,7 @@ import { addDiffCommands } from "./diff-command.js";
 import { addHistoryCommands } from "./history-commands.js";
 import { parseManifest } from "./manifest.js";
 import { KIND_COLUMNS } from "./resource-columns.js";
+import { addRolloutCommands } from "./rollout-commands.js";
 import { addStatusCommand } from "./status-command.js";
 import { formatAge, renderTable } from "./table.js";
 import { addTokenCommands } from "./token-commands.js";
@@ -375,6 +376,7 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
   addStatusCommand(program, ctx);
   addTokenCommands(program, ctx);
   addHistoryCommands(program, ctx);
+  addRolloutCommands(program, ctx);
 
   program
     .command("completion")

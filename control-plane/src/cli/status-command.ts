@@ -2,10 +2,12 @@ import { type Command, Option } from "commander";
 import { stringify } from "yaml";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { NodeHealthSummary } from "../health/fleet-health.js";
+import type { RolloutView } from "../rollout/rollout-controller.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import type { AdminClient } from "./admin-client.js";
 import { ClawctlError } from "./clawctl-error.js";
 import type { CommandContext, Format, ResourceView } from "./command-context.js";
+import { readRollout, rolloutText } from "./rollout-commands.js";
 import { formatAge, renderTable } from "./table.js";
 
 /** One node most data planes evicted (or quarantined), fleet-wide. */
@@ -23,6 +25,8 @@ export interface FleetStatus {
   snapshot: SnapshotStatus;
   dataPlanes: (DataPlaneView & { lag: number | null })[];
   evictedNodes: EvictedNode[];
+  /** The rollout baking now, if any. */
+  rollout: RolloutView | null;
   /** Why a part could not be read (the health view is optional on a control plane). */
   notes: string[];
 }
@@ -83,7 +87,19 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
     // is (journal and registry writes move the revision too, so it is an upper bound on edits).
     lag: published === null ? null : Math.max(0, published - dp.appliedVersion),
   }));
-  return { snapshot, dataPlanes, evictedNodes, notes };
+  const rollout = await readRollout(api).catch((error: unknown) => {
+    // A control plane without rollouts: the rest of the screen still helps.
+    if (!(error instanceof ClawctlError)) throw error;
+    notes.push(`rollout: ${error.message}`);
+    return undefined;
+  });
+  return {
+    snapshot,
+    dataPlanes,
+    evictedNodes,
+    rollout: rollout?.state === "baking" ? rollout : null,
+    notes,
+  };
 }
 
 async function upstreamHealth(
@@ -149,6 +165,9 @@ function statusText(status: FleetStatus, now: number): string {
       ),
     );
   }
+  text.push("\nROLLOUT\n");
+  if (status.rollout === null) text.push("  none in progress\n");
+  else text.push(`${rolloutText(status.rollout).trimEnd().replace(/^/gm, "  ")}\n`);
   // Breaker state lives in each data plane and is not reported to the control plane yet.
   text.push(
     "\nBREAKERS: not reported to the control plane; see clawgate_breaker_state on each data plane's /metrics\n",

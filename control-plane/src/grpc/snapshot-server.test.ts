@@ -5,6 +5,7 @@ import {
   NackSchema,
   NodeHealthReportSchema,
   NodeHealthSchema,
+  OutcomeReportSchema,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
   type Snapshot,
@@ -26,8 +27,10 @@ import { type EncodingKind, SNAPSHOT_PART_BYTES, SnapshotEncodings } from "./sna
 import {
   MAX_RECEIVE_MESSAGE_BYTES,
   type SnapshotServer,
+  type SnapshotServerOptions,
   startSnapshotServer,
 } from "./snapshot-server.js";
+import type { VersionTargets } from "./stream-session.js";
 
 const method = snapshotServiceDefinition.streamSnapshots;
 
@@ -191,7 +194,13 @@ afterEach(async () => {
 });
 
 async function harness(
-  limits: { maxStreams?: number; maxReceiveMessageBytes?: number; helloTimeoutMs?: number } = {},
+  limits: {
+    maxStreams?: number;
+    maxReceiveMessageBytes?: number;
+    helloTimeoutMs?: number;
+    targets?: VersionTargets;
+    outcomes?: SnapshotServerOptions["outcomes"];
+  } = {},
 ): Promise<Harness> {
   const logs: Harness["logs"] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(JSON.parse(line)) });
@@ -261,6 +270,64 @@ async function harness(
 }
 
 describe("snapshot server", () => {
+  it("hands each OutcomeReport to the sink, and ends a stream whose report lists too many versions", async () => {
+    const reports: unknown[] = [];
+    const h = await harness({ outcomes: (nodeId, versions) => reports.push({ nodeId, versions }) });
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    dp.ack(await dp.nextFull());
+    const outcome = (version: number) => ({ version: BigInt(version), requests: 5n, failures: 2n });
+    dp.send({ case: "outcomes", value: create(OutcomeReportSchema, { versions: [outcome(1)] }) });
+    const many = Array.from({ length: 17 }, (_, i) => outcome(i + 1));
+    dp.send({ case: "outcomes", value: create(OutcomeReportSchema, { versions: many }) });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toBe("OutcomeReport lists 17 versions; at most 16");
+    expect(reports).toEqual([
+      { nodeId: "dp-1", versions: [{ version: 1, requests: 5, failures: 2 }] },
+    ]);
+  });
+
+  it("keeps a pinned data plane on its version (canaries still get deltas), then sends it the newest once unpinned", async () => {
+    let pin: ReturnType<VersionTargets["pinned"]>;
+    const listeners = new Set<() => void>();
+    const h = await harness({
+      targets: {
+        pinned: (nodeId) => (nodeId === "dp-rest" ? pin : undefined),
+        onChange: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+      },
+    });
+    const base = h.publisher.current()!;
+    pin = base;
+    const canary = new TestDataPlane(h.client);
+    canary.hello("dp-canary");
+    const rest = new TestDataPlane(h.connect());
+    rest.hello("dp-rest");
+    canary.ack(await canary.nextFull());
+    const restFirst = await rest.nextFull();
+    expect(restFirst.version).toBe(BigInt(base.version));
+    rest.ack(restFirst);
+
+    const next = h.change("second");
+    expect((await canary.nextDelta()).version).toBe(BigInt(next));
+    // Streams are offered a publish in the same turn: only the canary's was sent.
+    expect(h.sends.delta).toBe(1);
+
+    pin = "hold";
+    const newest = h.change("third");
+    expect((await canary.nextDelta()).version).toBe(BigInt(newest));
+    expect(h.sends.delta).toBe(2);
+
+    pin = undefined;
+    for (const listener of listeners) listener();
+    const caughtUp = await rest.nextFull();
+    expect(caughtUp.version).toBe(BigInt(newest));
+    expect(rest.pending()).toBe(0);
+  });
+
   it("answers Hello with the published snapshot and records the Ack", async () => {
     const h = await harness();
     const dp = new TestDataPlane(h.client);

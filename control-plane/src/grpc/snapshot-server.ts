@@ -14,7 +14,12 @@ import {
 import { serviceError } from "./service-error.js";
 import { SnapshotEncodings } from "./snapshot-encodings.js";
 import type { SnapshotPublisher } from "./snapshot-publisher.js";
-import { type SnapshotStreamMetrics, StreamSession } from "./stream-session.js";
+import {
+  type SnapshotStreamMetrics,
+  StreamSession,
+  type StreamSessionOptions,
+  type VersionTargets,
+} from "./stream-session.js";
 
 export type ServerLogger = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
@@ -42,6 +47,10 @@ export interface SnapshotServerOptions {
   maxReceiveMessageBytes?: number;
   /** A stream that sends no Hello this long is ended with DEADLINE_EXCEEDED; default 10 s. */
   helloTimeoutMs?: number;
+  /** Keeps data planes outside a rollout's canaries on the version before it; default none. */
+  targets?: VersionTargets;
+  /** Told each data plane's request outcomes per version; default none. */
+  outcomes?: StreamSessionOptions["outcomes"];
 }
 
 /**
@@ -134,6 +143,8 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         logger,
         metrics: options.metrics,
         helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
+        targets: options.targets,
+        outcomes: options.outcomes,
         onClosed: () => sessions.delete(session),
       });
       sessions.add(session);

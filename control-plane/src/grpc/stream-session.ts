@@ -25,6 +25,30 @@ export interface SnapshotStreamMetrics {
   recordSend?(kind: EncodingKind): void;
 }
 
+/** Counts of requests a data plane answered on one version (OutcomeReport). */
+export interface ReportedOutcome {
+  version: number;
+  requests: number;
+  failures: number;
+}
+
+/** Most versions one OutcomeReport may list; a data plane sends its newest three. */
+const MAX_OUTCOME_VERSIONS = 16;
+
+/**
+ * Which version each data plane is to serve, when not simply the newest: a progressive
+ * rollout keeps the data planes outside its canaries on the version before it.
+ */
+export interface VersionTargets {
+  /**
+   * The snapshot `nodeId` is to serve instead of the newest; "hold": send it nothing new (the
+   * version to keep it on is not in memory); undefined: the newest.
+   */
+  pinned(nodeId: string): PublishedSnapshot | "hold" | undefined;
+  /** Calls `listener` when pins change, so streams offer again; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
+}
+
 export interface StreamSessionOptions {
   call: ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
   builder: Pick<SnapshotPublisher, "current" | "onPublish">;
@@ -37,6 +61,10 @@ export interface StreamSessionOptions {
   onClosed(): void;
   /** A stream without a Hello this long is ended, freeing its grpcMaxStreams slot. */
   helloTimeoutMs: number;
+  /** Pins data planes to a version during a rollout; default none (everyone gets the newest). */
+  targets?: VersionTargets | undefined;
+  /** Told each OutcomeReport; default none. */
+  outcomes?: ((nodeId: string, versions: readonly ReportedOutcome[]) => void) | undefined;
 }
 
 interface Identity {
@@ -65,6 +93,9 @@ export class StreamSession {
   private readonly logger: StreamSessionOptions["logger"];
   private readonly metrics: StreamSessionOptions["metrics"];
   private readonly onClosed: () => void;
+  private readonly targets: VersionTargets | undefined;
+  private readonly outcomes: StreamSessionOptions["outcomes"];
+  private unsubscribeTargets: (() => void) | undefined;
 
   private identity: Identity | undefined;
   private acceptsDeltas = false;
@@ -95,6 +126,8 @@ export class StreamSession {
     this.logger = options.logger;
     this.metrics = options.metrics;
     this.onClosed = options.onClosed;
+    this.targets = options.targets;
+    this.outcomes = options.outcomes;
     // Otherwise streams that never say Hello could hold every slot and keep data planes out.
     this.helloTimer = setTimeout(() => {
       this.logger.warn({ peer: this.peer() }, "ending a snapshot stream that sent no Hello");
@@ -166,6 +199,24 @@ export class StreamSession {
         else this.refuse(nodes.reason);
         return;
       }
+      case "outcomes": {
+        const versions = message.value.versions;
+        if (versions.length > MAX_OUTCOME_VERSIONS) {
+          this.refuse(
+            `OutcomeReport lists ${versions.length} versions; at most ${MAX_OUTCOME_VERSIONS}`,
+          );
+          return;
+        }
+        this.outcomes?.(
+          this.identity.nodeId,
+          versions.map((v) => ({
+            version: Number(v.version),
+            requests: Number(v.requests),
+            failures: Number(v.failures),
+          })),
+        );
+        return;
+      }
       case "hello":
         this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
         return;
@@ -230,6 +281,7 @@ export class StreamSession {
       "data plane connected",
     );
     this.unsubscribe = this.builder.onPublish((published) => this.offer(published));
+    this.unsubscribeTargets = this.targets?.onChange(() => this.offer(this.builder.current()));
     this.offer(this.builder.current());
   }
 
@@ -286,10 +338,13 @@ export class StreamSession {
     return this.outstanding.splice(0, index + 1)[index];
   }
 
-  private offer(published: PublishedSnapshot | undefined): void {
+  private offer(newest: PublishedSnapshot | undefined): void {
     const identity = this.identity;
-    if (published === undefined || identity === undefined || this.closed) return;
+    if (newest === undefined || identity === undefined || this.closed) return;
     if (this.blocked || this.queued < this.queue.length) return;
+    const pin = this.targets?.pinned(identity.nodeId);
+    if (pin === "hold") return;
+    const published = pin ?? newest;
     const { version } = published;
     if (version === this.serving) return;
     // A refused version is never sent again, whole or as a delta: it would only be refused again.
@@ -335,6 +390,7 @@ export class StreamSession {
     clearTimeout(this.helloTimer);
     this.queue = [];
     this.unsubscribe?.();
+    this.unsubscribeTargets?.();
     if (this.identity !== undefined) {
       this.fleet.disconnected(this.identity.nodeId, this.identity.stream);
       this.logger.info({ nodeId: this.identity.nodeId, reason }, "data plane disconnected");

@@ -20,9 +20,11 @@
 import { randomInt } from "node:crypto";
 import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { ConfigChange } from "../journal/config-event.js";
 import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
 import { kindPrefixes, readOutsideApply } from "../resources/apply-gate.js";
+import type { AlsoWrites } from "../resources/config-service.js";
 import { clawgateError, type Outcome } from "../resources/errors.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
 import {
@@ -32,6 +34,7 @@ import {
   storedHistoryEntrySchema,
   summarize,
   type UndoStep,
+  undoStepSchema,
 } from "./history-entry.js";
 
 export interface ConfigHistoryOptions {
@@ -67,6 +70,37 @@ export function historyPrefix(prefix: string): string {
   return `${prefix}history/`;
 }
 
+/** Undo chunks live apart from entries, so listing the history never reads them. */
+export function historyUndoPrefix(prefix: string): string {
+  return `${prefix}history-undo/`;
+}
+
+function undoChunkKey(chunks: string, id: string, part: number): string {
+  return `${chunks}${id}/${String(part).padStart(6, "0")}`;
+}
+
+/**
+ * Splits undo steps into chunks of about `bytes` of JSON each; a step bigger than that gets a
+ * chunk of its own (one resource is at most half a commit, so such a chunk still fits one).
+ */
+function chunkSteps(steps: readonly UndoStep[], bytes: number): UndoStep[][] {
+  const chunks: UndoStep[][] = [];
+  let chunk: UndoStep[] = [];
+  let size = 2;
+  for (const step of steps) {
+    const cost = Buffer.byteLength(JSON.stringify(step)) + 1;
+    if (chunk.length > 0 && size + cost > bytes) {
+      chunks.push(chunk);
+      chunk = [];
+      size = 2;
+    }
+    chunk.push(step);
+    size += cost;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
 export class ConfigHistory {
   readonly #store: Store;
   readonly #prefix: string;
@@ -74,9 +108,16 @@ export class ConfigHistory {
   readonly #limit: number;
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
-  /** Undo steps bigger than this are not kept (the entry still is): a quarter of a commit. */
+  /**
+   * Undo steps bigger than this go in chunks of this size beside the entry: a quarter of a
+   * commit, so the entry itself stays small in whatever commit carries it.
+   */
   readonly #maxUndoBytes: number;
-  #known: string[] = [];
+  /** Entry keys, oldest first, with how many undo chunks each has. */
+  #known: { key: string; parts: number }[] = [];
+  /** Chunk keys whose entry is gone, to delete with the next writes. */
+  #orphans: string[] = [];
+  readonly #chunks: string;
   #sinceResync = 0;
   #seq = randomInt(SEQ_MODULUS);
 
@@ -84,6 +125,7 @@ export class ConfigHistory {
     this.#store = options.store;
     this.#prefix = options.prefix;
     this.#keys = historyPrefix(options.prefix);
+    this.#chunks = historyUndoPrefix(options.prefix);
     this.#limit = options.limit ?? 100;
     this.#clock = options.clock ?? Date.now;
     this.#logger = options.logger;
@@ -100,44 +142,80 @@ export class ConfigHistory {
 
   /**
    * The writes that record a config write made by `author`, to commit with the write itself:
-   * the entry, and deletes of the oldest entries beyond the limit. None when nothing changes.
+   * the entry, and deletes of the oldest entries beyond the limit (with their undo chunks). None
+   * when nothing changes. Undo steps too big for the commit go `ahead` as chunk keys (see
+   * AlsoWrites), so a write of any size the apply takes can be undone, a rollback included.
    */
   operations(
     author: string | undefined,
     changes: readonly ConfigChange[],
     writes: readonly KeyWrite[],
     rollback?: RollbackMark,
-  ): Operation[] {
-    if (changes.length === 0 || writes.length === 0) return [];
+  ): AlsoWrites {
+    if (changes.length === 0 || writes.length === 0) return { commit: [], ahead: [] };
     const now = this.#clock();
-    const key = `${this.#keys}${eventId(now, this.#seq++)}`;
-    let undo: UndoStep[] | null = writes.map((write) => ({
+    const id = eventId(now, this.#seq++);
+    const key = `${this.#keys}${id}`;
+    const undo: UndoStep[] = writes.map((write) => ({
       key: write.key.slice(this.#prefix.length),
       before: write.before ?? null,
     }));
-    if (Buffer.byteLength(JSON.stringify(undo)) > this.#maxUndoBytes) {
-      // Too big to carry in the commit: the version is listed, but nothing before it rebuilds.
-      undo = null;
-    }
+    const chunks =
+      Buffer.byteLength(JSON.stringify(undo)) > this.#maxUndoBytes
+        ? chunkSteps(undo, this.#maxUndoBytes)
+        : undefined;
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
       author: author ?? "anonymous",
       changes: [...changes],
       ...(rollback === undefined ? {} : { rollback }),
-      undo,
+      undo: chunks === undefined ? undo : null,
+      ...(chunks === undefined ? {} : { undoParts: chunks.length }),
     };
-    const excess = Math.min(Math.max(0, this.#known.length + 1 - this.#limit), TRIM_BATCH);
-    const trimmed = this.#known.splice(0, excess);
-    this.#known.push(key);
+    const deletes = this.#trim();
+    this.#known.push({ key, parts: chunks?.length ?? 0 });
     if (++this.#sinceResync >= RESYNC_EVERY) {
       this.#resync().catch((error: unknown) =>
         this.#logger?.warn({ err: error }, "config history keys could not be re-read"),
       );
     }
-    return [
-      { type: "put", key, value: JSON.stringify(entry) },
-      ...trimmed.map((old): Operation => ({ type: "delete", key: old })),
-    ];
+    return {
+      commit: [
+        { type: "put", key, value: JSON.stringify(entry) },
+        ...deletes.map((old): Operation => ({ type: "delete", key: old })),
+      ],
+      ahead: (chunks ?? []).map(
+        (steps, part): Operation => ({
+          type: "put",
+          key: undoChunkKey(this.#chunks, id, part),
+          value: JSON.stringify(steps),
+        }),
+      ),
+    };
+  }
+
+  /**
+   * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims (or from
+   * writes that failed after writing them), then the oldest entries beyond the limit with their
+   * chunks. A chunk that does not fit this time waits for the next write: with its entry gone,
+   * nothing reads it.
+   */
+  #trim(): string[] {
+    let excess = Math.max(0, this.#known.length + 1 - this.#limit);
+    const deletes = this.#orphans.splice(0, TRIM_BATCH);
+    while (excess > 0 && deletes.length < TRIM_BATCH) {
+      const oldest = this.#known.shift();
+      if (oldest === undefined) break;
+      excess--;
+      deletes.push(oldest.key);
+      const id = oldest.key.slice(this.#keys.length);
+      for (let part = 0; part < oldest.parts; part++) {
+        const chunk = undoChunkKey(this.#chunks, id, part);
+        if (deletes.length < TRIM_BATCH) deletes.push(chunk);
+        else this.#orphans.push(chunk);
+      }
+    }
+    return deletes;
   }
 
   /** Versions kept, newest first, at most `limit`. */
@@ -160,8 +238,15 @@ export class ConfigHistory {
     const read = await readOutsideApply(this.#store, this.#prefix, [
       ...kindPrefixes(this.#prefix),
       this.#keys,
+      this.#chunks,
     ]);
     const entries = entriesOf(read.items.filter((kv) => kv.key.startsWith(this.#keys)));
+    const chunks = new Map<string, string[]>();
+    for (const kv of read.items) {
+      if (!kv.key.startsWith(this.#chunks)) continue;
+      const id = kv.key.slice(this.#chunks.length, kv.key.lastIndexOf("/"));
+      chunks.set(id, [...(chunks.get(id) ?? []), kv.value]);
+    }
     const oldest = entries.at(-1)?.item.version;
     const target = entries.find(({ item }) => item.version === version);
     if (target === undefined) {
@@ -182,13 +267,17 @@ export class ConfigHistory {
     }
     const config = new Map<string, string>();
     for (const kv of read.items) {
-      if (!kv.key.startsWith(this.#keys)) config.set(kv.key.slice(this.#prefix.length), kv.value);
+      if (!kv.key.startsWith(this.#keys) && !kv.key.startsWith(this.#chunks)) {
+        config.set(kv.key.slice(this.#prefix.length), kv.value);
+      }
     }
-    for (const { item, undo } of entries) {
+    for (const entry of entries) {
+      const { item } = entry;
       if (item.version <= version) break;
-      if (undo === null) {
+      const undo = entry.undo ?? stepsOf(chunks.get(entry.id), entry.undoParts);
+      if (undo === undefined) {
         return tooOld(
-          `version ${item.version} changed too much at once to be undone, so versions before it cannot be rebuilt`,
+          `version ${item.version} has no undo steps kept (written before they were kept in chunks), so versions before it cannot be rebuilt`,
         );
       }
       for (const step of undo) {
@@ -201,16 +290,53 @@ export class ConfigHistory {
 
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range(this.#keys);
-    this.#known = [...range.items]
+    const range = await this.#store.range([this.#keys, this.#chunks]);
+    const entries = range.items.filter((kv) => kv.key.startsWith(this.#keys));
+    this.#known = entries
       .sort((a, b) => a.modRevision - b.modRevision)
-      .map((item) => item.key);
+      .map((kv) => ({ key: kv.key, parts: partsOf(kv.value) }));
+    const ids = new Set(entries.map((kv) => kv.key.slice(this.#keys.length)));
+    // Chunks of an entry that is gone, or of a write that failed after writing them.
+    this.#orphans = range.items
+      .filter((kv) => kv.key.startsWith(this.#chunks))
+      .filter((kv) => !ids.has(kv.key.slice(this.#chunks.length, kv.key.lastIndexOf("/"))))
+      .map((kv) => kv.key);
   }
 }
 
 interface ParsedEntry {
+  id: string;
   item: HistoryItem;
   undo: UndoStep[] | null;
+  undoParts: number | undefined;
+}
+
+/** How many undo chunks a stored entry has (0 for none or an unreadable entry). */
+function partsOf(value: string): number {
+  try {
+    const parsed = storedHistoryEntrySchema.safeParse(JSON.parse(value));
+    return parsed.success ? (parsed.data.undoParts ?? 0) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The undo steps of an entry kept in chunks, or undefined when they are not all there. */
+function stepsOf(values: readonly string[] | undefined, parts: number | undefined) {
+  if (parts === undefined || values === undefined || values.length !== parts) return undefined;
+  const steps: UndoStep[] = [];
+  for (const value of values) {
+    let json: unknown;
+    try {
+      json = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+    const parsed = z.array(undoStepSchema).safeParse(json);
+    if (!parsed.success) return undefined;
+    steps.push(...parsed.data);
+  }
+  return steps;
 }
 
 /** Entries newest first; unreadable ones (written around the API) are skipped. */
@@ -225,14 +351,14 @@ function entriesOf(items: readonly KeyValue[]): ParsedEntry[] {
     }
     const parsed = storedHistoryEntrySchema.safeParse(json);
     if (!parsed.success) continue;
-    const { undo, rollback, ...rest } = parsed.data;
+    const { undo, undoParts, rollback, ...rest } = parsed.data;
     const item: HistoryItem = {
       version: kv.modRevision,
       ...rest,
       summary: summarize(rest.changes),
       ...(rollback === undefined ? {} : { rollback }),
     };
-    entries.push({ item, undo });
+    entries.push({ id: kv.key.slice(kv.key.lastIndexOf("/") + 1), item, undo, undoParts });
   }
   return entries.sort((a, b) => b.item.version - a.item.version);
 }

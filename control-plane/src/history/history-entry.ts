@@ -9,7 +9,12 @@ export const undoStepSchema = z.object({ key: z.string(), before: z.string().nul
 export type UndoStep = z.infer<typeof undoStepSchema>;
 
 /** A rollback's own record: the version it left and the version whose config it restored. */
-export const rollbackMarkSchema = z.object({ from: z.int(), to: z.int() });
+export const rollbackMarkSchema = z.object({
+  from: z.int(),
+  to: z.int(),
+  /** Why, when the control plane rolled back on its own (a rollout's canaries failing). */
+  reason: z.string().optional(),
+});
 export type RollbackMark = z.infer<typeof rollbackMarkSchema>;
 
 /**
@@ -22,8 +27,14 @@ export const storedHistoryEntrySchema = z.object({
   author: z.string(),
   changes: z.array(configChangeSchema),
   rollback: rollbackMarkSchema.optional(),
-  /** Null when the write was too big to keep its undo steps: versions before it cannot be rebuilt. */
+  /**
+   * The undo steps, or null when they are kept apart in `undoParts` chunks (a write too big to
+   * carry them in its commit; see ConfigHistory) or, for entries written before chunks, not
+   * kept at all (versions before such an entry cannot be rebuilt).
+   */
   undo: z.array(undoStepSchema).nullable(),
+  /** How many chunk keys hold the undo steps when `undo` is null. */
+  undoParts: z.int().min(1).optional(),
 });
 export type StoredHistoryEntry = z.infer<typeof storedHistoryEntrySchema>;
 

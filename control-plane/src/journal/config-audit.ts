@@ -76,7 +76,7 @@ export class ConfigAudit {
   rollbackOperations(
     token: string | undefined,
     changes: readonly ConfigChange[],
-    rollback: { from: number; to: number },
+    rollback: { from: number; to: number; reason?: string },
   ): Operation[] {
     return this.#operations(token, changes, rollback);
   }
@@ -84,7 +84,7 @@ export class ConfigAudit {
   #operations(
     token: string | undefined,
     changes: readonly ConfigChange[],
-    rollback: { from: number; to: number } | undefined,
+    rollback: { from: number; to: number; reason?: string } | undefined,
   ): Operation[] {
     if (changes.length === 0) return [];
     const now = this.#clock();

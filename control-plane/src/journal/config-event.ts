@@ -20,7 +20,7 @@ export const storedConfigEventSchema = z.object({
   token: z.string(),
   changes: z.array(configChangeSchema),
   /** Set when the write was a rollback: the version it left and the version it restored. */
-  rollback: z.object({ from: z.int(), to: z.int() }).optional(),
+  rollback: z.object({ from: z.int(), to: z.int(), reason: z.string().optional() }).optional(),
 });
 
 /** One journaled config write, as GET /v1/events?type=config answers it. */

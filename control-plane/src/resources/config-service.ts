@@ -50,7 +50,28 @@ export interface ApplyOptions {
    * sent stays the write's). Called with what the write will do and, for the config history,
    * each key it writes with the value it had before; not for a dry run. Default none.
    */
-  alsoWrite?: (results: readonly AppliedResource[], writes: readonly KeyWrite[]) => Operation[];
+  alsoWrite?: (
+    results: readonly AppliedResource[],
+    writes: readonly KeyWrite[],
+  ) => Operation[] | AlsoWrites;
+}
+
+/**
+ * Journal writes in two parts. `commit` goes in the write's own commit. `ahead` are puts of new
+ * keys that nothing reads until an operation of `commit` refers to them (the chunks of a big
+ * history entry's undo steps): a write too big for one commit carries them in its staged
+ * batches, rolled back with them, so they may be any size while the commit that makes the
+ * change visible stays small.
+ */
+export interface AlsoWrites {
+  commit: Operation[];
+  ahead: Operation[];
+}
+
+/** Both parts of what alsoWrite returned. */
+function alsoWrites(also: Operation[] | AlsoWrites | undefined): AlsoWrites {
+  if (also === undefined) return { commit: [], ahead: [] };
+  return Array.isArray(also) ? { commit: also, ahead: [] } : also;
 }
 
 export type ApplyAction = "created" | "updated" | "deleted" | "unchanged";
@@ -273,20 +294,24 @@ export class ConfigService {
           key: operation.key,
           before: model.keyValue(operation.key)?.value,
         }));
-        const also = options.alsoWrite?.(plan.results, writes) ?? [];
-        if (!fitsOneCommit({ ...plan, operations: [...plan.operations, ...also] }, this.#store)) {
+        const also = alsoWrites(options.alsoWrite?.(plan.results, writes));
+        const inOneCommit = [...plan.operations, ...also.ahead, ...also.commit];
+        if (!fitsOneCommit({ ...plan, operations: inOneCommit }, this.#store)) {
           const staged = await stagedApply({
             store: this.#store,
             prefix: this.#prefix,
             guard: guardRead,
-            writes: plan.operations.map((operation) => ({
-              operation,
-              before: model.keyValue(operation.key),
-            })),
+            writes: [
+              ...plan.operations.map((operation) => ({
+                operation,
+                before: model.keyValue(operation.key),
+              })),
+              ...also.ahead.map((operation) => ({ operation, before: undefined })),
+            ],
             hooks: this.#options.stagedHooks,
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
             owner: this.#owner,
-            closeOperations: also,
+            closeOperations: also.commit,
           });
           if (!staged.ok && staged.reason === "conflict") {
             await this.#catchUp([guardRead, { key: gateKey, modRevision: 0 }]);
@@ -308,8 +333,7 @@ export class ConfigService {
           { key: gateKey, modRevision: 0 },
         ];
         const operations: Operation[] = [
-          ...plan.operations,
-          ...also,
+          ...inOneCommit,
           { type: "put", key: guard, value: String(revision) },
         ];
         const commit = await this.#store.commit(compares, operations);

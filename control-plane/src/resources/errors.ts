@@ -29,6 +29,10 @@ export const ERROR_CATALOG = {
   CLAWGATE_VERSION_NOT_FOUND: { status: 404, message: "config version not found" },
   /** A config version older than the history keeps (historyLimit), so it cannot be rebuilt. */
   CLAWGATE_VERSION_TOO_OLD: { status: 409, message: "config version is no longer kept" },
+  /** A progressive rollout is baking: config writes wait until it is promoted or aborted. */
+  CLAWGATE_ROLLOUT_IN_PROGRESS: { status: 409, message: "a rollout is in progress" },
+  /** A rollout cannot start (nothing published, no data plane to be a canary). */
+  CLAWGATE_ROLLOUT_REFUSED: { status: 409, message: "the rollout cannot start" },
   /** If-Match named a revision the resource is not at. */
   CLAWGATE_PRECONDITION_FAILED: { status: 412, message: "resource revision does not match" },
   /** The request body is larger than the API accepts. */

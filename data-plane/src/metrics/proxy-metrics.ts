@@ -32,7 +32,11 @@ export class ProxyMetrics {
   readonly #durationChildren = new Map<string, HistogramChild>();
   readonly #errorChildren = new Map<string, Map<FailureKind, ErrorChild>>();
 
-  constructor(registry: Registry) {
+  readonly #onAnswered: ((status: number) => void) | undefined;
+
+  /** @param onAnswered told each answered request's status (the rollout outcome counts). */
+  constructor(registry: Registry, onAnswered?: (status: number) => void) {
+    this.#onAnswered = onAnswered;
     this.#requests = new Counter({
       name: "clawgate_requests_total",
       help: "Requests answered by the proxy, by route, upstream and status code.",
@@ -58,6 +62,7 @@ export class ProxyMetrics {
 
   /** Counts one answered request; status 499 means the client went away first. */
   request(route: string, upstream: string, status: number, durationSeconds: number): void {
+    this.#onAnswered?.(status);
     let byUpstream = this.#requestSeries.get(route);
     if (byUpstream === undefined) {
       byUpstream = new Map();

@@ -82,6 +82,13 @@ const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
 
 type RequestInit = NonNullable<Parameters<typeof create<typeof StreamSnapshotsRequestSchema>>[1]>;
 
+/** One version's counts as sendOutcomes takes them. */
+export interface VersionOutcomeInit {
+  version: bigint;
+  requests: bigint;
+  failures: bigint;
+}
+
 type Update =
   | { readonly kind: "snapshot"; readonly snapshot: Snapshot }
   | { readonly kind: "delta"; readonly delta: SnapshotDelta };
@@ -177,6 +184,16 @@ export class SnapshotClient {
     this.#health = this.#healthEncoder.encode(nodes);
     const attempt = this.#attempt;
     if (attempt !== undefined && !attempt.ended) this.#writeHealth(attempt);
+  }
+
+  /**
+   * Sends the request outcomes per version (cumulative counts) on the open stream; without one,
+   * or while the stream cannot take more, the report is dropped: the next carries the totals.
+   */
+  sendOutcomes(versions: readonly VersionOutcomeInit[]): void {
+    const attempt = this.#attempt;
+    if (this.#stopped || attempt === undefined || attempt.ended || attempt.healthBlocked) return;
+    this.#write(attempt, { case: "outcomes", value: { versions: [...versions] } });
   }
 
   #writeHealth(attempt: Attempt): void {

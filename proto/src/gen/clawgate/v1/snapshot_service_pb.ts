@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/snapshot_service.proto.
  */
 export const file_clawgate_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIr0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIAEIJCgdtZXNzYWdlIuQCCg1TbmFwc2hvdERlbHRhEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMYmFzZV92ZXJzaW9uGAMgASgEEhUKDWNyZWF0ZWRfYXRfbXMYBCABKAQSIgoGcm91dGVzGAUgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAYgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYByADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYCCADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFgoOcmVtb3ZlZF9yb3V0ZXMYCSADKAkSGQoRcmVtb3ZlZF91cHN0cmVhbXMYCiADKAkSGAoQcmVtb3ZlZF9icmVha2VycxgLIAMoCRIXCg9yZW1vdmVkX3RlbmFudHMYDCADKAkifAoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAEisKBWRlbHRhGAIgASgLMhouY2xhd2dhdGUudjEuU25hcHNob3REZWx0YUgAQgkKB21lc3NhZ2UycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
+  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIkUKDlZlcnNpb25PdXRjb21lEg8KB3ZlcnNpb24YASABKAQSEAoIcmVxdWVzdHMYAiABKAQSEAoIZmFpbHVyZXMYAyABKAQiPgoNT3V0Y29tZVJlcG9ydBItCgh2ZXJzaW9ucxgBIAMoCzIbLmNsYXdnYXRlLnYxLlZlcnNpb25PdXRjb21lIu0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIABIuCghvdXRjb21lcxgHIAEoCzIaLmNsYXdnYXRlLnYxLk91dGNvbWVSZXBvcnRIAEIJCgdtZXNzYWdlIuQCCg1TbmFwc2hvdERlbHRhEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMYmFzZV92ZXJzaW9uGAMgASgEEhUKDWNyZWF0ZWRfYXRfbXMYBCABKAQSIgoGcm91dGVzGAUgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAYgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYByADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYCCADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFgoOcmVtb3ZlZF9yb3V0ZXMYCSADKAkSGQoRcmVtb3ZlZF91cHN0cmVhbXMYCiADKAkSGAoQcmVtb3ZlZF9icmVha2VycxgLIAMoCRIXCg9yZW1vdmVkX3RlbmFudHMYDCADKAkifAoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAEisKBWRlbHRhGAIgASgLMhouY2xhd2dhdGUudjEuU25hcHNob3REZWx0YUgAQgkKB21lc3NhZ2UycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
 
 /**
  * First message on every stream.
@@ -194,6 +194,58 @@ export const NodeHealthReportSchema: GenMessage<NodeHealthReport> = /*@__PURE__*
   messageDesc(file_clawgate_v1_snapshot_service, 4);
 
 /**
+ * Requests a data plane answered while serving one config version, counted since it started
+ * serving that version (cumulative, so a report lost on the way costs nothing: the next one
+ * carries the totals). A progressive rollout compares the canaries' ratio with the rest's.
+ *
+ * @generated from message clawgate.v1.VersionOutcome
+ */
+export type VersionOutcome = Message<"clawgate.v1.VersionOutcome"> & {
+  /**
+   * @generated from field: uint64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: uint64 requests = 2;
+   */
+  requests: bigint;
+
+  /**
+   * Answers with a 5xx status (the data plane's own 502/503/504 included).
+   *
+   * @generated from field: uint64 failures = 3;
+   */
+  failures: bigint;
+};
+
+/**
+ * Describes the message clawgate.v1.VersionOutcome.
+ * Use `create(VersionOutcomeSchema)` to create a new message.
+ */
+export const VersionOutcomeSchema: GenMessage<VersionOutcome> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 5);
+
+/**
+ * The data plane's counts for the versions it served most recently (at most a few).
+ *
+ * @generated from message clawgate.v1.OutcomeReport
+ */
+export type OutcomeReport = Message<"clawgate.v1.OutcomeReport"> & {
+  /**
+   * @generated from field: repeated clawgate.v1.VersionOutcome versions = 1;
+   */
+  versions: VersionOutcome[];
+};
+
+/**
+ * Describes the message clawgate.v1.OutcomeReport.
+ * Use `create(OutcomeReportSchema)` to create a new message.
+ */
+export const OutcomeReportSchema: GenMessage<OutcomeReport> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 6);
+
+/**
  * @generated from message clawgate.v1.StreamSnapshotsRequest
  */
 export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest"> & {
@@ -224,6 +276,12 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
      */
     value: NodeHealthReport;
     case: "health";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.OutcomeReport outcomes = 7;
+     */
+    value: OutcomeReport;
+    case: "outcomes";
   } | { case: undefined; value?: undefined };
 };
 
@@ -232,7 +290,7 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
  * Use `create(StreamSnapshotsRequestSchema)` to create a new message.
  */
 export const StreamSnapshotsRequestSchema: GenMessage<StreamSnapshotsRequest> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 5);
+  messageDesc(file_clawgate_v1_snapshot_service, 7);
 
 /**
  * What changed between two versions: resources added or changed, sent whole, and the names
@@ -315,7 +373,7 @@ export type SnapshotDelta = Message<"clawgate.v1.SnapshotDelta"> & {
  * Use `create(SnapshotDeltaSchema)` to create a new message.
  */
 export const SnapshotDeltaSchema: GenMessage<SnapshotDelta> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 6);
+  messageDesc(file_clawgate_v1_snapshot_service, 8);
 
 /**
  * @generated from message clawgate.v1.StreamSnapshotsResponse
@@ -344,7 +402,7 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
  * Use `create(StreamSnapshotsResponseSchema)` to create a new message.
  */
 export const StreamSnapshotsResponseSchema: GenMessage<StreamSnapshotsResponse> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 7);
+  messageDesc(file_clawgate_v1_snapshot_service, 9);
 
 /**
  * One bidirectional stream per data plane, in the spirit of xDS with its incremental variant:

@@ -1,0 +1,396 @@
+import type { Logger } from "pino";
+import type { LeaderElection } from "../election/leader-election.js";
+import type { FleetSource } from "../fleet/data-plane-view.js";
+import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
+import type { VersionTargets } from "../grpc/stream-session.js";
+import type { ConfigHistory } from "../history/config-history.js";
+import { restoreVersion } from "../history/restore-version.js";
+import type { ConfigAudit } from "../journal/config-audit.js";
+import type { ApplyResult, ConfigService } from "../resources/config-service.js";
+import { clawgateError, type Outcome } from "../resources/errors.js";
+import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
+import type { Operation, Store } from "../store/store.js";
+import type { OutcomeBoard } from "./outcome-board.js";
+import {
+  chooseCanaries,
+  type RolloutSpec,
+  rolloutKey,
+  type StoredRollout,
+  storedRolloutSchema,
+} from "./rollout-state.js";
+import { type Counts, judge } from "./rollout-verdict.js";
+
+export interface RolloutControllerOptions {
+  store: Store;
+  prefix: string;
+  config: ConfigService;
+  history: ConfigHistory;
+  audit?: Pick<ConfigAudit, "rollbackOperations"> | undefined;
+  builder: SnapshotPublisher;
+  fleet: FleetSource;
+  board: OutcomeBoard;
+  /** Only the leader promotes and rolls back on its own. */
+  election: Pick<LeaderElection, "isLeader">;
+  logger: Pick<Logger, "info" | "warn" | "error">;
+  /** How often the store is read again and the canaries judged; default 500 ms. */
+  tickMs?: number;
+  clock?: () => number;
+}
+
+/** GET /v1/rollout: the stored rollout and how its canaries and the rest are doing. */
+export type RolloutView = StoredRollout & {
+  outcomes: { canary: Counts; rest: Counts };
+};
+
+/** The data planes outside the canaries stay on the base version (see pinned()). */
+interface Pin {
+  canaries: ReadonlySet<string>;
+  /** The base version's snapshot when this process published it; else hold them where they are. */
+  base: PublishedSnapshot | undefined;
+}
+
+type Ended = Outcome<{ rollout: StoredRollout }>;
+
+/**
+ * Drives progressive rollouts: an apply with `rollout` goes to the canaries only (the snapshot
+ * streams ask pinned() which version each data plane is to serve), the canaries' request
+ * outcomes are judged against the rest of the fleet's, and after bakeSeconds the version is
+ * promoted to all, unless the canaries fail first: then the config of the base version is
+ * restored (a rollback, journaled with the reason) and every data plane gets that.
+ *
+ * The rollout lives in the store, so every replica pins the same data planes and a restarted
+ * or new leader carries on; only the leader judges, promotes and rolls back on its own.
+ */
+export class RolloutController implements VersionTargets {
+  readonly #options: RolloutControllerOptions;
+  readonly #key: string;
+  readonly #clock: () => number;
+  readonly #listeners = new Set<() => void>();
+  #stored: { rollout: StoredRollout; modRevision: number } | undefined;
+  #pin: Pin | undefined;
+  /** The rest's counts on the base version when this process started judging the rollout. */
+  #baseline: { id: string; counts: Map<string, Counts> } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #busy = false;
+
+  constructor(options: RolloutControllerOptions) {
+    this.#options = options;
+    this.#key = rolloutKey(options.prefix);
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  async start(): Promise<void> {
+    await this.#reload();
+    this.#timer = setInterval(() => void this.#tick(), this.#options.tickMs ?? 500);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  pinned(nodeId: string): PublishedSnapshot | "hold" | undefined {
+    const pin = this.#pin;
+    if (pin === undefined || pin.canaries.has(nodeId)) return undefined;
+    return pin.base ?? "hold";
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The rollout in progress or the last one, with outcomes; undefined when there was none. */
+  view(): RolloutView | undefined {
+    const rollout = this.#current();
+    if (rollout === undefined) return undefined;
+    return { ...rollout, outcomes: this.#outcomes(rollout) };
+  }
+
+  /** The rollout baking now, if any. */
+  baking(): StoredRollout | undefined {
+    const rollout = this.#current();
+    return rollout?.state === "baking" ? rollout : undefined;
+  }
+
+  /** The 409 every config write gets while a rollout bakes. */
+  inProgressError() {
+    const rollout = this.baking();
+    if (rollout === undefined) return undefined;
+    return clawgateError(
+      "CLAWGATE_ROLLOUT_IN_PROGRESS",
+      `a rollout of version ${rollout.version ?? "?"} to canaries ${rollout.canaries.join(", ")} is baking until ${rollout.bakeUntil}; promote or abort it first (POST /v1/rollout/promote or /v1/rollout/abort)`,
+    );
+  }
+
+  /**
+   * Runs `apply` (which must commit `also` with its write) as a rollout: the data planes
+   * outside the canaries are pinned to the version published now before anything is written.
+   */
+  async apply(
+    spec: RolloutSpec,
+    author: string,
+    apply: (also: Operation[]) => Promise<ApplyResult>,
+  ): Promise<ApplyResult> {
+    const busy = this.inProgressError();
+    if (busy !== undefined) return { ok: false, error: busy };
+    const base = this.#options.builder.current();
+    if (base === undefined) {
+      return fail("CLAWGATE_ROLLOUT_REFUSED", "no version is published yet to roll out from");
+    }
+    const connected = this.#options.fleet
+      .list()
+      .filter((dp) => dp.state !== "DISCONNECTED")
+      .map((dp) => dp.nodeId);
+    if (connected.length === 0) {
+      return fail("CLAWGATE_ROLLOUT_REFUSED", "no data plane is connected to be a canary");
+    }
+    const canaries = chooseCanaries(connected, spec.canary);
+    const now = this.#clock();
+    const rollout: StoredRollout = {
+      state: "baking",
+      baseVersion: base.version,
+      canaries,
+      spec,
+      author,
+      startedAt: new Date(now).toISOString(),
+      bakeUntil: new Date(now + spec.bakeSeconds * 1000).toISOString(),
+    };
+    // Before the write: the publish it causes must already find the rest pinned.
+    this.#pin = { canaries: new Set(canaries), base };
+    const result = await apply([{ type: "put", key: this.#key, value: JSON.stringify(rollout) }]);
+    const wrote =
+      result.ok && !result.dryRun && result.results.some((r) => r.action !== "unchanged");
+    if (!wrote || !result.ok) {
+      this.#pin = undefined;
+      this.#emit();
+      return result;
+    }
+    this.#stored = {
+      rollout: { ...rollout, version: result.revision },
+      modRevision: result.revision,
+    };
+    this.#options.logger.info(
+      { version: result.revision, baseVersion: base.version, canaries, author },
+      "rollout started: the new version goes to the canaries only",
+    );
+    return result;
+  }
+
+  /** Sends the version being baked to every data plane now. */
+  promote(author: string): Promise<Ended> {
+    return this.#end(async (rollout) => this.#promote(rollout, `promoted by ${author}`));
+  }
+
+  /** Restores the base version's config and sends it to every data plane. */
+  abort(author: string): Promise<Ended> {
+    return this.#end((rollout) => this.#rollBack(rollout, `aborted by ${author}`, author));
+  }
+
+  async #end(step: (rollout: StoredRollout) => Promise<Ended>): Promise<Ended> {
+    if (this.#busy) return fail("CLAWGATE_STORE_CONFLICT", "the rollout is being ended already");
+    this.#busy = true;
+    try {
+      await this.#reload();
+      const rollout = this.baking();
+      if (rollout === undefined) {
+        return fail("CLAWGATE_NOT_FOUND", "no rollout is baking");
+      }
+      return await step(rollout);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async #promote(rollout: StoredRollout, reason: string): Promise<Ended> {
+    const promoted: StoredRollout = {
+      ...rollout,
+      state: "promoted",
+      finishedAt: new Date(this.#clock()).toISOString(),
+      reason,
+    };
+    const written = await this.#write(promoted);
+    if (!written.ok) return written;
+    this.#options.logger.info(
+      { version: rollout.version, reason },
+      "rollout promoted to every data plane",
+    );
+    this.#release();
+    return written;
+  }
+
+  async #rollBack(rollout: StoredRollout, reason: string, author: string): Promise<Ended> {
+    const ended: StoredRollout = {
+      ...rollout,
+      state: "rolled-back",
+      finishedAt: new Date(this.#clock()).toISOString(),
+      reason,
+    };
+    const { config, history, audit } = this.#options;
+    const result = await restoreVersion({
+      config,
+      history,
+      audit,
+      version: rollout.baseVersion,
+      author,
+      reason,
+      also: [{ type: "put", key: this.#key, value: JSON.stringify(ended) }],
+    });
+    if (!result.ok) {
+      this.#options.logger.error(
+        { version: rollout.version, baseVersion: rollout.baseVersion, error: result.error.message },
+        "rollout could not be rolled back",
+      );
+      return result;
+    }
+    const final = { ...ended, rollbackVersion: result.revision };
+    // A restore that changed nothing wrote no state: write it on its own.
+    const written = await this.#write(final);
+    if (!written.ok) return written;
+    this.#options.logger.warn(
+      { version: rollout.version, baseVersion: rollout.baseVersion, reason },
+      "rollout rolled back: every data plane gets the base version's config",
+    );
+    // Unpinned only once the restored config is published, or the rest would be sent the
+    // version being rolled back in between.
+    await this.#published(result.revision);
+    this.#release();
+    return written;
+  }
+
+  async #write(rollout: StoredRollout): Promise<Ended> {
+    const commit = await this.#options.store.commit(
+      [
+        {
+          key: this.#key,
+          modRevision: (await this.#options.store.get(this.#key))?.modRevision ?? 0,
+        },
+      ],
+      [{ type: "put", key: this.#key, value: JSON.stringify(rollout) }],
+    );
+    if (!commit.succeeded) {
+      return fail("CLAWGATE_STORE_CONFLICT", "the rollout changed meanwhile; read it again");
+    }
+    this.#stored = { rollout, modRevision: commit.revision };
+    return { ok: true, rollout };
+  }
+
+  #release(): void {
+    this.#pin = undefined;
+    this.#baseline = undefined;
+    this.#emit();
+  }
+
+  #emit(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  #published(version: number): Promise<void> {
+    const { builder } = this.#options;
+    if ((builder.current()?.version ?? 0) >= version) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, 10_000);
+      const unsubscribe = builder.onPublish((published) => {
+        if (published.version >= version) done();
+      });
+      function done() {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      }
+    });
+  }
+
+  #current(): StoredRollout | undefined {
+    const stored = this.#stored;
+    if (stored === undefined) return undefined;
+    // Written with the apply: the key's first mod revision is the version rolled out.
+    return { ...stored.rollout, version: stored.rollout.version ?? stored.modRevision };
+  }
+
+  /** Reads the rollout from the store: another replica may have started or ended it. */
+  async #reload(): Promise<void> {
+    const kv = await this.#options.store.get(this.#key);
+    if (kv === undefined) return;
+    if (this.#stored?.modRevision === kv.modRevision) return;
+    let parsed: StoredRollout;
+    try {
+      parsed = storedRolloutSchema.parse(JSON.parse(kv.value));
+    } catch (error) {
+      this.#options.logger.warn({ err: error }, "stored rollout is unreadable; ignoring it");
+      return;
+    }
+    const known = this.#stored?.rollout;
+    this.#stored = {
+      rollout: { ...parsed, version: parsed.version ?? known?.version ?? kv.modRevision },
+      modRevision: kv.modRevision,
+    };
+    if (parsed.state === "baking" && this.#pin === undefined) {
+      const current = this.#options.builder.current();
+      this.#pin = {
+        canaries: new Set(parsed.canaries),
+        base: current?.version === parsed.baseVersion ? current : undefined,
+      };
+      this.#emit();
+    } else if (parsed.state !== "baking" && this.#pin !== undefined) {
+      this.#release();
+    }
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      await this.#reload();
+      const rollout = this.baking();
+      if (rollout === undefined || !this.#options.election.isLeader()) return;
+      const verdict = judge(
+        this.#outcomes(rollout).canary,
+        this.#outcomes(rollout).rest,
+        rollout.spec,
+      );
+      if (verdict.failing) {
+        await this.#rollBack(rollout, `canaries failing: ${verdict.reason}`, "rollout");
+      } else if (this.#clock() >= Date.parse(rollout.bakeUntil)) {
+        await this.#promote(rollout, `baked ${rollout.spec.bakeSeconds} s without failing`);
+      }
+    } catch (error) {
+      this.#options.logger.warn({ err: error }, "rollout check failed; trying again");
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** Canaries on the new version; the rest on the base version since judging began here. */
+  #outcomes(rollout: StoredRollout): { canary: Counts; rest: Counts } {
+    const { board } = this.#options;
+    const canaries = new Set(rollout.canaries);
+    const id = `${rollout.startedAt}/${rollout.baseVersion}`;
+    if (this.#baseline?.id !== id) {
+      const counts = new Map<string, Counts>();
+      for (const node of board.nodes()) {
+        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion));
+      }
+      this.#baseline = { id, counts };
+    }
+    const canary = { requests: 0, failures: 0 };
+    const rest = { requests: 0, failures: 0 };
+    for (const node of board.nodes()) {
+      if (canaries.has(node)) {
+        const counts = board.of(node, rollout.version ?? 0);
+        canary.requests += counts.requests;
+        canary.failures += counts.failures;
+      } else {
+        const now = board.of(node, rollout.baseVersion);
+        const before = this.#baseline.counts.get(node) ?? { requests: 0, failures: 0 };
+        rest.requests += Math.max(0, now.requests - before.requests);
+        rest.failures += Math.max(0, now.failures - before.failures);
+      }
+    }
+    return { canary, rest };
+  }
+}
+
+function fail(code: Parameters<typeof clawgateError>[0], message: string) {
+  return { ok: false as const, error: clawgateError(code, message) };
+}

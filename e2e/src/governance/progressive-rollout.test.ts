@@ -1,0 +1,250 @@
+import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  answer,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from "../request-healing/scripted-upstream.js";
+import {
+  AdminClient,
+  type ApplyResource,
+  type ControlPlane,
+  type DataPlane,
+  type NamedUpstream,
+  runClawctl,
+  send,
+  startControlPlane,
+  startDataPlane,
+  startNamedUpstream,
+  Teardown,
+  waitFor,
+  waitForConvergence,
+  whoAnswered,
+} from "../support/index.js";
+
+interface Rollout {
+  state: "baking" | "promoted" | "rolled-back";
+  version: number;
+  baseVersion: number;
+  canaries: string[];
+  reason?: string;
+  rollbackVersion?: number;
+  outcomes: { canary: { requests: number; failures: number } };
+}
+
+interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/**
+ * Issue 13, progressive rollout: two data planes, dp-a (the canary: canaries are the first
+ * connected data planes by node id) and dp-b. The steps share one fleet and run in order.
+ */
+describe("progressive rollout on etcd with two data planes", () => {
+  const teardown = new Teardown();
+  let etcd: EtcdProcess;
+  let cp: ControlPlane;
+  let dpA: DataPlane;
+  let dpB: DataPlane;
+  let good: NamedUpstream;
+  let broken: ScriptedUpstream;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    teardown.add("etcd", () => etcd.stop());
+    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
+    teardown.add("control plane", () => cp.stop());
+    good = await startNamedUpstream("good");
+    teardown.add("good upstream", () => good.close());
+    broken = await startScriptedUpstream(answer(500, "broken"));
+    teardown.add("broken upstream", () => broken.close());
+    env = { CLAWGATE_ADMIN_URL: cp.adminUrl, CLAWGATE_ADMIN_TOKEN: cp.token };
+    await cp.admin.apply([
+      { kind: "upstream", name: "good", spec: { nodes: [{ address: good.address }] } },
+      { kind: "route", name: "api", spec: { match: { pathPrefix: "/api" }, upstream: "good" } },
+    ]);
+    dpA = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-a" });
+    teardown.add("dp-a", () => dpA.stop());
+    dpB = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-b" });
+    teardown.add("dp-b", () => dpB.stop());
+    await waitForConvergence(cp, [dpA, dpB]);
+  }, 60_000);
+  afterAll(() => teardown.run());
+
+  const clawctl = (...args: string[]) => runClawctl(args, env);
+
+  async function startRollout(resources: ApplyResource[], bakeSeconds: number): Promise<number> {
+    const response = await cp.admin.call<{ revision: number }>("POST", "/v1/apply", {
+      resources,
+      rollout: { canary: 1, bakeSeconds, maxErrorRatio: 0.05, minRequests: 10 },
+    });
+    const version = response.body.revision;
+    await waitFor(async () => (await dpA.snapshotVersion()) === version, {
+      what: `canary dp-a to apply version ${version}`,
+      timeoutMs: 20_000,
+    });
+    return version;
+  }
+
+  async function rolloutIn(state: Rollout["state"]): Promise<Rollout> {
+    return waitFor(
+      async () => {
+        const rollout = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
+        return rollout.state === state ? rollout : undefined;
+      },
+      { what: `the rollout to be ${state}`, timeoutMs: 30_000 },
+    );
+  }
+
+  it("rolls a canary seeing 5xx back on its own; the other data plane never gets the version", async () => {
+    // Every version dp-b shows while the rollout runs and until it has the rollback.
+    const seenByB = new Set<number | undefined>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) seenByB.add(await dpB.snapshotVersion());
+    })();
+    try {
+      const bad = await startRollout(
+        [
+          { kind: "upstream", name: "broken", spec: { nodes: [{ address: broken.address }] } },
+          {
+            kind: "route",
+            name: "api",
+            spec: { match: { pathPrefix: "/api" }, upstream: "broken" },
+          },
+        ],
+        600,
+      );
+      // The canary serves the bad config: its clients see 5xx (500, then 503 once the breaker opens).
+      for (let i = 0; i < 20; i++) {
+        expect((await send(`${dpA.proxyUrl}/api/x`)).status).toBeGreaterThanOrEqual(500);
+      }
+      const rolledBack = await rolloutIn("rolled-back");
+      expect(rolledBack).toMatchObject({ version: bad, canaries: ["dp-a"] });
+      expect(rolledBack.reason).toMatch(/^canaries failing: canary 5xx ratio 1\.00/);
+      const restored = rolledBack.rollbackVersion as number;
+      await waitForConvergence(cp, [dpA, dpB], { atLeast: restored });
+      expect(await whoAnswered(`${dpA.proxyUrl}/api/x`)).toBe("good");
+      // The watcher's own reads reach the restored version too, then it stops.
+      await waitFor(() => seenByB.has(restored), {
+        what: `the watch on dp-b to see version ${restored}`,
+        timeoutMs: 10_000,
+      });
+      watching = false;
+      await watch;
+      expect(seenByB.has(bad)).toBe(false);
+
+      // Journaled with why, as a rollback in the config events and the history.
+      const events = await cp.admin.call<{
+        items: { token: string; rollback?: { reason?: string } }[];
+      }>("GET", "/v1/events?type=config&limit=1");
+      expect(events.body.items[0]?.token).toBe("rollout");
+      expect(events.body.items[0]?.rollback?.reason).toContain("canary 5xx ratio");
+    } finally {
+      watching = false;
+      await watch;
+    }
+  }, 90_000);
+
+  it("refuses another apply while one bakes, and promotes by hand (clawctl)", async () => {
+    const base = (await cp.admin.snapshot()).version;
+    const version = await startRollout(
+      [{ kind: "route", name: "v2", spec: { match: { pathPrefix: "/v2" }, upstream: "good" } }],
+      600,
+    );
+    const refused = await cp.admin.request<ErrorBody>("POST", "/v1/apply", {
+      resources: [
+        { kind: "route", name: "v3", spec: { match: { pathPrefix: "/v3" }, upstream: "good" } },
+      ],
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("CLAWGATE_ROLLOUT_IN_PROGRESS");
+    expect(refused.body.error.message).toContain(`rollout of version ${version}`);
+
+    // Baking for 600 s: dp-b is still on the version before.
+    expect(await dpB.snapshotVersion()).toBe(base);
+    expect((await send(`${dpB.proxyUrl}/v2/x`)).status).toBe(404);
+    const status = await clawctl("rollout", "status");
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/STATE:\s+baking/);
+    expect(status.stdout).toMatch(/CANARIES:\s+dp-a/);
+    const fleet = await clawctl("status");
+    expect(fleet.stdout).toMatch(/ROLLOUT\n\s+STATE:\s+baking/);
+
+    const promoted = await clawctl("rollout", "promote");
+    expect(promoted.code, promoted.stderr).toBe(0);
+    expect(promoted.stdout).toContain(`version ${version} promoted`);
+    await waitForConvergence(cp, [dpA, dpB], { atLeast: version });
+    expect(await whoAnswered(`${dpB.proxyUrl}/v2/x`)).toBe("good");
+  }, 90_000);
+
+  it("aborts by hand (clawctl): the base version's config comes back everywhere", async () => {
+    await startRollout(
+      [{ kind: "route", name: "v4", spec: { match: { pathPrefix: "/v4" }, upstream: "good" } }],
+      600,
+    );
+    expect((await send(`${dpA.proxyUrl}/v4/x`)).status).toBe(200);
+    const aborted = await clawctl("rollout", "abort");
+    expect(aborted.code, aborted.stderr).toBe(0);
+    const rollout = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
+    expect(rollout.state).toBe("rolled-back");
+    expect(rollout.reason).toMatch(/^aborted by /);
+    await waitForConvergence(cp, [dpA, dpB], { atLeast: rollout.rollbackVersion });
+    expect((await send(`${dpA.proxyUrl}/v4/x`)).status).toBe(404);
+  }, 90_000);
+
+  it("promotes a good version once its bake time is over", async () => {
+    const version = await startRollout(
+      [{ kind: "route", name: "v5", spec: { match: { pathPrefix: "/v5" }, upstream: "good" } }],
+      1,
+    );
+    const promoted = await rolloutIn("promoted");
+    expect(promoted.reason).toBe("baked 1 s without failing");
+    await waitForConvergence(cp, [dpA, dpB], { atLeast: version });
+    expect(await whoAnswered(`${dpB.proxyUrl}/v5/x`)).toBe("good");
+  }, 90_000);
+
+  it("carries a baking rollout on across a control-plane restart", async () => {
+    const base = (await cp.admin.snapshot()).version;
+    const version = await startRollout(
+      [{ kind: "route", name: "v6", spec: { match: { pathPrefix: "/v6" }, upstream: "good" } }],
+      600,
+    );
+    await cp.kill();
+    // Same ports and token (cp.env), same etcd: the data planes reconnect to it.
+    cp = await startControlPlane(cp.env);
+    const rollout = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
+    expect(rollout).toMatchObject({ state: "baking", version, baseVersion: base });
+    await waitFor(
+      async () => {
+        const fleet = await cp.admin.dataplanes();
+        return ["dp-a", "dp-b"].every((id) =>
+          fleet.some((dp) => dp.nodeId === id && dp.state !== "DISCONNECTED"),
+        );
+      },
+      { what: "both data planes to reconnect", timeoutMs: 30_000 },
+    );
+    // The new process holds dp-b where it is; only the canary has the version.
+    expect(await dpB.snapshotVersion()).toBe(base);
+    expect(await dpA.snapshotVersion()).toBe(version);
+    await cp.admin.call("POST", "/v1/rollout/promote");
+    await waitForConvergence(cp, [dpA, dpB], { atLeast: version });
+    expect(await whoAnswered(`${dpB.proxyUrl}/v6/x`)).toBe("good");
+  }, 90_000);
+
+  it("lets a viewer read the rollout and refuses it promote and abort", async () => {
+    const created = await clawctl("token", "create", "watcher", "--role", "viewer");
+    expect(created.code, created.stderr).toBe(0);
+    const viewer = new AdminClient(cp.adminUrl, created.stdout.trim());
+    expect((await viewer.request("GET", "/v1/rollout")).status).toBe(200);
+    for (const action of ["promote", "abort"]) {
+      const refused = await viewer.request<ErrorBody>("POST", `/v1/rollout/${action}`);
+      expect(refused.status).toBe(403);
+      expect(refused.body.error.message).toContain("needs role editor");
+    }
+    const nothing = await cp.admin.request<ErrorBody>("POST", "/v1/rollout/promote");
+    expect(nothing.status).toBe(404);
+    expect(nothing.body.error.message).toBe("no rollout is baking");
+  });
+});
