@@ -238,6 +238,27 @@ describe("ProbeScheduler", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("replaces one upstream's nodes and leaves the others' schedule alone", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80"), target("10.0.1.1:80", { upstream: "models" })]);
+    await vi.advanceTimersByTimeAsync(500);
+    await t.finish();
+    await t.finish();
+    await vi.advanceTimersByTimeAsync(400);
+    t.scheduler.setUpstreams([["models", [target("10.0.1.2:80", { upstream: "models" })]]]);
+    expect(t.scheduler.size).toBe(2);
+    // models' new node is first probed half an interval on (random 0.5); agents' next probe
+    // keeps its place, a whole interval after its last.
+    await vi.advanceTimersByTimeAsync(500);
+    expect(t.started.map((s) => s.host)).toEqual(["10.0.0.1", "10.0.1.1", "10.0.1.2"]);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(t.started).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.started.map((s) => s.host).slice(3)).toEqual(["10.0.0.1"]);
+    t.scheduler.setUpstreams([["models", []]]);
+    expect(t.scheduler.size).toBe(1);
+  });
+
   it("refuses a maxInFlight below 1, naming it", () => {
     expect(
       () => new ProbeScheduler({ probe: manualProbe().probe, emit: () => {}, maxInFlight: 0 }),

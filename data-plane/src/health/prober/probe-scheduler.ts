@@ -50,7 +50,9 @@ interface Entry {
  * tick pops only the probes that are due.
  */
 export class ProbeScheduler {
-  private readonly entries = new Map<string, Entry>();
+  /** Every node's entry, by upstream then address. */
+  private readonly upstreams = new Map<string, Map<string, Entry>>();
+  private count = 0;
   private readonly due = new DueHeap<Entry>();
   private readonly clock: () => number;
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -75,50 +77,76 @@ export class ProbeScheduler {
 
   /** Replaces the target set: new nodes start, gone nodes stop, changed settings apply. */
   setTargets(targets: readonly ProbeTarget[]): void {
-    const seen = new Set<string>();
+    const changes = new Map<string, ProbeTarget[]>();
+    for (const upstream of this.upstreams.keys()) changes.set(upstream, []);
     for (const target of targets) {
-      const key = keyOf(target.upstream, target.address);
-      seen.add(key);
-      const entry = this.entries.get(key);
-      if (entry === undefined) {
-        const added: Entry = {
-          target,
-          dueAt: 0,
-          heapIndex: -1,
-          inFlight: false,
-          rerun: false,
-          ticket: 0,
-          removed: false,
-        };
-        this.entries.set(key, added);
-        // A new node's first probe lands at a random point of its first interval, the way
-        // Prometheus spreads scrape offsets: 20,000 nodes at boot then cost 20,000 probes per
-        // interval from the start. Crowding them into a tenth of it ran ten times the steady
-        // rate for that whole stretch (an idle data plane at an hour's interval probed 55 nodes a
-        // second for six minutes). A new node is in rotation meanwhile, and a refused request
-        // still quarantines it and probes it at once.
-        this.schedule(added, this.random() * target.intervalMs);
-        continue;
-      }
-      const intervalChanged = entry.target.intervalMs !== target.intervalMs;
-      entry.target = target;
-      if (intervalChanged && entry.heapIndex >= 0) {
-        this.schedule(entry, this.jittered(target.intervalMs));
-      }
+      const list = changes.get(target.upstream);
+      if (list === undefined) changes.set(target.upstream, [target]);
+      else list.push(target);
     }
-    for (const [key, entry] of this.entries) {
-      if (seen.has(key)) continue;
-      this.due.delete(entry);
-      entry.removed = true;
-      this.waiting.delete(entry);
-      this.entries.delete(key);
+    this.setUpstreams(changes);
+  }
+
+  /**
+   * Replaces the targets of the named upstreams only (an empty list: the upstream is gone);
+   * every other upstream keeps its nodes and their schedule. A snapshot that changes one
+   * upstream of 2,000 sends and walks that one's nodes, not all 20,000.
+   */
+  setUpstreams(changes: Iterable<readonly [string, readonly ProbeTarget[]]>): void {
+    for (const [upstream, targets] of changes) {
+      let byAddress = this.upstreams.get(upstream);
+      const seen = new Set<string>();
+      for (const target of targets) {
+        seen.add(target.address);
+        const entry = byAddress?.get(target.address);
+        if (entry === undefined) {
+          const added: Entry = {
+            target,
+            dueAt: 0,
+            heapIndex: -1,
+            inFlight: false,
+            rerun: false,
+            ticket: 0,
+            removed: false,
+          };
+          if (byAddress === undefined) {
+            byAddress = new Map();
+            this.upstreams.set(upstream, byAddress);
+          }
+          byAddress.set(target.address, added);
+          this.count += 1;
+          // A new node's first probe lands at a random point of its first interval, the way
+          // Prometheus spreads scrape offsets: 20,000 nodes at boot then cost 20,000 probes per
+          // interval from the start. Crowding them into a tenth of it ran ten times the steady
+          // rate for that whole stretch (an idle data plane at an hour's interval probed 55
+          // nodes a second for six minutes). A new node is in rotation meanwhile, and a refused
+          // request still quarantines it and probes it at once.
+          this.schedule(added, this.random() * target.intervalMs);
+          continue;
+        }
+        const intervalChanged = entry.target.intervalMs !== target.intervalMs;
+        entry.target = target;
+        if (intervalChanged && entry.heapIndex >= 0) {
+          this.schedule(entry, this.jittered(target.intervalMs));
+        }
+      }
+      if (byAddress === undefined) continue;
+      for (const [address, entry] of byAddress) {
+        if (seen.has(address)) continue;
+        this.due.delete(entry);
+        entry.removed = true;
+        this.waiting.delete(entry);
+        byAddress.delete(address);
+        this.count -= 1;
+      }
+      if (byAddress.size === 0) this.upstreams.delete(upstream);
     }
     this.arm();
   }
 
   /** Probes the node now (or right after the probe in flight); unknown nodes are ignored. */
   probeNow(upstream: string, address: string, ticket: number): void {
-    const entry = this.entries.get(keyOf(upstream, address));
+    const entry = this.upstreams.get(upstream)?.get(address);
     if (entry === undefined) return;
     entry.ticket = Math.max(entry.ticket, ticket);
     if (entry.inFlight) {
@@ -131,15 +159,18 @@ export class ProbeScheduler {
   }
 
   stop(): void {
-    for (const entry of this.entries.values()) entry.removed = true;
-    this.entries.clear();
+    for (const byAddress of this.upstreams.values()) {
+      for (const entry of byAddress.values()) entry.removed = true;
+    }
+    this.upstreams.clear();
+    this.count = 0;
     this.waiting.clear();
     this.due.clear();
     this.arm();
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.count;
   }
 
   /** Probes running now; never above `maxInFlight`. */
@@ -246,9 +277,4 @@ export class ProbeScheduler {
   private jittered(intervalMs: number): number {
     return intervalMs * (1 - PROBE_JITTER + 2 * PROBE_JITTER * this.random());
   }
-}
-
-// Upstream names cannot hold a space (DESIGN.md resource names), so the key is unambiguous.
-function keyOf(upstream: string, address: string): string {
-  return `${upstream} ${address}`;
 }
