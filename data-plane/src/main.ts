@@ -319,12 +319,14 @@ export async function startDataPlane(
         ],
         ["healing", () => healing.sync(compiled)],
         ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
-        // Nodes added or removed change the view without any state change to report it. In
-        // the next turn: a first snapshot of 20,000 nodes makes a report that costs a turn of
-        // its own, and need not delay the ACK or the clients waiting behind the swap.
+        // Nodes added or removed change the view without any state change to report it. Once
+        // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
+        // in a turn of its own: that report need not delay the ACK or clients behind the swap.
         [
           "health report",
-          () => diff.upstreams.size > 0 && setImmediate(() => healthReports.request()),
+          () =>
+            diff.upstreams.size > 0 &&
+            health.synced().then(() => setImmediate(() => healthReports.request())),
         ],
         ...more,
       ],

@@ -23,7 +23,7 @@ function setup() {
     logger: pino({ level: "info" }, stream),
     prober: (onResult) => {
       deliver = onResult;
-      return { setTargets: () => {}, probeNow: () => {}, close: async () => {} };
+      return { setUpstreams: () => {}, probeNow: () => {}, close: async () => {} };
     },
   });
   const probe = (address: string, ok: boolean, durationMs: number, evidence = {}) =>

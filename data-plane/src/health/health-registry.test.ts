@@ -8,13 +8,23 @@ import type { Prober } from "./prober/probe-worker-client.js";
 
 /** A prober the test drives: it records what the registry asked and delivers results by hand. */
 class FakeProber implements Prober {
-  targets: readonly ProbeTarget[] = [];
+  readonly byUpstream = new Map<string, readonly ProbeTarget[]>();
+  /** The upstreams named by each setUpstreams call. */
+  readonly calls: string[][] = [];
   readonly probeNows: { upstream: string; address: string; ticket: number }[] = [];
   closed = false;
   deliver: (result: ProbeResult) => void = () => {};
 
-  setTargets(targets: readonly ProbeTarget[]): void {
-    this.targets = targets;
+  /** Every node the prober was last told to probe. */
+  get targets(): ProbeTarget[] {
+    return [...this.byUpstream.values()].flat();
+  }
+  setUpstreams(changes: ReadonlyMap<string, readonly ProbeTarget[]>): void {
+    this.calls.push([...changes.keys()]);
+    for (const [upstream, targets] of changes) {
+      if (targets.length === 0) this.byUpstream.delete(upstream);
+      else this.byUpstream.set(upstream, targets);
+    }
   }
   probeNow(upstream: string, address: string, ticket: number): void {
     this.probeNows.push({ upstream, address, ticket });
@@ -24,11 +34,14 @@ class FakeProber implements Prober {
   }
 }
 
-function setup() {
+function setup(turns: { syncTurnMs?: number; turnClock?: () => number } = {}) {
   const clock = new FakeClock(1_000);
   const prober = new FakeProber();
   const registry = new HealthRegistry({
     clock,
+    // One turn for any sync unless a test cuts it: a stall of the test machine must not.
+    syncTurnMs: turns.syncTurnMs ?? Number.POSITIVE_INFINITY,
+    turnClock: turns.turnClock,
     prober: (onResult) => {
       prober.deliver = onResult;
       return prober;
@@ -64,6 +77,44 @@ function node(
 }
 
 describe("HealthRegistry.sync", () => {
+  it("syncs a whole config across event-loop turns and says when it is done", async () => {
+    // A clock that moves a whole turn per upstream: every upstream synced ends a turn.
+    let now = 0;
+    const { registry, prober } = setup({ syncTurnMs: 10, turnClock: () => (now += 10) });
+    const targets: HealthTarget[] = [];
+    for (let u = 0; u < 50; u++) {
+      targets.push(node(`10.0.${u}.1:80`, {}, `u-${u}`), node(`10.0.${u}.2:80`, {}, `u-${u}`));
+    }
+    let turns = 0;
+    let syncing = true;
+    const ticker = (): void => {
+      if (!syncing) return;
+      turns += 1;
+      setImmediate(ticker);
+    };
+    setImmediate(ticker);
+    registry.sync(targets);
+    // The call itself synced the first upstream only; the others wait their turn.
+    expect(registry.state("u-0", "10.0.0.1:80")).toBe("healthy");
+    expect(registry.state("u-49", "10.0.49.1:80")).toBeUndefined();
+    expect(prober.targets).toHaveLength(2);
+    await registry.synced();
+    syncing = false;
+    expect(turns).toBeGreaterThanOrEqual(40);
+    expect(registry.state("u-49", "10.0.49.2:80")).toBe("healthy");
+    expect(prober.targets).toHaveLength(100);
+    // Each turn handed the prober the upstreams it synced, never the whole set again.
+    expect(prober.calls.every((call) => call.length === 1)).toBe(true);
+  });
+
+  it("hands the prober only the upstreams a change touches", () => {
+    const { registry, prober } = setup();
+    registry.sync([node("10.0.0.1:80"), node("10.0.1.1:80", {}, "models")]);
+    registry.syncUpstreams(new Map([["models", [node("10.0.1.2:80", {}, "models")]]]));
+    expect(prober.calls.at(-1)).toEqual(["models"]);
+    expect(prober.targets.map((t) => t.address)).toEqual(["10.0.0.1:80", "10.0.1.2:80"]);
+  });
+
   it("starts new nodes healthy and hands the prober every node with defaults filled", () => {
     const { registry, prober } = setup();
     registry.sync([

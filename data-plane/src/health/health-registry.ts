@@ -13,6 +13,9 @@ import {
 } from "./prober/probe-protocol.js";
 import { type Prober, type ProberFactory, ProbeWorker } from "./prober/probe-worker-client.js";
 
+/** Default longest stretch of syncing nodes before the event loop runs again. */
+export const SYNC_TURN_MS = 10;
+
 interface ReportedNode {
   readonly changedAt: number;
   readonly state: HealthState;
@@ -49,6 +52,10 @@ export interface HealthRegistryOptions {
   metrics?: HealthSink;
   /** State changes (a burst summarized, see `HealthLog`) and prober crashes; default none. */
   logger?: Logger;
+  /** Sync nodes for about this long, then let the event loop run; default `SYNC_TURN_MS`. */
+  syncTurnMs?: number;
+  /** Clock in ms for `syncTurnMs`; default performance.now. */
+  turnClock?: () => number;
 }
 
 /**
@@ -58,8 +65,12 @@ export interface HealthRegistryOptions {
  */
 export class HealthRegistry {
   private readonly nodes = new Map<string, Map<string, NodeHealthTracker>>();
-  /** What the prober is given, per upstream, so a change to one upstream rebuilds only its list. */
-  private readonly probeTargets = new Map<string, ProbeTarget[]>();
+  /** Upstreams whose nodes are watched (or being synced), so `sync` can tell which are gone. */
+  private readonly watched = new Set<string>();
+  /** Upstreams still to sync, each with its latest list; drained a turn at a time. */
+  private readonly pending = new Map<string, readonly HealthTarget[]>();
+  private draining = false;
+  private readonly syncedWaiters: (() => void)[] = [];
   private readonly listeners = new Set<HealthChangeListener>();
   /** Each node's last reported entry, kept while its state has not changed since. */
   private readonly reported = new WeakMap<NodeHealthTracker, ReportedNode>();
@@ -96,7 +107,7 @@ export class HealthRegistry {
       if (list === undefined) byUpstream.set(target.upstream, [target]);
       else list.push(target);
     }
-    for (const upstream of this.probeTargets.keys()) {
+    for (const upstream of this.watched) {
       if (!byUpstream.has(upstream)) byUpstream.set(upstream, []);
     }
     this.syncUpstreams(byUpstream);
@@ -110,51 +121,95 @@ export class HealthRegistry {
   syncUpstreams(changes: ReadonlyMap<string, readonly HealthTarget[]>): void {
     if (this.closed || changes.size === 0) return;
     for (const [upstream, targets] of changes) {
-      const keep = new Set<string>();
-      const probeTargets: ProbeTarget[] = [];
-      let byAddress = this.nodes.get(upstream);
-      for (const target of targets) {
-        const settings = healthCheckSettings(target.healthCheck);
-        probeTargets.push({
-          upstream,
-          address: target.address,
-          host: target.host,
-          port: target.port,
-          intervalMs: settings.intervalMs,
-          timeoutMs: settings.timeoutMs,
-          path: settings.path,
-          expectStatus: settings.expectStatus,
-          tls: target.tls,
-        });
-        keep.add(target.address);
-        if (byAddress === undefined) {
-          byAddress = new Map();
-          this.nodes.set(upstream, byAddress);
-        }
-        const existing = byAddress.get(target.address);
-        if (existing !== undefined) {
-          existing.setThresholds(settings);
-          continue;
-        }
-        const tracker = new NodeHealthTracker(upstream, target.address, settings, this.clock);
-        byAddress.set(target.address, tracker);
-        this.options.metrics?.track(upstream, target.address, tracker.state);
-      }
-      if (byAddress !== undefined) {
-        for (const [address, tracker] of byAddress) {
-          if (keep.has(address)) continue;
-          if (!tracker.usable) this.unusable -= 1;
-          byAddress.delete(address);
-          this.options.metrics?.forget(upstream, address);
-        }
-        if (byAddress.size === 0) this.nodes.delete(upstream);
-      }
-      if (probeTargets.length > 0) this.probeTargets.set(upstream, probeTargets);
-      else this.probeTargets.delete(upstream);
+      // Re-inserted at the end: the latest list of an upstream is the one synced.
+      this.pending.delete(upstream);
+      this.pending.set(upstream, targets);
+      if (targets.length > 0) this.watched.add(upstream);
     }
-    const all: ProbeTarget[] = [];
-    for (const list of this.probeTargets.values()) for (const target of list) all.push(target);
-    this.prober.setTargets(all);
+    if (!this.draining) this.drain();
+  }
+
+  /**
+   * Resolves once every upstream given to `sync`/`syncUpstreams` so far is synced (at once when
+   * nothing is pending).
+   */
+  synced(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.syncedWaiters.push(resolve));
+  }
+
+  /**
+   * Syncs pending upstreams for about `syncTurnMs`, hands their nodes to the prober, and leaves
+   * the rest to the next turn. A first snapshot of 20,000 nodes builds a state machine and a
+   * metric series per node; in one turn that blocked the proxy's clients for hundreds of ms.
+   * Meanwhile a node not synced yet is usable (like any new node) and a removed one keeps its
+   * last state until its upstream's turn comes. A small change finishes in the call itself.
+   */
+  private drain(): void {
+    const clock = this.options.turnClock ?? (() => performance.now());
+    const turnMs = this.options.syncTurnMs ?? SYNC_TURN_MS;
+    const started = clock();
+    const probeChanges = new Map<string, ProbeTarget[]>();
+    for (const [upstream, targets] of this.pending) {
+      this.pending.delete(upstream);
+      probeChanges.set(upstream, this.syncUpstream(upstream, targets));
+      if (clock() - started >= turnMs) break;
+    }
+    this.prober.setUpstreams(probeChanges);
+    if (this.pending.size > 0) {
+      this.draining = true;
+      setImmediate(() => {
+        this.draining = false;
+        if (!this.closed) this.drain();
+      });
+      return;
+    }
+    for (const resolve of this.syncedWaiters.splice(0)) resolve();
+  }
+
+  /** Makes the upstream's watched nodes `targets`; returns what its prober list becomes. */
+  private syncUpstream(upstream: string, targets: readonly HealthTarget[]): ProbeTarget[] {
+    const keep = new Set<string>();
+    const probeTargets: ProbeTarget[] = [];
+    let byAddress = this.nodes.get(upstream);
+    for (const target of targets) {
+      const settings = healthCheckSettings(target.healthCheck);
+      probeTargets.push({
+        upstream,
+        address: target.address,
+        host: target.host,
+        port: target.port,
+        intervalMs: settings.intervalMs,
+        timeoutMs: settings.timeoutMs,
+        path: settings.path,
+        expectStatus: settings.expectStatus,
+        tls: target.tls,
+      });
+      keep.add(target.address);
+      if (byAddress === undefined) {
+        byAddress = new Map();
+        this.nodes.set(upstream, byAddress);
+      }
+      const existing = byAddress.get(target.address);
+      if (existing !== undefined) {
+        existing.setThresholds(settings);
+        continue;
+      }
+      const tracker = new NodeHealthTracker(upstream, target.address, settings, this.clock);
+      byAddress.set(target.address, tracker);
+      this.options.metrics?.track(upstream, target.address, tracker.state);
+    }
+    if (byAddress !== undefined) {
+      for (const [address, tracker] of byAddress) {
+        if (keep.has(address)) continue;
+        if (!tracker.usable) this.unusable -= 1;
+        byAddress.delete(address);
+        this.options.metrics?.forget(upstream, address);
+      }
+      if (byAddress.size === 0) this.nodes.delete(upstream);
+    }
+    if (probeTargets.length === 0) this.watched.delete(upstream);
+    return probeTargets;
   }
 
   /**
@@ -244,6 +299,8 @@ export class HealthRegistry {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
+    this.pending.clear();
+    for (const resolve of this.syncedWaiters.splice(0)) resolve();
     this.log?.flush();
     await this.prober.close();
   }

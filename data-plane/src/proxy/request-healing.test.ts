@@ -60,7 +60,7 @@ async function startUpstream(handler: Handler): Promise<Upstream> {
 }
 
 /** Probes nothing: a quarantined node stays out until the test says otherwise. */
-const idleProber: Prober = { setTargets() {}, probeNow() {}, close: async () => {} };
+const idleProber: Prober = { setUpstreams() {}, probeNow() {}, close: async () => {} };
 
 async function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();

@@ -2,7 +2,12 @@ import { create, fromBinary, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
 import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
-import { decodeCacheFile, encodeCacheFile, encodeSnapshot } from "./cache-file.js";
+import {
+  decodeCacheFile,
+  encodeCacheFile,
+  encodeCacheFileInTurns,
+  encodeSnapshot,
+} from "./cache-file.js";
 
 const snapshot = create(SnapshotSchema, {
   version: 1234n,
@@ -19,6 +24,26 @@ function damaged(edit: (file: Buffer) => Buffer): ReturnType<typeof decodeCacheF
 }
 
 describe("cache file", () => {
+  it("encodes a whole config across event-loop turns, to the same bytes", async () => {
+    let turns = 0;
+    let encoding = true;
+    const ticker = (): void => {
+      if (!encoding) return;
+      turns += 1;
+      setImmediate(ticker);
+    };
+    setImmediate(ticker);
+    // A clock that moves a whole turn per step: every resource encoded ends a turn.
+    let clock = 0;
+    const big = snapshotOf(7, 200, 20);
+    const file = await encodeCacheFileInTurns(big, { now: () => (clock += 10) });
+    encoding = false;
+    expect(turns).toBeGreaterThan(100);
+    expect(file.equals(encodeCacheFile(big))).toBe(true);
+    const decoded = decodeCacheFile(file);
+    expect(decoded.ok && decoded.snapshot).toEqual(big);
+  });
+
   it("round-trips a snapshot with its version", () => {
     const decoded = decodeCacheFile(encodeCacheFile(snapshot));
     expect(decoded.ok).toBe(true);

@@ -10,6 +10,7 @@ import {
   toBinary,
   UpstreamSchema,
 } from "@clawgate/proto";
+import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
 
 /**
  * Layout of the cache file, all integers big-endian:
@@ -30,11 +31,27 @@ export type DecodeResult =
 
 /** The snapshot framed with its version and checksum, ready to be written. */
 export function encodeCacheFile(snapshot: Snapshot): Buffer {
-  const payload = encodeSnapshot(snapshot);
+  return frame(snapshot.version, encodeSnapshot(snapshot));
+}
+
+/**
+ * `encodeCacheFile` across event-loop turns: the first write after boot encodes every resource
+ * of the config (20,000 nodes, 10,000 routes), which blocked the proxy's clients for 400 ms in
+ * one turn; the bytes are the same.
+ */
+export async function encodeCacheFileInTurns(
+  snapshot: Snapshot,
+  options: Omit<RunInTurnsOptions, "superseded"> = {},
+): Promise<Buffer> {
+  const payload = await runInTurns(encodeSnapshotSteps(snapshot), options);
+  return frame(snapshot.version, payload!);
+}
+
+function frame(version: bigint, payload: Buffer): Buffer {
   const header = Buffer.alloc(HEADER_BYTES);
   MAGIC.copy(header, 0);
   header.writeUInt32BE(FORMAT, 8);
-  header.writeBigUInt64BE(snapshot.version, 12);
+  header.writeBigUInt64BE(version, 12);
   header.writeUInt32BE(payload.length, 20);
   sha256(payload).copy(header, 24);
   return Buffer.concat([header, payload]);
@@ -60,6 +77,15 @@ const RESOURCE_FIELDS = [
  * encoding. Field order differs from toBinary's, which protobuf allows; it decodes the same.
  */
 export function encodeSnapshot(snapshot: Snapshot): Buffer {
+  const steps = encodeSnapshotSteps(snapshot);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** encodeSnapshot cut into steps, one per resource not encoded before (see runInTurns). */
+function* encodeSnapshotSteps(snapshot: Snapshot): Generator<void, Buffer> {
   const head = toBinary(
     SnapshotSchema,
     create(SnapshotSchema, {
@@ -76,6 +102,7 @@ export function encodeSnapshot(snapshot: Snapshot): Buffer {
         // biome-ignore lint/suspicious/noExplicitAny: the schema and resource kinds pair up above.
         bytes = toBinary(schema as any, resource);
         encodedResources.set(resource, bytes);
+        yield;
       }
       chunks.push(Uint8Array.of(tag), varint(bytes.length), bytes);
     }

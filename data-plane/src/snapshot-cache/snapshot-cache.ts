@@ -1,7 +1,7 @@
 import { mkdir, open, readFile, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Snapshot } from "@clawgate/proto";
-import { decodeCacheFile, encodeCacheFile } from "./cache-file.js";
+import { decodeCacheFile, encodeCacheFileInTurns } from "./cache-file.js";
 
 export const CACHE_FILE_NAME = "snapshot.bin";
 
@@ -80,9 +80,10 @@ export class SnapshotCache {
     const temp = `${this.path}.tmp-${process.pid}`;
     try {
       await mkdir(this.dir, { recursive: true });
+      const file = await encodeCacheFileInTurns(snapshot);
       const handle = await open(temp, "w", 0o600);
       try {
-        await handle.writeFile(encodeCacheFile(snapshot));
+        await handle.writeFile(file);
         await handle.sync();
       } finally {
         await handle.close();

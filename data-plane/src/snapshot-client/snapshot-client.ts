@@ -1,6 +1,7 @@
 import {
   create,
   type EncodedOrRequest,
+  fromBinary,
   type NodeHealth,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
@@ -8,6 +9,7 @@ import {
   type SnapshotDelta,
   StreamSnapshotsRequestSchema,
   type StreamSnapshotsResponse,
+  StreamSnapshotsResponseSchema,
   snapshotServiceDefinition,
 } from "@clawgate/proto";
 import { Backoff } from "@clawgate/runtime";
@@ -20,6 +22,7 @@ import {
   snapshotChannelSecurity,
 } from "./channel-credentials.js";
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
+import { DECODE_AT_ONCE_BYTES, decodeResponse } from "./decode-in-turns.js";
 import { HealthReportEncoder } from "./health-report-bytes.js";
 import { SnapshotParts } from "./snapshot-parts.js";
 
@@ -96,7 +99,10 @@ type Update =
 interface Attempt {
   readonly address: string;
   readonly client: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<EncodedOrRequest, StreamSnapshotsResponse>;
+  /** Responses arrive as bytes: a whole config decodes across turns (decodeResponse). */
+  readonly call: grpc.ClientDuplexStream<EncodedOrRequest, Buffer>;
+  /** The decode of a big message in progress; later messages wait for it, to stay in order. */
+  decoding: Promise<void> | undefined;
   /** Set once the stream delivered a snapshot: proof the control plane was healthy. */
   delivered: boolean;
   timedOut: boolean;
@@ -226,7 +232,7 @@ export class SnapshotClient {
     const call = client.makeBidiStreamRequest(
       method.path,
       method.requestSerialize,
-      method.responseDeserialize,
+      (bytes: Buffer) => bytes,
     );
     let markClosed = () => {};
     const closed = new Promise<void>((resolve) => {
@@ -239,6 +245,7 @@ export class SnapshotClient {
       delivered: false,
       timedOut: false,
       ended: false,
+      decoding: undefined,
       healthBlocked: false,
       healthPending: false,
       queue: [],
@@ -258,7 +265,7 @@ export class SnapshotClient {
       }
       this.#setState({ status: "connected", address });
     });
-    call.on("data", (response: StreamSnapshotsResponse) => this.#onResponse(attempt, response));
+    call.on("data", (bytes: Buffer) => this.#onBytes(attempt, bytes));
     // Every end, clean or not, arrives as one status event; errors carry nothing more.
     call.on("error", () => {});
     call.on("status", (status: grpc.StatusObject) => this.#onStreamEnd(attempt, status));
@@ -279,6 +286,45 @@ export class SnapshotClient {
       }),
     );
     this.#writeHealth(attempt);
+  }
+
+  /**
+   * Decodes one message, in arrival order: a small one (a delta, an ACK-sized change) at once,
+   * a big one (a whole config) across event-loop turns, with any message behind it waiting.
+   * Bytes that do not decode end the stream, as grpc-js's own deserializer would.
+   */
+  #onBytes(attempt: Attempt, bytes: Buffer): void {
+    if (attempt.ended || this.#stopped) return;
+    if (attempt.decoding === undefined && bytes.length <= DECODE_AT_ONCE_BYTES) {
+      let response: StreamSnapshotsResponse;
+      try {
+        response = fromBinary(StreamSnapshotsResponseSchema, bytes);
+      } catch (err) {
+        this.#undecodable(attempt, err);
+        return;
+      }
+      this.#onResponse(attempt, response);
+      return;
+    }
+    const decoding: Promise<void> = (attempt.decoding ?? Promise.resolve())
+      .then(() => (attempt.ended || this.#stopped ? undefined : decodeResponse(bytes)))
+      .then(
+        (response) => response && this.#onResponse(attempt, response),
+        (err: unknown) => this.#undecodable(attempt, err),
+      )
+      .finally(() => {
+        if (attempt.decoding === decoding) attempt.decoding = undefined;
+      });
+    attempt.decoding = decoding;
+  }
+
+  #undecodable(attempt: Attempt, err: unknown): void {
+    if (attempt.ended || this.#stopped) return;
+    this.#options.logger.error(
+      { controlPlane: attempt.address, err: { message: (err as Error).message } },
+      "snapshot stream message does not decode; reconnecting",
+    );
+    attempt.call.cancel();
   }
 
   #onResponse(attempt: Attempt, response: StreamSnapshotsResponse): void {

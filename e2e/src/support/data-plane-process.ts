@@ -20,6 +20,8 @@ export interface StartDataPlaneOptions {
   echo?: boolean;
   /** The clawgate-data-plane.js to run; default this repository's build (DATA_PLANE_BIN). */
   bin?: string;
+  /** Node options before the script (`--cpu-prof`, which NODE_OPTIONS refuses); default none. */
+  nodeArgs?: string[];
 }
 
 export interface DataPlane {
@@ -72,7 +74,7 @@ export async function startDataPlane(
   const process = await ManagedProcess.spawn({
     name,
     command: globalThis.process.execPath,
-    args: [options.bin ?? DATA_PLANE_BIN],
+    args: [...(options.nodeArgs ?? []), options.bin ?? DATA_PLANE_BIN],
     env: full,
     cwd,
     echo: options.echo,

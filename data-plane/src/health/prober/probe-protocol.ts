@@ -50,7 +50,11 @@ export interface ProbeTarget extends ProbeSpec {
 }
 
 export type ToWorker =
-  | { readonly type: "targets"; readonly targets: readonly ProbeTarget[] }
+  | {
+      /** Each named upstream's nodes become its list (empty: gone); others are left as they are. */
+      readonly type: "upstreams";
+      readonly changes: readonly (readonly [string, readonly ProbeTarget[]])[];
+    }
   | {
       readonly type: "probe-now";
       readonly upstream: string;

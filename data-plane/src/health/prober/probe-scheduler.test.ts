@@ -44,6 +44,7 @@ function setup(random = 0.5, maxInFlight?: number) {
     emit: (r) => results.push(r),
     random: () => random,
     now: () => Date.now(),
+    clock: () => Date.now(),
     maxInFlight,
   });
   return { ...p, results, scheduler };
@@ -57,10 +58,10 @@ afterEach(() => {
 });
 
 describe("ProbeScheduler", () => {
-  it("probes a new node within the first tenth of its interval, then every interval ±10 %", async () => {
+  it("probes a new node at a random point of its first interval, then every interval ±10 %", async () => {
     const t = setup(0.5);
     t.scheduler.setTargets([target("10.0.0.1:80")]);
-    await vi.advanceTimersByTimeAsync(49);
+    await vi.advanceTimersByTimeAsync(499);
     expect(t.started).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(1);
     expect(t.started).toHaveLength(1);
@@ -81,7 +82,8 @@ describe("ProbeScheduler", () => {
     ] as const) {
       const t = setup(random);
       t.scheduler.setTargets([target("10.0.0.1:80")]);
-      await vi.advanceTimersByTimeAsync(100);
+      // The first probe falls at random x interval: 0 or 990 ms here.
+      await vi.advanceTimersByTimeAsync(1_000);
       expect(t.started).toHaveLength(1);
       await t.finish();
       await vi.advanceTimersByTimeAsync(delay - 1);
@@ -121,7 +123,7 @@ describe("ProbeScheduler", () => {
   it("applies changed settings to the next probe without restarting the schedule", async () => {
     const t = setup(0.5);
     t.scheduler.setTargets([target("10.0.0.1:80")]);
-    await vi.advanceTimersByTimeAsync(50);
+    await vi.advanceTimersByTimeAsync(500);
     await t.finish();
     await vi.advanceTimersByTimeAsync(500);
     t.scheduler.setTargets([target("10.0.0.1:80", { timeoutMs: 50, path: "/ready" })]);
@@ -135,7 +137,7 @@ describe("ProbeScheduler", () => {
   it("reschedules on a changed interval", async () => {
     const t = setup(0.5);
     t.scheduler.setTargets([target("10.0.0.1:80", { intervalMs: 60_000 })]);
-    await vi.advanceTimersByTimeAsync(3_000);
+    await vi.advanceTimersByTimeAsync(30_000);
     await t.finish();
     t.scheduler.setTargets([target("10.0.0.1:80", { intervalMs: 100 })]);
     await vi.advanceTimersByTimeAsync(100);
@@ -145,7 +147,7 @@ describe("ProbeScheduler", () => {
   it("probes at once on request and tags later results with the ticket", async () => {
     const t = setup(0.5);
     t.scheduler.setTargets([target("10.0.0.1:80")]);
-    await vi.advanceTimersByTimeAsync(50);
+    await vi.advanceTimersByTimeAsync(500);
     await t.finish();
     expect(t.results[0]?.ticket).toBe(0);
     t.scheduler.probeNow("agents", "10.0.0.1:80", 7);
@@ -162,7 +164,7 @@ describe("ProbeScheduler", () => {
   it("a request during a probe reruns right after it; the older probe keeps its ticket", async () => {
     const t = setup(0.5);
     t.scheduler.setTargets([target("10.0.0.1:80")]);
-    await vi.advanceTimersByTimeAsync(50);
+    await vi.advanceTimersByTimeAsync(500);
     expect(t.started).toHaveLength(1);
     t.scheduler.probeNow("agents", "10.0.0.1:80", 3);
     expect(t.started).toHaveLength(1);
@@ -180,7 +182,7 @@ describe("ProbeScheduler", () => {
     const t = setup(0.5, 4);
     const targets = Array.from({ length: 100 }, (_, i) => target(`10.0.1.${i}:80`));
     t.scheduler.setTargets(targets);
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(500);
     expect(t.started).toHaveLength(4);
     expect(t.scheduler.inFlight).toBe(4);
     expect(t.scheduler.queued).toBe(96);
@@ -197,13 +199,64 @@ describe("ProbeScheduler", () => {
   it("drops a removed node from the wait queue", async () => {
     const t = setup(0.5, 1);
     t.scheduler.setTargets([target("10.0.0.1:80"), target("10.0.0.2:80")]);
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(500);
     expect(t.scheduler.queued).toBe(1);
     t.scheduler.setTargets([target("10.0.0.1:80")]);
     expect(t.scheduler.queued).toBe(0);
     await t.finish();
     expect(t.started.map((spec) => spec.port)).toEqual([80]);
     expect(t.started).toHaveLength(1);
+  });
+
+  it("holds one timer for 20,000 nodes and starts only the probes that are due", async () => {
+    // Issue 9's idle data plane: 20,000 nodes probed once an hour. A timer per node kept
+    // 20,000 timers alive; now one timer waits for the earliest probe.
+    const p = manualProbe();
+    const count = 20_000;
+    const intervalMs = 3_600_000;
+    let draw = 0;
+    const scheduler = new ProbeScheduler({
+      probe: p.probe,
+      emit: () => {},
+      // Evenly spread draws: node i's first probe is due at i/count of the interval.
+      random: () => draw++ / count,
+      clock: () => Date.now(),
+    });
+    const targets = Array.from({ length: count }, (_, i) =>
+      target(`10.${i >> 8}.${i & 255}.1:80`, { intervalMs }),
+    );
+    scheduler.setTargets(targets);
+    expect(vi.getTimerCount()).toBe(1);
+    expect(scheduler.scheduled).toBe(count);
+    // A hundredth of the interval: exactly the nodes due by then are probed, nothing else.
+    await vi.advanceTimersByTimeAsync(intervalMs / 100);
+    const due = targets.filter((_, i) => (i / count) * intervalMs <= intervalMs / 100).length;
+    expect(p.started).toHaveLength(due);
+    expect(scheduler.inFlight + scheduler.scheduled).toBe(count);
+    expect(vi.getTimerCount()).toBe(1);
+    scheduler.stop();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("replaces one upstream's nodes and leaves the others' schedule alone", async () => {
+    const t = setup(0.5);
+    t.scheduler.setTargets([target("10.0.0.1:80"), target("10.0.1.1:80", { upstream: "models" })]);
+    await vi.advanceTimersByTimeAsync(500);
+    await t.finish();
+    await t.finish();
+    await vi.advanceTimersByTimeAsync(400);
+    t.scheduler.setUpstreams([["models", [target("10.0.1.2:80", { upstream: "models" })]]]);
+    expect(t.scheduler.size).toBe(2);
+    // models' new node is first probed half an interval on (random 0.5); agents' next probe
+    // keeps its place, a whole interval after its last.
+    await vi.advanceTimersByTimeAsync(500);
+    expect(t.started.map((s) => s.host)).toEqual(["10.0.0.1", "10.0.1.1", "10.0.1.2"]);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(t.started).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.started.map((s) => s.host).slice(3)).toEqual(["10.0.0.1"]);
+    t.scheduler.setUpstreams([["models", []]]);
+    expect(t.scheduler.size).toBe(1);
   });
 
   it("refuses a maxInFlight below 1, naming it", () => {

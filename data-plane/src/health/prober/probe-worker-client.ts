@@ -4,8 +4,8 @@ import { probeWorkerUrl } from "./worker-entry.js";
 
 /** What the health registry needs from a prober; `ProbeWorker` is the real one. */
 export interface Prober {
-  /** The whole set of nodes to probe; replaces the previous set. */
-  setTargets(targets: readonly ProbeTarget[]): void;
+  /** Each named upstream's nodes to probe (empty: none); other upstreams are left as they are. */
+  setUpstreams(changes: ReadonlyMap<string, readonly ProbeTarget[]>): void;
   /** Probe the node at once; results of probes started after this carry `ticket`. */
   probeNow(upstream: string, address: string, ticket: number): void;
   close(): Promise<void>;
@@ -38,7 +38,8 @@ interface PendingProbeNow {
  */
 export class ProbeWorker implements Prober {
   private worker: Worker;
-  private targets: readonly ProbeTarget[] = [];
+  /** Every upstream's targets, replayed to a restarted worker. */
+  private readonly targets = new Map<string, readonly ProbeTarget[]>();
   /** Probe-now tickets, replayed after a restart so a quarantined node still gets its probe. */
   private readonly tickets = new Map<string, PendingProbeNow>();
   private closed = false;
@@ -55,11 +56,29 @@ export class ProbeWorker implements Prober {
     return this.worker.threadId;
   }
 
+  /** The whole set of nodes to probe: upstreams not in `targets` stop being probed. */
   setTargets(targets: readonly ProbeTarget[]): void {
-    this.targets = targets;
-    const keep = new Set(targets.map((t) => keyOf(t.upstream, t.address)));
-    for (const key of this.tickets.keys()) if (!keep.has(key)) this.tickets.delete(key);
-    this.post({ type: "targets", targets });
+    const changes = new Map<string, ProbeTarget[]>();
+    for (const upstream of this.targets.keys()) changes.set(upstream, []);
+    for (const target of targets) {
+      const list = changes.get(target.upstream);
+      if (list === undefined) changes.set(target.upstream, [target]);
+      else list.push(target);
+    }
+    this.setUpstreams(changes);
+  }
+
+  setUpstreams(changes: ReadonlyMap<string, readonly ProbeTarget[]>): void {
+    if (changes.size === 0) return;
+    for (const [upstream, targets] of changes) {
+      if (targets.length === 0) this.targets.delete(upstream);
+      else this.targets.set(upstream, targets);
+      const keep = new Set(targets.map((t) => t.address));
+      for (const [key, pending] of this.tickets) {
+        if (pending.upstream === upstream && !keep.has(pending.address)) this.tickets.delete(key);
+      }
+    }
+    this.post({ type: "upstreams", changes: [...changes] });
   }
 
   probeNow(upstream: string, address: string, ticket: number): void {
@@ -92,7 +111,7 @@ export class ProbeWorker implements Prober {
   private restart(): void {
     if (this.closed) return;
     this.worker = this.start();
-    this.post({ type: "targets", targets: this.targets });
+    this.post({ type: "upstreams", changes: [...this.targets] });
     for (const pending of this.tickets.values()) this.post({ type: "probe-now", ...pending });
   }
 

@@ -17,7 +17,7 @@ const scheduler = new ProbeScheduler({
 });
 
 port.on("message", (message: ToWorker) => {
-  if (message.type === "targets") scheduler.setTargets(message.targets);
+  if (message.type === "upstreams") scheduler.setUpstreams(message.changes);
   else if (message.type === "probe-now") {
     scheduler.probeNow(message.upstream, message.address, message.ticket);
   }

@@ -3,22 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { loadConfig, startDataPlane } from "@clawgate/data-plane";
-import {
-  create,
-  type EncodedOrResponse,
-  encodeResponse,
-  type Route,
-  RouteSchema,
-  type Snapshot,
-  SnapshotSchema,
-  type StreamSnapshotsRequest,
-  StreamSnapshotsResponseSchema,
-  snapshotServiceDefinition,
-  type Upstream,
-  UpstreamSchema,
-} from "@clawgate/proto";
-import * as grpc from "@grpc/grpc-js";
-import { nodeAddress, routeShape, type ScaleSize, upstreamName } from "./scale-config.js";
+import { create, encodeResponse, StreamSnapshotsResponseSchema } from "@clawgate/proto";
+import type { ScaleSize } from "./scale-config.js";
+import { scaleRoute, scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
 
 /**
  * `node e2e/dist/bench/scale/dp-apply.js`: one data plane in this process, fed by a control
@@ -35,107 +22,25 @@ const size: ScaleSize = {
 };
 const changes = setting("CHANGES", 20);
 
-/** First byte of a StreamSnapshotsRequest holding a health report: field 4, length-delimited. */
-const HEALTH_TAG = (4 << 3) | 2;
-
 function setting(name: string, fallback: number): number {
   const raw = process.env[`CLAWGATE_BENCH_${name}`];
   return raw === undefined ? fallback : Number(raw);
 }
 
-function upstreams(): Upstream[] {
-  const per = Math.max(1, Math.floor(size.nodes / size.upstreams));
-  const list: Upstream[] = [];
-  for (let u = 0; u < size.upstreams; u++) {
-    const nodes = [];
-    for (let j = 0; j < per; j++) nodes.push({ address: nodeAddress(u * per + j), weight: 1 });
-    list.push(
-      create(UpstreamSchema, {
-        name: upstreamName(u),
-        breaker: "default",
-        nodes,
-        healthCheck: { intervalMs: 3_600_000, timeoutMs: 1_000, unhealthyThreshold: 1 },
-      }),
-    );
-  }
-  return list;
-}
-
-function route(i: number, priority: number): Route {
-  const shape = routeShape(i, size.upstreams);
-  return create(RouteSchema, {
-    name: shape.name,
-    priority,
-    match: { path: shape.path ?? "", pathPrefix: shape.pathPrefix ?? "", hosts: shape.hosts ?? [] },
-    upstream: shape.upstream,
-  });
-}
-
 async function main(): Promise<void> {
-  const routes: Route[] = [];
-  for (let i = 0; i < size.routes; i++) routes.push(route(i, 0));
-  const full: Snapshot = create(SnapshotSchema, {
-    version: 100n,
-    nonce: "n100",
-    createdAtMs: BigInt(Date.now()),
-    breakers: [{ name: "default" }],
-    upstreams: upstreams(),
-    routes,
-  });
+  const full = scaleSnapshot(size, 1);
   const fullBytes = encodeResponse(
     create(StreamSnapshotsResponseSchema, { message: { case: "snapshot", value: full } }),
   );
-  const answers: { version: bigint; ok: boolean; detail: string }[] = [];
-  const waiters: (() => void)[] = [];
-  let stream: grpc.ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse> | undefined;
-  let acceptsDeltas = false;
-  const server = new grpc.Server({ "grpc.max_send_message_length": -1 });
-  // Health reports are not decoded: this process measures the data plane's loop, and a
-  // 20,000-node report decoded here would count against it.
-  const definition = {
-    streamSnapshots: {
-      ...snapshotServiceDefinition.streamSnapshots,
-      requestDeserialize: (bytes: Buffer) =>
-        bytes[0] === HEALTH_TAG
-          ? ({ message: { case: undefined } } as unknown as StreamSnapshotsRequest)
-          : snapshotServiceDefinition.streamSnapshots.requestDeserialize(bytes),
-    },
-  };
-  server.addService(definition, {
-    streamSnapshots: (call: grpc.ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>) => {
-      call.on("error", () => {});
-      call.on("data", (request: StreamSnapshotsRequest) => {
-        const m = request.message;
-        if (m.case === "hello") {
-          stream = call;
-          acceptsDeltas = (m.value as { acceptsDeltas?: boolean }).acceptsDeltas === true;
-          call.write(fullBytes);
-        } else if (m.case === "ack" || m.case === "nack") {
-          const detail = m.case === "nack" ? m.value.errorDetail : "";
-          answers.push({ version: m.value.version, ok: m.case === "ack", detail });
-          for (const w of waiters.splice(0)) w();
-        }
-      });
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  const answered = async (version: bigint) => {
-    while (!answers.some((a) => a.version === version)) {
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-    const answer = answers.find((a) => a.version === version)!;
-    if (!answer.ok) throw new Error(`version ${version} NACKed: ${answer.detail}`);
-  };
+  const cp = await startStubControlPlane(full);
+  const route = (i: number, priority: number) => scaleRoute(size, i, priority);
+  const answered = cp.answered;
 
   const cacheDir = mkdtempSync(join(tmpdir(), "dp-apply-"));
   const config = loadConfig({
     argv: [],
     env: {
-      CLAWGATE_CP_ADDRESSES: `127.0.0.1:${port}`,
+      CLAWGATE_CP_ADDRESSES: cp.address,
       CLAWGATE_PROXY_LISTEN: "127.0.0.1:0",
       CLAWGATE_DP_ADMIN_LISTEN: "127.0.0.1:0",
       CLAWGATE_CACHE_DIR: cacheDir,
@@ -157,7 +62,7 @@ async function main(): Promise<void> {
   for (let c = 1; c <= changes; c++) {
     const version = 100n + BigInt(c);
     const changed = route(c % size.routes, c);
-    const message = acceptsDeltas
+    const message = cp.acceptsDeltas()
       ? create(StreamSnapshotsResponseSchema, {
           message: {
             case: "delta",
@@ -184,7 +89,7 @@ async function main(): Promise<void> {
     const bytes = encodeResponse(message);
     await new Promise((resolve) => setTimeout(resolve, 50));
     delay.reset();
-    stream!.write(bytes);
+    cp.write(bytes);
     await answered(version);
     blocks.push(delay.max / 1e6);
   }
@@ -201,7 +106,7 @@ async function main(): Promise<void> {
   );
   await new Promise((resolve) => setTimeout(resolve, 50));
   delay.reset();
-  stream!.write(again);
+  cp.write(again);
   await answered(againVersion);
   const fullAgainMs = delay.max / 1e6;
   global.gc?.();
@@ -209,7 +114,7 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       size,
-      acceptsDeltas,
+      acceptsDeltas: cp.acceptsDeltas(),
       fullSnapshotBytes: fullBytes.byteLength,
       bootBlockMs: bootMs,
       fullWhileServingBlockMs: fullAgainMs,
@@ -222,7 +127,7 @@ async function main(): Promise<void> {
     }),
   );
   await dp.stop();
-  server.forceShutdown();
+  cp.close();
   rmSync(cacheDir, { recursive: true, force: true });
 }
 
