@@ -61,7 +61,8 @@ describe("resolveBreakerPolicy", () => {
     const a = resolveBreakerPolicy({});
     expect(sameBreakerSettings(a, resolveBreakerPolicy({ cooldownMs: 30_000 }))).toBe(true);
     for (const key of Object.keys(a) as (keyof typeof a)[]) {
-      const b = { ...a, [key]: a[key] + 1 };
+      const value = a[key];
+      const b = { ...a, [key]: typeof value === "boolean" ? !value : value + 1 };
       expect(sameBreakerSettings(a, b), key).toBe(false);
     }
   });
