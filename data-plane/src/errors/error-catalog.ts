@@ -11,7 +11,27 @@ interface CatalogEntry {
 /** Every error the data plane answers with. Clients and tests rely on these codes. */
 export const errorCatalog = Object.freeze({
   CLAWGATE_BAD_REQUEST: { status: 400, message: "The request could not be forwarded." },
+  CLAWGATE_UNAUTHORIZED: {
+    status: 401,
+    message: "A valid API key is required (x-api-key or Authorization: Bearer).",
+  },
+  CLAWGATE_FORBIDDEN: { status: 403, message: "This API key may not call this route." },
+  CLAWGATE_IP_DENIED: { status: 403, message: "Requests from this address are not allowed." },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
+  CLAWGATE_PAYLOAD_TOO_LARGE: {
+    status: 413,
+    message: "The request body is larger than this route accepts.",
+  },
+  CLAWGATE_RATE_LIMITED: {
+    status: 429,
+    message: "Too many requests for this tenant; try again later.",
+    retryAfterSeconds: 1,
+  },
+  CLAWGATE_TOKEN_BUDGET_EXHAUSTED: {
+    status: 429,
+    message: "This tenant's token budget is spent until its window resets.",
+    retryAfterSeconds: 1,
+  },
   CLAWGATE_UPSTREAM_CONNECT_FAILED: {
     status: 502,
     message: "The upstream service could not be reached.",
