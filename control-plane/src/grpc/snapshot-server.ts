@@ -6,6 +6,9 @@ import {
 import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
+import { ProbeCoordinator } from "../probe/probe-coordinator.js";
+import { QuotaLedger } from "../quota/quota-ledger.js";
+import { tenantLimits } from "../quota/tenant-limits.js";
 import {
   channelSecurity,
   type GrpcServerTls,
@@ -42,6 +45,8 @@ export interface SnapshotServerOptions {
   maxReceiveMessageBytes?: number;
   /** A stream that sends no Hello this long is ended with DEADLINE_EXCEEDED; default 10 s. */
   helloTimeoutMs?: number;
+  /** Windows of the fleet-wide tenant budgets; default a minute and a day. */
+  quotaWindows?: { minuteMs: number; dayMs: number };
 }
 
 /**
@@ -100,6 +105,15 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
   const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
   const sessions = new Set<StreamSession>();
   let closing = false;
+  // Budgets and probes are shared by every stream of this server: data planes connected to
+  // the same control plane share one fleet-wide budget per tenant.
+  const quota = new QuotaLedger({
+    limitOf: tenantLimits(() => builder.current()?.snapshot.tenants ?? []),
+    holders: () => Math.max(1, sessions.size),
+    now: Date.now,
+    ...options.quotaWindows,
+  });
+  const probes = new ProbeCoordinator({ now: () => performance.now() });
 
   const current = builder.current();
   if (current !== undefined) fleet.setPublished(current.version);
@@ -134,6 +148,8 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         logger,
         metrics: options.metrics,
         helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
+        quota,
+        probes,
         onClosed: () => sessions.delete(session),
       });
       sessions.add(session);
