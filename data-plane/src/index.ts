@@ -6,6 +6,7 @@ export { main, type RunningDataPlane, startDataPlane } from "./main.js";
 export { ProxyMetrics } from "./metrics/proxy-metrics.js";
 export { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 export { createProxyHandler } from "./proxy/proxy-handler.js";
+export { type Admission, type ConsumptionReport, LeaseBook } from "./quota/lease-book.js";
 export {
   AppliedSnapshot,
   type AppliedSnapshotOptions,

@@ -24,11 +24,14 @@ import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+import { TenantMetrics } from "./metrics/tenant-metrics.js";
 import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { Tunnels } from "./proxy/websocket/tunnels.js";
 import { createUpgradeHandler } from "./proxy/websocket/upgrade-handler.js";
+import { LeaseBook } from "./quota/lease-book.js";
+import { startQuotaFlush } from "./quota/quota-flush.js";
 import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
 import {
   AppliedSnapshot,
@@ -138,7 +141,15 @@ export async function startDataPlane(
   const notifier = options.notifier ?? createNotifier({ logger });
   const status = new ServingStatus(notifier);
 
+  // Fleet-wide tenant budgets: leases from the control plane on the snapshot stream, spent
+  // locally by the rate-limit and token-budget policies (README, "Fleet-wide limits").
+  const quota = new LeaseBook({
+    now: () => performance.now(),
+    send: (reports) => client.sendQuotaUsage(reports),
+  });
+  const tenantMetrics = new TenantMetrics(requestRegistry);
   const client = new SnapshotClient({
+    onQuotaGrant: (grant) => quota.grant(grant),
     addresses: config.cpAddresses,
     nodeId: config.nodeId,
     hostname: hostname(),
@@ -177,7 +188,9 @@ export async function startDataPlane(
   client.onStateChange((state) => {
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
+    quota.setConnected(state.status === "connected");
   });
+  const stopQuotaFlush = startQuotaFlush(quota);
   // The control plane journals, counts and remediates from these reports (state of the world),
   // coalesced to one per second so a burst of changes costs one report, not one per change.
   const healthReports = new HealthReportPacer({
@@ -267,6 +280,8 @@ export async function startDataPlane(
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     accessLog,
+    quota,
+    tenantMetrics,
   });
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
@@ -325,6 +340,7 @@ export async function startDataPlane(
     }
     await closeServer(admin);
     healthReports.close();
+    stopQuotaFlush();
     await client.stop();
     await lastGood.stop();
     await health.close();
