@@ -1,5 +1,8 @@
 export { Backoff, type BackoffOptions } from "@clawgate/runtime";
 export { type AdminOptions, createAdminHandler, createAdminServer } from "./admin/admin-server.js";
+export { CircuitBreaker } from "./breaker/circuit-breaker.js";
+export { FleetProbes } from "./breaker/fleet-probes.js";
+export { FakeClock } from "./clock/clock.js";
 export { compileSnapshot } from "./compiler/compile-snapshot.js";
 export * from "./config/index.js";
 export { main, type RunningDataPlane, startDataPlane } from "./main.js";

@@ -18,6 +18,7 @@ import pino, { type Logger } from "pino";
 import { AggregatorRegistry, Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
+import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
@@ -113,8 +114,17 @@ export async function startDataPlane(
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
   const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
-  const healing = new RequestHealing({
+  // breaker.fleetProbe: one data plane probes a half-open upstream for the fleet, the control
+  // plane relays its verdict to the others on the snapshot stream.
+  const fleetProbes = new FleetProbes({
+    nodeId: config.nodeId,
+    send: (claim) => client.sendProbeClaim(claim),
+    now: () => performance.now(),
+    verdict: (upstream, success) => healing.breakers.find(upstream)?.fleetVerdict(success),
+  });
+  const healing: RequestHealing = new RequestHealing({
     registry: requestRegistry,
+    probeGate: fleetProbes,
     logger,
     nodeUsable: (upstream, address) => health.isUsable(upstream, address),
     // Each change rebuilds that upstream's picker, so a pick never asks the registry.
@@ -150,6 +160,7 @@ export async function startDataPlane(
   const tenantMetrics = new TenantMetrics(requestRegistry);
   const client = new SnapshotClient({
     onQuotaGrant: (grant) => quota.grant(grant),
+    onProbeVerdict: (verdict) => fleetProbes.onVerdict(verdict),
     addresses: config.cpAddresses,
     nodeId: config.nodeId,
     hostname: hostname(),
@@ -189,6 +200,7 @@ export async function startDataPlane(
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
     quota.setConnected(state.status === "connected");
+    if (state.status !== "connected") fleetProbes.reset();
   });
   const stopQuotaFlush = startQuotaFlush(quota);
   // The control plane journals, counts and remediates from these reports (state of the world),
