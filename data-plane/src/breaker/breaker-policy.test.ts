@@ -25,6 +25,7 @@ describe("resolveBreakerPolicy", () => {
       maxCooldownMs: 9_000,
       halfOpenMaxInFlight: 2,
       halfOpenSuccesses: 4,
+      fleetProbe: true,
     });
     expect(resolveBreakerPolicy(policy)).toEqual({
       windowMs: 10_000,
@@ -36,6 +37,7 @@ describe("resolveBreakerPolicy", () => {
       maxCooldownMs: 9_000,
       halfOpenMaxInFlight: 2,
       halfOpenSuccesses: 4,
+      fleetProbe: true,
     });
   });
 
