@@ -8,6 +8,10 @@ export * from "./config/index.js";
 export { main, type RunningDataPlane, startDataPlane } from "./main.js";
 export { ProxyMetrics } from "./metrics/proxy-metrics.js";
 export { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+export { TenantMetrics } from "./metrics/tenant-metrics.js";
+export type { PolicyRequest, PolicyServices } from "./policy/policy.js";
+export { rateLimit } from "./policy/rate-limit.js";
+export { tokenBudget } from "./policy/token-budget.js";
 export { createProxyHandler } from "./proxy/proxy-handler.js";
 export { type Admission, type ConsumptionReport, LeaseBook } from "./quota/lease-book.js";
 export {

@@ -86,6 +86,15 @@ describe("LeaseBook", () => {
     expect(book.admit("acme", TPM, 1000, false).ok).toBe(false);
   });
 
+  it("lets token-budget requests go on while a share is asked for, until the fleet says spent", () => {
+    const { book, sent } = setup();
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    book.debit("acme", TPM, 1000, 60);
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    // One ask out, not one per request.
+    expect(sent).toHaveLength(1);
+  });
+
   it("counts alone against the whole limit without a control plane", () => {
     const { book, sent } = setup();
     book.setConnected(false);

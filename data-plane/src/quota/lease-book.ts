@@ -88,7 +88,8 @@ export class LeaseBook {
 
   /**
    * Admits one request against `limit` (requestsPerMinute) and spends one unit of its lease.
-   * Tokens: `spend` false only checks that the budget is not spent (usage is known later).
+   * Tokens: `spend` false only checks that the control plane has not said the budget is spent
+   * (usage is known later, and debited then).
    */
   admit(tenant: string, kind: QuotaKind, limit: number, spend = true): Admission {
     if (limit <= 0) return ALLOWED;
@@ -100,6 +101,10 @@ export class LeaseBook {
     }
     if (lease.exhausted) return { ok: false, retryAfterMs: lease.expiresAt - this.#options.now() };
     this.#ask(lease);
+    // Tokens are spent after the fact anyway: until the control plane says the budget is
+    // spent, a request goes on (the overshoot is what responses in flight for one round trip
+    // report). A request unit is spent now, so only one goes on credit per ask.
+    if (!spend) return ALLOWED;
     if (!lease.credited) {
       lease.credited = true;
       if (spend) this.#spend(lease, 1);
