@@ -195,6 +195,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     metrics: controlPlaneMetrics,
     tls: grpcTls,
     maxStreams: settings.grpcMaxStreams,
+    quotaWindows: { minuteMs: settings.quotaMinuteMs, dayMs: settings.quotaDayMs },
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
   // Named tokens with roles, kept in memory from a watch; the bootstrap token is their admin.

@@ -18,18 +18,22 @@ import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
+import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
+import { TenantMetrics } from "./metrics/tenant-metrics.js";
 import { VersionOutcomes } from "./outcomes/version-outcomes.js";
 import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { Tunnels } from "./proxy/websocket/tunnels.js";
 import { createUpgradeHandler } from "./proxy/websocket/upgrade-handler.js";
+import { LeaseBook } from "./quota/lease-book.js";
+import { startQuotaFlush } from "./quota/quota-flush.js";
 import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
 import {
   AppliedSnapshot,
@@ -122,8 +126,17 @@ export async function startDataPlane(
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
   const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
-  const healing = new RequestHealing({
+  // breaker.fleetProbe: one data plane probes a half-open upstream for the fleet, the control
+  // plane relays its verdict to the others on the snapshot stream.
+  const fleetProbes = new FleetProbes({
+    nodeId: config.nodeId,
+    send: (claim) => client.sendProbeClaim(claim),
+    now: () => performance.now(),
+    verdict: (upstream, success) => healing.breakers.find(upstream)?.fleetVerdict(success),
+  });
+  const healing: RequestHealing = new RequestHealing({
     registry: requestRegistry,
+    probeGate: fleetProbes,
     logger,
     nodeUsable: (upstream, address) => health.isUsable(upstream, address),
     // Each change rebuilds that upstream's picker, so a pick never asks the registry.
@@ -151,7 +164,16 @@ export async function startDataPlane(
   const notifier = options.notifier ?? createNotifier({ logger });
   const status = new ServingStatus(notifier);
 
+  // Fleet-wide tenant budgets: leases from the control plane on the snapshot stream, spent
+  // locally by the rate-limit and token-budget policies (README, "Fleet-wide limits").
+  const quota = new LeaseBook({
+    now: () => performance.now(),
+    send: (reports) => client.sendQuotaUsage(reports),
+  });
+  const tenantMetrics = new TenantMetrics(requestRegistry);
   const client = new SnapshotClient({
+    onQuotaGrant: (grant) => quota.grant(grant),
+    onProbeVerdict: (verdict) => fleetProbes.onVerdict(verdict),
     addresses: config.cpAddresses,
     nodeId: config.nodeId,
     hostname: hostname(),
@@ -198,7 +220,10 @@ export async function startDataPlane(
   client.onStateChange((state) => {
     snapshotMetrics.connected(state.status === "connected");
     status.connection(state);
+    quota.setConnected(state.status === "connected");
+    if (state.status !== "connected") fleetProbes.reset();
   });
+  const stopQuotaFlush = startQuotaFlush(quota);
   // The control plane journals, counts and remediates from these reports (state of the world),
   // coalesced to one per second so a burst of changes costs one report, not one per change.
   const healthReports = new HealthReportPacer({
@@ -344,6 +369,8 @@ export async function startDataPlane(
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     accessLog,
+    quota,
+    tenantMetrics,
   });
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
@@ -408,6 +435,7 @@ export async function startDataPlane(
     await closeServer(admin);
     healthReports.close();
     clearInterval(outcomeReports);
+    stopQuotaFlush();
     await client.stop();
     await lastGood.stop();
     await health.close();

@@ -27,4 +27,11 @@ export const STREAM_LIMITS = {
   healthStateLength: 16,
   /** NodeHealth.evidence is free text: kept only up to this length, never refused. */
   healthEvidenceLength: 256,
+  /**
+   * QuotaUsage.entries: one a tenant and budget kind with something to report, and a data
+   * plane reports at most every few hundred milliseconds; 3 kinds for 10,000 busy tenants.
+   */
+  quotaEntries: 30_000,
+  /** QuotaConsumption.tenant and ProbeClaim.upstream: resource names, at most 63 characters. */
+  resourceNameLength: 63,
 } as const;

@@ -92,6 +92,8 @@ describe("loadControlPlaneSettings", () => {
       adminTlsCertFile: "/ac",
       adminTlsKeyFile: "/ak",
       historyLimit: "9",
+      quotaMinuteMs: "2000",
+      quotaDayMs: "3000",
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(CONTROL_PLANE_SETTINGS).sort());
     const expected = {
@@ -104,6 +106,8 @@ describe("loadControlPlaneSettings", () => {
       leaderTtlSeconds: 7,
       grpcMaxStreams: 8,
       historyLimit: 9,
+      quotaMinuteMs: 2000,
+      quotaDayMs: 3000,
     };
     const env = Object.fromEntries(
       Object.entries(values).map(([name, value]) => [

@@ -141,6 +141,20 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1).max(1_000_000),
     default: 1024,
   },
+  quotaMinuteMs: {
+    variable: "CLAWGATE_QUOTA_MINUTE_MS",
+    flag: "quota-minute-ms",
+    doc: "Window of tenants' requestsPerMinute and tokensPerMinute; shorter only to test resets.",
+    type: z.int().min(1_000).max(3_600_000),
+    default: 60_000,
+  },
+  quotaDayMs: {
+    variable: "CLAWGATE_QUOTA_DAY_MS",
+    flag: "quota-day-ms",
+    doc: "Window of tenants' tokensPerDay; shorter only to test resets.",
+    type: z.int().min(1_000).max(604_800_000),
+    default: 86_400_000,
+  },
   historyLimit: {
     variable: "CLAWGATE_HISTORY_LIMIT",
     flag: "history-limit",

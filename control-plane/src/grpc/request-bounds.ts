@@ -1,4 +1,4 @@
-import type { Ack, Hello, Nack, NodeHealth } from "@clawgate/proto";
+import type { Ack, Hello, Nack, NodeHealth, ProbeClaim, QuotaConsumption } from "@clawgate/proto";
 import { STREAM_LIMITS } from "@clawgate/proto";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 
@@ -54,6 +54,33 @@ export function checkHealthReport(nodes: readonly NodeHealth[]): Bounded<Reporte
     });
   }
   return { ok: true, value: bounded };
+}
+
+/** Checks a QuotaUsage report: a bounded number of entries, each naming a tenant by a name. */
+export function checkQuotaUsage(
+  entries: readonly QuotaConsumption[],
+): Bounded<readonly QuotaConsumption[]> {
+  if (entries.length > STREAM_LIMITS.quotaEntries) {
+    return {
+      ok: false,
+      reason: `QuotaUsage.entries has ${entries.length} entries; the limit is ${STREAM_LIMITS.quotaEntries}`,
+    };
+  }
+  for (const [index, entry] of entries.entries()) {
+    const reason = tooLong(
+      `QuotaUsage.entries[${index}].tenant`,
+      entry.tenant,
+      STREAM_LIMITS.resourceNameLength,
+    );
+    if (reason !== undefined) return { ok: false, reason };
+  }
+  return { ok: true, value: entries };
+}
+
+/** Checks a ProbeClaim: it names an upstream by a name. */
+export function checkProbeClaim(claim: ProbeClaim): Bounded<ProbeClaim> {
+  const reason = tooLong("ProbeClaim.upstream", claim.upstream, STREAM_LIMITS.resourceNameLength);
+  return reason === undefined ? { ok: true, value: claim } : { ok: false, reason };
 }
 
 /**

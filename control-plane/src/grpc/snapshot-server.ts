@@ -6,6 +6,9 @@ import {
 import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
+import { ProbeCoordinator } from "../probe/probe-coordinator.js";
+import { QuotaLedger } from "../quota/quota-ledger.js";
+import { tenantLimits } from "../quota/tenant-limits.js";
 import {
   channelSecurity,
   type GrpcServerTls,
@@ -51,6 +54,8 @@ export interface SnapshotServerOptions {
   targets?: VersionTargets;
   /** Told each data plane's request outcomes per version; default none. */
   outcomes?: StreamSessionOptions["outcomes"];
+  /** Windows of the fleet-wide tenant budgets; default a minute and a day. */
+  quotaWindows?: { minuteMs: number; dayMs: number };
 }
 
 /**
@@ -109,6 +114,15 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
   const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
   const sessions = new Set<StreamSession>();
   let closing = false;
+  // Budgets and probes are shared by every stream of this server: data planes connected to
+  // the same control plane share one fleet-wide budget per tenant.
+  const quota = new QuotaLedger({
+    limitOf: tenantLimits(() => builder.current()?.snapshot.tenants ?? []),
+    holders: () => Math.max(1, sessions.size),
+    now: Date.now,
+    ...options.quotaWindows,
+  });
+  const probes = new ProbeCoordinator({ now: () => performance.now() });
 
   const current = builder.current();
   if (current !== undefined) fleet.setPublished(current.version);
@@ -145,6 +159,8 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
         targets: options.targets,
         outcomes: options.outcomes,
+        quota,
+        probes,
         onClosed: () => sessions.delete(session),
       });
       sessions.add(session);

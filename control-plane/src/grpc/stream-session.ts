@@ -1,16 +1,26 @@
 import {
   type Ack,
+  create,
   type EncodedOrResponse,
   type Hello,
   type Nack,
   PROTOCOL_VERSION,
   type StreamSnapshotsRequest,
+  StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
 import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
+import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js";
+import type { QuotaLedger } from "../quota/quota-ledger.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
-import { checkAnswer, checkHealthReport, checkHello } from "./request-bounds.js";
+import {
+  checkAnswer,
+  checkHealthReport,
+  checkHello,
+  checkProbeClaim,
+  checkQuotaUsage,
+} from "./request-bounds.js";
 import { serviceError } from "./service-error.js";
 import type { EncodingKind, SnapshotEncodings } from "./snapshot-encodings.js";
 import type { SnapshotPublisher } from "./snapshot-publisher.js";
@@ -65,7 +75,18 @@ export interface StreamSessionOptions {
   targets?: VersionTargets | undefined;
   /** Told each OutcomeReport; default none. */
   outcomes?: ((nodeId: string, versions: readonly ReportedOutcome[]) => void) | undefined;
+  /** Fleet-wide tenant budgets this stream's data plane leases shares of; default none. */
+  quota?: QuotaLedger | undefined;
+  /** Half-open probes serialized across the fleet; default none. */
+  probes?: ProbeCoordinator | undefined;
 }
+
+type ResponseMessage = NonNullable<
+  Parameters<typeof create<typeof StreamSnapshotsResponseSchema>>[1]
+>["message"];
+
+/** Tells apart the streams of one data plane (a reconnect overlaps the old stream briefly). */
+let streamSerial = 0;
 
 interface Identity {
   nodeId: string;
@@ -96,6 +117,10 @@ export class StreamSession {
   private readonly targets: VersionTargets | undefined;
   private readonly outcomes: StreamSessionOptions["outcomes"];
   private unsubscribeTargets: (() => void) | undefined;
+  private readonly quota: QuotaLedger | undefined;
+  private readonly probes: ProbeCoordinator | undefined;
+  /** This stream as a holder of leases and probes; set at Hello. */
+  private party: ProbeParty | undefined;
 
   private identity: Identity | undefined;
   private acceptsDeltas = false;
@@ -128,6 +153,8 @@ export class StreamSession {
     this.onClosed = options.onClosed;
     this.targets = options.targets;
     this.outcomes = options.outcomes;
+    this.quota = options.quota;
+    this.probes = options.probes;
     // Otherwise streams that never say Hello could hold every slot and keep data planes out.
     this.helloTimer = setTimeout(() => {
       this.logger.warn({ peer: this.peer() }, "ending a snapshot stream that sent no Hello");
@@ -217,6 +244,42 @@ export class StreamSession {
         );
         return;
       }
+      case "quotaUsage": {
+        const entries = checkQuotaUsage(message.value.entries);
+        if (!entries.ok) {
+          this.refuse(entries.reason);
+          return;
+        }
+        const party = this.party;
+        if (this.quota === undefined || party === undefined) return;
+        const leases = this.quota.report(party.id, entries.value);
+        if (leases.length === 0) return;
+        this.send({
+          case: "quotaGrant",
+          value: {
+            leases: leases.map((lease) => ({
+              ...lease,
+              window: BigInt(lease.window),
+              granted: BigInt(lease.granted),
+              resetsInMs: BigInt(Math.max(0, lease.resetsInMs)),
+            })),
+          },
+        });
+        return;
+      }
+      case "probeClaim": {
+        const claim = checkProbeClaim(message.value);
+        if (!claim.ok) {
+          this.refuse(claim.reason);
+          return;
+        }
+        const party = this.party;
+        if (this.probes === undefined || party === undefined) return;
+        if (claim.value.released)
+          this.probes.release(party, claim.value.upstream, claim.value.success);
+        else this.probes.claim(party, claim.value.upstream);
+        return;
+      }
       case "hello":
         this.fail(serviceError(status.INVALID_ARGUMENT, "Hello may be sent only once per stream"));
         return;
@@ -269,6 +332,15 @@ export class StreamSession {
     this.serving = this.applied > 0 ? this.applied : undefined;
     this.acceptsDeltas = hello.acceptsDeltas;
     this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };
+    this.party = {
+      id: `${hello.nodeId}#${++streamSerial}`,
+      nodeId: hello.nodeId,
+      send: (verdict) =>
+        this.send({
+          case: "probeVerdict",
+          value: { ...verdict, leaseMs: BigInt(verdict.leaseMs) },
+        }),
+    };
     this.logger.info(
       {
         nodeId: hello.nodeId,
@@ -374,6 +446,16 @@ export class StreamSession {
     this.flush();
   }
 
+  /**
+   * Writes a small message (a quota grant, a probe verdict) at once, between snapshot parts if
+   * need be: the data plane handles them apart from snapshots, and they must not wait behind a
+   * big snapshot. A full transport buffer only queues it in grpc-js.
+   */
+  private send(message: ResponseMessage): void {
+    if (this.closed) return;
+    this.call.write(create(StreamSnapshotsResponseSchema, { message }));
+  }
+
   /** Writes queued messages until the transport pushes back; 'drain' resumes. */
   private flush(): void {
     while (!this.closed && !this.blocked && this.queued < this.queue.length) {
@@ -391,6 +473,11 @@ export class StreamSession {
     this.queue = [];
     this.unsubscribe?.();
     this.unsubscribeTargets?.();
+    if (this.party !== undefined) {
+      // What this data plane held goes back to the fleet; a probe it held is released.
+      this.quota?.release(this.party.id);
+      this.probes?.leave(this.party);
+    }
     if (this.identity !== undefined) {
       this.fleet.disconnected(this.identity.nodeId, this.identity.stream);
       this.logger.info({ nodeId: this.identity.nodeId, reason }, "data plane disconnected");

@@ -150,6 +150,7 @@ export function toBreaker(name: string, breaker: Breaker): BreakerPolicy {
     maxCooldownMs: breaker.maxCooldownMs,
     halfOpenMaxInFlight: breaker.halfOpenMaxInFlight,
     halfOpenSuccesses: breaker.halfOpenSuccesses,
+    fleetProbe: breaker.fleetProbe,
   });
 }
 
@@ -158,6 +159,7 @@ export function toTenant(name: string, tenant: TenantDocument): Tenant {
     name,
     apiKeySha256: tenant.apiKeySha256,
     requestsPerMinute: tenant.requestsPerMinute,
+    tokensPerMinute: BigInt(tenant.tokensPerMinute),
     tokensPerDay: BigInt(tenant.tokensPerDay),
     allowedRoutes: tenant.allowedRoutes,
   });

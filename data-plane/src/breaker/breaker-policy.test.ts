@@ -25,6 +25,7 @@ describe("resolveBreakerPolicy", () => {
       maxCooldownMs: 9_000,
       halfOpenMaxInFlight: 2,
       halfOpenSuccesses: 4,
+      fleetProbe: true,
     });
     expect(resolveBreakerPolicy(policy)).toEqual({
       windowMs: 10_000,
@@ -36,6 +37,7 @@ describe("resolveBreakerPolicy", () => {
       maxCooldownMs: 9_000,
       halfOpenMaxInFlight: 2,
       halfOpenSuccesses: 4,
+      fleetProbe: true,
     });
   });
 
@@ -61,7 +63,8 @@ describe("resolveBreakerPolicy", () => {
     const a = resolveBreakerPolicy({});
     expect(sameBreakerSettings(a, resolveBreakerPolicy({ cooldownMs: 30_000 }))).toBe(true);
     for (const key of Object.keys(a) as (keyof typeof a)[]) {
-      const b = { ...a, [key]: a[key] + 1 };
+      const value = a[key];
+      const b = { ...a, [key]: typeof value === "boolean" ? !value : value + 1 };
       expect(sameBreakerSettings(a, b), key).toBe(false);
     }
   });

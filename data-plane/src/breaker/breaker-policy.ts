@@ -13,6 +13,7 @@ export type BreakerPolicyInput = Partial<
     | "maxCooldownMs"
     | "halfOpenMaxInFlight"
     | "halfOpenSuccesses"
+    | "fleetProbe"
   >
 >;
 
@@ -36,6 +37,8 @@ export interface BreakerSettings {
   readonly halfOpenMaxInFlight: number;
   /** Consecutive probe successes that close it; default 2. */
   readonly halfOpenSuccesses: number;
+  /** One data plane probes half-open for the fleet, the others wait for its verdict; default false. */
+  readonly fleetProbe: boolean;
 }
 
 /** The shared breaker defaults (seed 004), the same the control plane fills into documents. */
@@ -59,6 +62,7 @@ export function resolveBreakerPolicy(policy: BreakerPolicyInput = {}): BreakerSe
     maxCooldownMs: Math.max(cooldownMs, positive(policy.maxCooldownMs, d.maxCooldownMs)),
     halfOpenMaxInFlight: positiveInt(policy.halfOpenMaxInFlight, d.halfOpenMaxInFlight),
     halfOpenSuccesses: positiveInt(policy.halfOpenSuccesses, d.halfOpenSuccesses),
+    fleetProbe: policy.fleetProbe ?? d.fleetProbe,
   };
 }
 
@@ -73,7 +77,8 @@ export function sameBreakerSettings(a: BreakerSettings, b: BreakerSettings): boo
     a.cooldownMultiplier === b.cooldownMultiplier &&
     a.maxCooldownMs === b.maxCooldownMs &&
     a.halfOpenMaxInFlight === b.halfOpenMaxInFlight &&
-    a.halfOpenSuccesses === b.halfOpenSuccesses
+    a.halfOpenSuccesses === b.halfOpenSuccesses &&
+    a.fleetProbe === b.fleetProbe
   );
 }
 

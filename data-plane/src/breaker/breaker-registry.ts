@@ -4,6 +4,7 @@ import {
   type BreakerStateName,
   type BreakerTransition,
   CircuitBreaker,
+  type ProbeGate,
   type TransitionListener,
 } from "./circuit-breaker.js";
 import type { TripRuleFactory } from "./trip-rule.js";
@@ -32,6 +33,8 @@ export interface BreakerRegistryOptions {
   onTransition?: TransitionListener;
   /** Metric hooks; default none. */
   metrics?: BreakerStateSink;
+  /** Fleet-wide half-open probe coordination for fleetProbe policies; default none. */
+  probeGate?: ProbeGate;
 }
 
 /**
@@ -66,6 +69,7 @@ export class BreakerRegistry {
       countStreamBroken: this.options.countStreamBroken,
       tripRule: this.options.tripRule,
       onTransition: this.listener,
+      probeGate: this.options.probeGate,
     });
     this.breakers.set(upstream, breaker);
     this.options.metrics?.track(upstream, breaker.state);

@@ -37,7 +37,20 @@ export type TransitionReason =
   | TripReason
   | "cooldown_elapsed"
   | "probe_failed"
-  | "probes_succeeded";
+  | "probes_succeeded"
+  | "fleet_probe_failed"
+  | "fleet_probe_succeeded";
+
+/**
+ * Coordinates half-open probes across the fleet for breakers whose policy has `fleetProbe`
+ * (FleetProbes implements it): only the data plane holding the upstream's probe sends one.
+ */
+export interface ProbeGate {
+  /** True when this data plane may probe `upstream` now; claims the probe when it may not yet. */
+  mayProbe(upstream: string): boolean;
+  /** This data plane's probing of `upstream` ended: closed (true) or opened again (false). */
+  probed(upstream: string, success: boolean): void;
+}
 
 export interface BreakerTransition {
   readonly upstream: string;
@@ -81,6 +94,8 @@ export interface CircuitBreakerOptions {
   onTransition?: TransitionListener;
   /** Builds the rule a closed breaker trips on; default `defaultTripRule`. */
   tripRule?: TripRuleFactory;
+  /** Fleet-wide probe coordination, used when the policy has fleetProbe; default none. */
+  probeGate?: ProbeGate;
 }
 
 type State =
@@ -108,6 +123,7 @@ export class CircuitBreaker {
   private readonly busyRetryAfterMs: number;
   private readonly onTransition: TransitionListener | undefined;
   private readonly tripRule: TripRuleFactory;
+  private readonly probeGate: ProbeGate | undefined;
   private current: State;
 
   constructor(options: CircuitBreakerOptions) {
@@ -120,6 +136,7 @@ export class CircuitBreaker {
     this.busyRetryAfterMs = options.halfOpenBusyRetryAfterMs ?? 1_000;
     this.onTransition = options.onTransition;
     this.tripRule = options.tripRule ?? defaultTripRule;
+    this.probeGate = options.probeGate;
     this.current = this.closedState();
   }
 
@@ -145,7 +162,7 @@ export class CircuitBreaker {
           retryAfterMs: Math.max(0, Math.ceil(s.until - this.clock.now())),
         };
       case "half-open": {
-        if (s.probes.size >= this.settings.halfOpenMaxInFlight) {
+        if (s.probes.size >= this.settings.halfOpenMaxInFlight || !this.mayProbe()) {
           return { ok: false, reason: "half_open_busy", retryAfterMs: this.busyRetryAfterMs };
         }
         const probe: BreakerPermit = { ok: true, probe: true };
@@ -170,12 +187,39 @@ export class CircuitBreaker {
       if (outcome !== "success") {
         const grown = s.cooldownMs * this.settings.cooldownMultiplier;
         this.open("probe_failed", Math.min(grown, this.settings.maxCooldownMs));
+        this.probeEnded(false);
         return;
       }
       s.successes += 1;
-      if (s.successes >= this.settings.halfOpenSuccesses) this.close("probes_succeeded");
+      if (s.successes >= this.settings.halfOpenSuccesses) {
+        this.close("probes_succeeded");
+        this.probeEnded(true);
+      }
     }
     // Open: whatever was still in flight when it opened says nothing about the next probe.
+  }
+
+  /**
+   * Another data plane probed this upstream for the fleet (fleetProbe) and says how it went: a
+   * success closes this breaker too, a failure opens it again with the grown cooldown, as if
+   * this data plane's own probe had failed. Only a breaker still waiting (open or half-open)
+   * takes a verdict; a closed one has its own evidence.
+   */
+  fleetVerdict(success: boolean): void {
+    const s = this.current;
+    if (s.name === "closed") return;
+    if (success) {
+      this.close("fleet_probe_succeeded");
+      return;
+    }
+    if (s.name === "open") return;
+    const grown = s.cooldownMs * this.settings.cooldownMultiplier;
+    this.open("fleet_probe_failed", Math.min(grown, this.settings.maxCooldownMs));
+  }
+
+  private mayProbe(): boolean {
+    if (!this.settings.fleetProbe || this.probeGate === undefined) return true;
+    return this.probeGate.mayProbe(this.upstream);
   }
 
   /** Hands back a permit whose request was abandoned without an outcome (client gone). */
@@ -240,6 +284,11 @@ export class CircuitBreaker {
     const from = this.current.name;
     this.current = { name: "open", until, cooldownMs };
     this.onTransition?.({ upstream: this.upstream, from, to: "open", reason, at, until });
+  }
+
+  /** This data plane's own probing ended: the fleet learns the verdict from it. */
+  private probeEnded(success: boolean): void {
+    if (this.settings.fleetProbe) this.probeGate?.probed(this.upstream, success);
   }
 
   /** Closing forgets the grown cooldown: the next trip starts again from `cooldownMs`. */

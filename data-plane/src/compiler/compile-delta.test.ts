@@ -39,7 +39,9 @@ describe("compileDelta", () => {
       // An upstream's nodes move: every route sending to it must see the new nodes.
       deltaOf(4, { upstreams: [upstreamAt(2, 5, 1)] }),
       // A breaker policy changes: the upstreams naming it are compiled with the new one.
-      deltaOf(5, { breakers: [{ $typeName: "clawgate.v1.BreakerPolicy", ...strict(9) }] }),
+      deltaOf(5, {
+        breakers: [{ $typeName: "clawgate.v1.BreakerPolicy", ...strict(9), fleetProbe: false }],
+      }),
       // An upstream and the routes that send to it go together; a new upstream takes a route.
       deltaOf(6, {
         upstreams: [upstreamAt(UPSTREAMS, 2)],

@@ -4,6 +4,8 @@ import { cors } from "./cors.js";
 import { headerTransform } from "./header-transform.js";
 import { ipFilter } from "./ip-filter.js";
 import type { PolicyFactory } from "./policy.js";
+import { rateLimit } from "./rate-limit.js";
+import { tokenBudget } from "./token-budget.js";
 
 /**
  * Every policy, in the order a request meets them (README "Route policies"). Cheap refusals
@@ -15,14 +17,17 @@ import type { PolicyFactory } from "./policy.js";
  * 1. ip-filter         ipDeny, then ipAllow, against the peer address (403)
  * 2. cors              a preflight is answered here (204); headers added to responses
  * 3. auth              x-api-key or Authorization: Bearer -> tenant (401, 403)
- * 4. (rate limits, token budgets: fleet-wide, by tenant; 429)
- * 5. body-limit        maxBodyBytes against Content-Length (413)
- * 6. header-transform  requestHeaders / responseHeaders set and remove
+ * 4. body-limit        maxBodyBytes against Content-Length (413)
+ * 5. rate-limit        requestsPerMinute, fleet-wide, by tenant (429)
+ * 6. token-budget      tokensPerMinute and tokensPerDay, fleet-wide, by tenant (429)
+ * 7. header-transform  requestHeaders / responseHeaders set and remove
  */
 export const POLICY_LIST: readonly PolicyFactory[] = Object.freeze([
   ipFilter,
   cors,
   auth,
   bodyLimit,
+  rateLimit,
+  tokenBudget,
   headerTransform,
 ]);

@@ -2,6 +2,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Route, Tenant } from "@clawgate/proto";
 import type { Clock } from "../clock/clock.js";
 import type { ErrorCode } from "../errors/error-catalog.js";
+import type { TenantMetrics } from "../metrics/tenant-metrics.js";
+import type { LeaseBook } from "../quota/lease-book.js";
 
 /**
  * The route policy chain's contract. A policy is one file that exports a PolicyFactory; the
@@ -54,6 +56,10 @@ export interface PolicyRequest {
  */
 export interface PolicyServices {
   readonly clock: Clock;
+  /** Leases on fleet-wide tenant budgets; absent: requestsPerMinute and token budgets are not held. */
+  readonly quota?: LeaseBook;
+  /** clawgate_tenant_requests_total and clawgate_tenant_tokens_total; absent: not counted. */
+  readonly tenantMetrics?: TenantMetrics;
 }
 
 /**

@@ -5,7 +5,9 @@ import type { AccessLogSink } from "../access-log/access-log-sink.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
+import type { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { limitedBody } from "../policy/limited-body.js";
+import type { LeaseBook } from "../quota/lease-book.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
@@ -43,6 +45,10 @@ export interface ProxyHandlerOptions {
   replayBodyLimitBytes?: number;
   /** Where each request's access-log line goes. Default: none (the log is off). */
   accessLog?: AccessLogSink;
+  /** Leases on fleet-wide tenant budgets, for the policy chain; default none (not held). */
+  quota?: LeaseBook;
+  /** Per-tenant counters, for the policy chain; default none (not counted). */
+  tenantMetrics?: TenantMetrics;
 }
 
 /**
@@ -55,12 +61,14 @@ export interface ProxyHandlerOptions {
 export function createProxyHandler(
   options: ProxyHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const { current, pools, metrics, logger, accessLog } = options;
+  const { current, pools, metrics, logger, accessLog, quota, tenantMetrics } = options;
   const trustForwardedFor = options.trustForwardedFor ?? true;
   const nextRequestId = createRequestIdSource();
   const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
   const replayLimit = options.replayBodyLimitBytes ?? 65_536;
-  const run = buildPipeline(Object.freeze({ metrics, logger, pools, healing, accessLog }));
+  const run = buildPipeline(
+    Object.freeze({ metrics, logger, pools, healing, accessLog, quota, tenantMetrics }),
+  );
 
   function answer(
     req: IncomingMessage,

@@ -3,7 +3,7 @@ import type { Registry } from "prom-client";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import { BreakerMetrics } from "../breaker/breaker-metrics.js";
 import { BreakerRegistry } from "../breaker/breaker-registry.js";
-import type { BreakerTransition, CircuitBreaker } from "../breaker/circuit-breaker.js";
+import type { BreakerTransition, CircuitBreaker, ProbeGate } from "../breaker/circuit-breaker.js";
 import { KeyedCooldowns } from "../breaker/keyed-cooldowns.js";
 import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
@@ -45,6 +45,8 @@ interface UpstreamRecord extends UpstreamHealing {
 export interface RequestHealingOptions {
   /** Where the breaker and retry metrics are registered. */
   registry: Registry;
+  /** Fleet-wide half-open probes for fleetProbe breakers (FleetProbes); default none. */
+  probeGate?: ProbeGate;
   /** Breaker transitions are logged here, one line each. */
   logger: Logger;
   /** Time source of breakers, Retry-After cooldowns and cache ages; default systemClock. */
@@ -102,6 +104,7 @@ export class RequestHealing {
       countStreamBroken: options.countStreamBroken,
       metrics: this.breakerMetrics,
       onTransition: (event) => logTransition(logger, event),
+      probeGate: options.probeGate,
     });
     this.gate = new RetryAfterGate(this.clock);
     this.retryMetrics = new RetryMetrics(options.registry);

@@ -5,6 +5,8 @@ import {
   type NodeHealth,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
+  type ProbeVerdict,
+  type QuotaGrant,
   type Snapshot,
   type SnapshotDelta,
   StreamSnapshotsRequestSchema,
@@ -69,6 +71,10 @@ export interface SnapshotClientOptions {
   channelOptions?: grpc.ChannelOptions;
   /** TLS to the control planes, mutual when it carries a client certificate; default plaintext. */
   tls?: SnapshotChannelTls;
+  /** Shares of fleet-wide tenant budgets the control plane hands out (LeaseBook.grant). */
+  onQuotaGrant?: (grant: QuotaGrant) => void;
+  /** Who probes a fleetProbe upstream, and how the last probe went. */
+  onProbeVerdict?: (verdict: ProbeVerdict) => void;
 }
 
 /**
@@ -90,6 +96,23 @@ export interface VersionOutcomeInit {
   version: bigint;
   requests: bigint;
   failures: bigint;
+}
+
+/** One QuotaConsumption as sendQuotaUsage takes it. */
+export interface ConsumptionInit {
+  readonly tenant: string;
+  readonly kind: number;
+  readonly window: bigint;
+  readonly consumed: bigint;
+  readonly wantsMore: boolean;
+}
+
+/** A ProbeClaim as sendProbeClaim takes it. */
+export interface ProbeClaimInit {
+  readonly upstream: string;
+  readonly episode?: bigint;
+  readonly released?: boolean;
+  readonly success?: boolean;
 }
 
 type Update =
@@ -200,6 +223,27 @@ export class SnapshotClient {
     const attempt = this.#attempt;
     if (this.#stopped || attempt === undefined || attempt.ended || attempt.healthBlocked) return;
     this.#write(attempt, { case: "outcomes", value: { versions: [...versions] } });
+  }
+
+  /**
+   * Sends fleet-wide quota consumption (and asks for shares) on the open stream. False when no
+   * stream is open: nothing was sent, and the caller counts alone meanwhile.
+   */
+  sendQuotaUsage(entries: readonly ConsumptionInit[]): boolean {
+    return this.#sendNow({ case: "quotaUsage", value: { entries: [...entries] } });
+  }
+
+  /** Claims or releases an upstream's half-open probe; false when no stream is open. */
+  sendProbeClaim(claim: ProbeClaimInit): boolean {
+    return this.#sendNow({ case: "probeClaim", value: claim });
+  }
+
+  #sendNow(message: RequestInit["message"]): boolean {
+    const attempt = this.#attempt;
+    if (this.#stopped || attempt === undefined || attempt.ended) return false;
+    if (this.#state.status !== "connected") return false;
+    this.#write(attempt, message);
+    return true;
   }
 
   #writeHealth(attempt: Attempt): void {
@@ -343,6 +387,12 @@ export class SnapshotClient {
         return;
       }
       attempt.queue.push({ kind: "snapshot", snapshot: part.snapshot });
+    } else if (message.case === "quotaGrant") {
+      this.#options.onQuotaGrant?.(message.value);
+      return;
+    } else if (message.case === "probeVerdict") {
+      this.#options.onProbeVerdict?.(message.value);
+      return;
     } else {
       return;
     }

@@ -24,6 +24,8 @@ export const breakerSchema = z
     halfOpenMaxInFlight: z.int().min(1).max(100).default(d.halfOpenMaxInFlight),
     /** Consecutive probe successes that close it; default 2. */
     halfOpenSuccesses: z.int().min(1).max(100).default(d.halfOpenSuccesses),
+    /** One data plane probes half-open for the whole fleet, the rest wait; default false (seed 004). */
+    fleetProbe: z.boolean().default(d.fleetProbe),
   })
   .superRefine((breaker, ctx) => {
     if (breaker.maxCooldownMs < breaker.cooldownMs) {

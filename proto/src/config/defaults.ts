@@ -82,4 +82,6 @@ export const DEFAULT_BREAKER_POLICY = Object.freeze({
   halfOpenMaxInFlight: 1,
   /** Consecutive probe successes that close it. */
   halfOpenSuccesses: 2,
+  /** Half-open probes per data plane, not coordinated across the fleet. */
+  fleetProbe: false,
 });

@@ -26,7 +26,12 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
       // One line per request, after the client got its answer; absent when the log is off.
       ...(deps.accessLog === undefined ? [] : [accessLog(deps.accessLog)]),
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
-      policyChain(deps.healing), // the route's policies: ip, CORS, auth, body limit, headers
+      // The route's policies: ip, CORS, auth, body limit, fleet-wide budgets, headers.
+      policyChain({
+        clock: deps.healing.clock,
+        quota: deps.quota,
+        tenantMetrics: deps.tenantMetrics,
+      }),
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
       requestBody(), // a body a retry may resend is read whole first
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once

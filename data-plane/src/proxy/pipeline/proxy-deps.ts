@@ -1,6 +1,8 @@
 import type { Logger } from "pino";
 import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import type { ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import type { TenantMetrics } from "../../metrics/tenant-metrics.js";
+import type { LeaseBook } from "../../quota/lease-book.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import type { RequestHealing } from "../request-healing.js";
 
@@ -13,4 +15,8 @@ export interface ProxyDeps {
   readonly healing: RequestHealing;
   /** Where each request's access-log line goes; none: the log is off. */
   readonly accessLog?: AccessLogSink;
+  /** Leases on fleet-wide tenant budgets (PolicyServices.quota); none: not held. */
+  readonly quota?: LeaseBook;
+  /** clawgate_tenant_* counters (PolicyServices.tenantMetrics); none: not counted. */
+  readonly tenantMetrics?: TenantMetrics;
 }

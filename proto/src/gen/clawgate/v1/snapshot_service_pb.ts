@@ -2,8 +2,8 @@
 // @generated from file clawgate/v1/snapshot_service.proto (package clawgate.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { BreakerPolicy, Route, Snapshot, Tenant, Upstream } from "./config_pb.js";
 import { file_clawgate_v1_config } from "./config_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/snapshot_service.proto.
  */
 export const file_clawgate_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIkUKDlZlcnNpb25PdXRjb21lEg8KB3ZlcnNpb24YASABKAQSEAoIcmVxdWVzdHMYAiABKAQSEAoIZmFpbHVyZXMYAyABKAQiPgoNT3V0Y29tZVJlcG9ydBItCgh2ZXJzaW9ucxgBIAMoCzIbLmNsYXdnYXRlLnYxLlZlcnNpb25PdXRjb21lIu0BChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIABIuCghvdXRjb21lcxgHIAEoCzIaLmNsYXdnYXRlLnYxLk91dGNvbWVSZXBvcnRIAEIJCgdtZXNzYWdlIuQCCg1TbmFwc2hvdERlbHRhEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkSFAoMYmFzZV92ZXJzaW9uGAMgASgEEhUKDWNyZWF0ZWRfYXRfbXMYBCABKAQSIgoGcm91dGVzGAUgAygLMhIuY2xhd2dhdGUudjEuUm91dGUSKAoJdXBzdHJlYW1zGAYgAygLMhUuY2xhd2dhdGUudjEuVXBzdHJlYW0SLAoIYnJlYWtlcnMYByADKAsyGi5jbGF3Z2F0ZS52MS5CcmVha2VyUG9saWN5EiQKB3RlbmFudHMYCCADKAsyEy5jbGF3Z2F0ZS52MS5UZW5hbnQSFgoOcmVtb3ZlZF9yb3V0ZXMYCSADKAkSGQoRcmVtb3ZlZF91cHN0cmVhbXMYCiADKAkSGAoQcmVtb3ZlZF9icmVha2VycxgLIAMoCRIXCg9yZW1vdmVkX3RlbmFudHMYDCADKAkifAoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAEisKBWRlbHRhGAIgASgLMhouY2xhd2dhdGUudjEuU25hcHNob3REZWx0YUgAQgkKB21lc3NhZ2UycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
+  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIkUKDlZlcnNpb25PdXRjb21lEg8KB3ZlcnNpb24YASABKAQSEAoIcmVxdWVzdHMYAiABKAQSEAoIZmFpbHVyZXMYAyABKAQiPgoNT3V0Y29tZVJlcG9ydBItCgh2ZXJzaW9ucxgBIAMoCzIbLmNsYXdnYXRlLnYxLlZlcnNpb25PdXRjb21lIs0CChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIABIuCghvdXRjb21lcxgHIAEoCzIaLmNsYXdnYXRlLnYxLk91dGNvbWVSZXBvcnRIABIuCgtxdW90YV91c2FnZRgFIAEoCzIXLmNsYXdnYXRlLnYxLlF1b3RhVXNhZ2VIABIuCgtwcm9iZV9jbGFpbRgGIAEoCzIXLmNsYXdnYXRlLnYxLlByb2JlQ2xhaW1IAEIJCgdtZXNzYWdlIn4KEFF1b3RhQ29uc3VtcHRpb24SDgoGdGVuYW50GAEgASgJEiQKBGtpbmQYAiABKA4yFi5jbGF3Z2F0ZS52MS5RdW90YUtpbmQSDgoGd2luZG93GAMgASgEEhAKCGNvbnN1bWVkGAQgASgEEhIKCndhbnRzX21vcmUYBSABKAgiPAoKUXVvdGFVc2FnZRIuCgdlbnRyaWVzGAEgAygLMh0uY2xhd2dhdGUudjEuUXVvdGFDb25zdW1wdGlvbiKMAQoKUXVvdGFMZWFzZRIOCgZ0ZW5hbnQYASABKAkSJAoEa2luZBgCIAEoDjIWLmNsYXdnYXRlLnYxLlF1b3RhS2luZBIOCgZ3aW5kb3cYAyABKAQSDwoHZ3JhbnRlZBgEIAEoBBIUCgxyZXNldHNfaW5fbXMYBSABKAQSEQoJZXhoYXVzdGVkGAYgASgIIjUKClF1b3RhR3JhbnQSJwoGbGVhc2VzGAEgAygLMhcuY2xhd2dhdGUudjEuUXVvdGFMZWFzZSJSCgpQcm9iZUNsYWltEhAKCHVwc3RyZWFtGAEgASgJEg8KB2VwaXNvZGUYAiABKAQSEAoIcmVsZWFzZWQYAyABKAgSDwoHc3VjY2VzcxgEIAEoCCJTCgxQcm9iZVZlcmRpY3QSEAoIdXBzdHJlYW0YASABKAkSDgoGcHJvYmVyGAIgASgJEg8KB291dGNvbWUYAyABKAkSEAoIbGVhc2VfbXMYBCABKAQi5AIKDVNuYXBzaG90RGVsdGESDwoHdmVyc2lvbhgBIAEoBBINCgVub25jZRgCIAEoCRIUCgxiYXNlX3ZlcnNpb24YAyABKAQSFQoNY3JlYXRlZF9hdF9tcxgEIAEoBBIiCgZyb3V0ZXMYBSADKAsyEi5jbGF3Z2F0ZS52MS5Sb3V0ZRIoCgl1cHN0cmVhbXMYBiADKAsyFS5jbGF3Z2F0ZS52MS5VcHN0cmVhbRIsCghicmVha2VycxgHIAMoCzIaLmNsYXdnYXRlLnYxLkJyZWFrZXJQb2xpY3kSJAoHdGVuYW50cxgIIAMoCzITLmNsYXdnYXRlLnYxLlRlbmFudBIWCg5yZW1vdmVkX3JvdXRlcxgJIAMoCRIZChFyZW1vdmVkX3Vwc3RyZWFtcxgKIAMoCRIYChByZW1vdmVkX2JyZWFrZXJzGAsgAygJEhcKD3JlbW92ZWRfdGVuYW50cxgMIAMoCSLgAQoXU3RyZWFtU25hcHNob3RzUmVzcG9uc2USKQoIc25hcHNob3QYASABKAsyFS5jbGF3Z2F0ZS52MS5TbmFwc2hvdEgAEisKBWRlbHRhGAIgASgLMhouY2xhd2dhdGUudjEuU25hcHNob3REZWx0YUgAEi4KC3F1b3RhX2dyYW50GAMgASgLMhcuY2xhd2dhdGUudjEuUXVvdGFHcmFudEgAEjIKDXByb2JlX3ZlcmRpY3QYBCABKAsyGS5jbGF3Z2F0ZS52MS5Qcm9iZVZlcmRpY3RIAEIJCgdtZXNzYWdlKowBCglRdW90YUtpbmQSGgoWUVVPVEFfS0lORF9VTlNQRUNJRklFRBAAEiIKHlFVT1RBX0tJTkRfUkVRVUVTVFNfUEVSX01JTlVURRABEiAKHFFVT1RBX0tJTkRfVE9LRU5TX1BFUl9NSU5VVEUQAhIdChlRVU9UQV9LSU5EX1RPS0VOU19QRVJfREFZEAMycwoPU25hcHNob3RTZXJ2aWNlEmAKD1N0cmVhbVNuYXBzaG90cxIjLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1JlcXVlc3QaJC5jbGF3Z2F0ZS52MS5TdHJlYW1TbmFwc2hvdHNSZXNwb25zZSgBMAFiBnByb3RvMw", [file_clawgate_v1_config]);
 
 /**
  * First message on every stream.
@@ -282,6 +282,18 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
      */
     value: OutcomeReport;
     case: "outcomes";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.QuotaUsage quota_usage = 5;
+     */
+    value: QuotaUsage;
+    case: "quotaUsage";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.ProbeClaim probe_claim = 6;
+     */
+    value: ProbeClaim;
+    case: "probeClaim";
   } | { case: undefined; value?: undefined };
 };
 
@@ -291,6 +303,222 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
  */
 export const StreamSnapshotsRequestSchema: GenMessage<StreamSnapshotsRequest> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_snapshot_service, 7);
+
+/**
+ * What a data plane consumed of one lease since its last report, and whether it wants more.
+ *
+ * @generated from message clawgate.v1.QuotaConsumption
+ */
+export type QuotaConsumption = Message<"clawgate.v1.QuotaConsumption"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: clawgate.v1.QuotaKind kind = 2;
+   */
+  kind: QuotaKind;
+
+  /**
+   * The window the units were consumed in (QuotaGrant.window); units of an older window are
+   * not charged to the current one.
+   *
+   * @generated from field: uint64 window = 3;
+   */
+  window: bigint;
+
+  /**
+   * @generated from field: uint64 consumed = 4;
+   */
+  consumed: bigint;
+
+  /**
+   * The data plane's lease is low or empty: it asks for another share.
+   *
+   * @generated from field: bool wants_more = 5;
+   */
+  wantsMore: boolean;
+};
+
+/**
+ * Describes the message clawgate.v1.QuotaConsumption.
+ * Use `create(QuotaConsumptionSchema)` to create a new message.
+ */
+export const QuotaConsumptionSchema: GenMessage<QuotaConsumption> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 8);
+
+/**
+ * Data plane to control plane: consumption of its leases, sent when a lease runs low, when a
+ * request finds none, and every few hundred milliseconds while something was consumed.
+ *
+ * @generated from message clawgate.v1.QuotaUsage
+ */
+export type QuotaUsage = Message<"clawgate.v1.QuotaUsage"> & {
+  /**
+   * @generated from field: repeated clawgate.v1.QuotaConsumption entries = 1;
+   */
+  entries: QuotaConsumption[];
+};
+
+/**
+ * Describes the message clawgate.v1.QuotaUsage.
+ * Use `create(QuotaUsageSchema)` to create a new message.
+ */
+export const QuotaUsageSchema: GenMessage<QuotaUsage> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 9);
+
+/**
+ * A share of one tenant's fleet-wide budget handed to one data plane, to spend locally.
+ *
+ * @generated from message clawgate.v1.QuotaLease
+ */
+export type QuotaLease = Message<"clawgate.v1.QuotaLease"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: clawgate.v1.QuotaKind kind = 2;
+   */
+  kind: QuotaKind;
+
+  /**
+   * Window number (time since the epoch divided by the window length, on the control plane).
+   *
+   * @generated from field: uint64 window = 3;
+   */
+  window: bigint;
+
+  /**
+   * Units added to the data plane's lease in this window.
+   *
+   * @generated from field: uint64 granted = 4;
+   */
+  granted: bigint;
+
+  /**
+   * Milliseconds until the window ends and every lease of it lapses.
+   *
+   * @generated from field: uint64 resets_in_ms = 5;
+   */
+  resetsInMs: bigint;
+
+  /**
+   * Nothing is left to hand out in this window: the data plane answers 429 once its lease is
+   * spent, with Retry-After resets_in_ms.
+   *
+   * @generated from field: bool exhausted = 6;
+   */
+  exhausted: boolean;
+};
+
+/**
+ * Describes the message clawgate.v1.QuotaLease.
+ * Use `create(QuotaLeaseSchema)` to create a new message.
+ */
+export const QuotaLeaseSchema: GenMessage<QuotaLease> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 10);
+
+/**
+ * Control plane to data plane: answers to QuotaUsage.
+ *
+ * @generated from message clawgate.v1.QuotaGrant
+ */
+export type QuotaGrant = Message<"clawgate.v1.QuotaGrant"> & {
+  /**
+   * @generated from field: repeated clawgate.v1.QuotaLease leases = 1;
+   */
+  leases: QuotaLease[];
+};
+
+/**
+ * Describes the message clawgate.v1.QuotaGrant.
+ * Use `create(QuotaGrantSchema)` to create a new message.
+ */
+export const QuotaGrantSchema: GenMessage<QuotaGrant> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 11);
+
+/**
+ * A data plane whose breaker for an upstream with fleetProbe went half-open asks to be the one
+ * that probes; `released` says its probe ended (then verdict tells how).
+ *
+ * @generated from message clawgate.v1.ProbeClaim
+ */
+export type ProbeClaim = Message<"clawgate.v1.ProbeClaim"> & {
+  /**
+   * @generated from field: string upstream = 1;
+   */
+  upstream: string;
+
+  /**
+   * The breaker's open episode as the data plane counts it; informational.
+   *
+   * @generated from field: uint64 episode = 2;
+   */
+  episode: bigint;
+
+  /**
+   * @generated from field: bool released = 3;
+   */
+  released: boolean;
+
+  /**
+   * With released: true when the probe succeeded.
+   *
+   * @generated from field: bool success = 4;
+   */
+  success: boolean;
+};
+
+/**
+ * Describes the message clawgate.v1.ProbeClaim.
+ * Use `create(ProbeClaimSchema)` to create a new message.
+ */
+export const ProbeClaimSchema: GenMessage<ProbeClaim> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 12);
+
+/**
+ * Who probes an upstream for the fleet, and how the last probe went.
+ *
+ * @generated from message clawgate.v1.ProbeVerdict
+ */
+export type ProbeVerdict = Message<"clawgate.v1.ProbeVerdict"> & {
+  /**
+   * @generated from field: string upstream = 1;
+   */
+  upstream: string;
+
+  /**
+   * The node id of the data plane that holds the probe now; empty when none does.
+   *
+   * @generated from field: string prober = 2;
+   */
+  prober: string;
+
+  /**
+   * How the last finished probe went: "success", "failure", or "" while none has finished.
+   *
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+
+  /**
+   * A claim lapses after this many milliseconds without a release, so a lost prober never
+   * stalls the fleet.
+   *
+   * @generated from field: uint64 lease_ms = 4;
+   */
+  leaseMs: bigint;
+};
+
+/**
+ * Describes the message clawgate.v1.ProbeVerdict.
+ * Use `create(ProbeVerdictSchema)` to create a new message.
+ */
+export const ProbeVerdictSchema: GenMessage<ProbeVerdict> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 13);
 
 /**
  * What changed between two versions: resources added or changed, sent whole, and the names
@@ -373,7 +601,7 @@ export type SnapshotDelta = Message<"clawgate.v1.SnapshotDelta"> & {
  * Use `create(SnapshotDeltaSchema)` to create a new message.
  */
 export const SnapshotDeltaSchema: GenMessage<SnapshotDelta> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 8);
+  messageDesc(file_clawgate_v1_snapshot_service, 14);
 
 /**
  * @generated from message clawgate.v1.StreamSnapshotsResponse
@@ -394,6 +622,18 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
      */
     value: SnapshotDelta;
     case: "delta";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.QuotaGrant quota_grant = 3;
+     */
+    value: QuotaGrant;
+    case: "quotaGrant";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.ProbeVerdict probe_verdict = 4;
+     */
+    value: ProbeVerdict;
+    case: "probeVerdict";
   } | { case: undefined; value?: undefined };
 };
 
@@ -402,7 +642,46 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
  * Use `create(StreamSnapshotsResponseSchema)` to create a new message.
  */
 export const StreamSnapshotsResponseSchema: GenMessage<StreamSnapshotsResponse> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 9);
+  messageDesc(file_clawgate_v1_snapshot_service, 15);
+
+/**
+ * Which fleet-wide budget of a tenant a lease draws on.
+ *
+ * @generated from enum clawgate.v1.QuotaKind
+ */
+export enum QuotaKind {
+  /**
+   * @generated from enum value: QUOTA_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * requestsPerMinute: one unit a request, taken when it is admitted.
+   *
+   * @generated from enum value: QUOTA_KIND_REQUESTS_PER_MINUTE = 1;
+   */
+  REQUESTS_PER_MINUTE = 1,
+
+  /**
+   * tokensPerMinute: the usage a model response reports, taken when it ends.
+   *
+   * @generated from enum value: QUOTA_KIND_TOKENS_PER_MINUTE = 2;
+   */
+  TOKENS_PER_MINUTE = 2,
+
+  /**
+   * tokensPerDay, likewise.
+   *
+   * @generated from enum value: QUOTA_KIND_TOKENS_PER_DAY = 3;
+   */
+  TOKENS_PER_DAY = 3,
+}
+
+/**
+ * Describes the enum clawgate.v1.QuotaKind.
+ */
+export const QuotaKindSchema: GenEnum<QuotaKind> = /*@__PURE__*/
+  enumDesc(file_clawgate_v1_snapshot_service, 0);
 
 /**
  * One bidirectional stream per data plane, in the spirit of xDS with its incremental variant:

@@ -1,0 +1,112 @@
+import { create, QuotaConsumptionSchema, QuotaKind } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { QuotaLedger, UNLIMITED_GRANT } from "./quota-ledger.js";
+
+const RPM = QuotaKind.REQUESTS_PER_MINUTE;
+
+function ask(consumed = 0, window = 0, wantsMore = true, kind = RPM) {
+  return create(QuotaConsumptionSchema, {
+    tenant: "acme",
+    kind,
+    window: BigInt(window),
+    consumed: BigInt(consumed),
+    wantsMore,
+  });
+}
+
+function ledger(limit: number, holders = 2, clock = { now: 0 }) {
+  return new QuotaLedger({
+    limitOf: () => limit,
+    holders: () => holders,
+    now: () => clock.now,
+  });
+}
+
+/** Two data planes taking turns, each spending its lease and asking again when it is empty. */
+function admitted(book: QuotaLedger, offered: number): number {
+  const lease = new Map<string, number>([
+    ["a", 0],
+    ["b", 0],
+  ]);
+  const consumed = new Map<string, number>([
+    ["a", 0],
+    ["b", 0],
+  ]);
+  const exhausted = new Set<string>();
+  let admittedCount = 0;
+  for (let i = 0; i < offered; i++) {
+    const holder = i % 2 === 0 ? "a" : "b";
+    if ((lease.get(holder) ?? 0) === 0 && !exhausted.has(holder)) {
+      const [grant] = book.report(holder, [ask(consumed.get(holder))]);
+      consumed.set(holder, 0);
+      lease.set(holder, grant!.granted);
+      if (grant!.exhausted) exhausted.add(holder);
+    }
+    if ((lease.get(holder) ?? 0) > 0) {
+      lease.set(holder, lease.get(holder)! - 1);
+      consumed.set(holder, consumed.get(holder)! + 1);
+      admittedCount++;
+    }
+  }
+  return admittedCount;
+}
+
+describe("QuotaLedger", () => {
+  it("never leases more than the limit across data planes", () => {
+    expect(admitted(ledger(20), 100)).toBe(20);
+  });
+
+  it("hands out shrinking shares: remaining over twice the data planes", () => {
+    const book = ledger(20);
+    expect(book.report("a", [ask()])[0]).toMatchObject({ granted: 5, exhausted: false });
+    expect(book.report("b", [ask()])[0]).toMatchObject({ granted: 4 });
+    expect(book.report("a", [ask(5)])[0]).toMatchObject({ granted: 3 });
+  });
+
+  it("says exhausted once nothing is left to lease, with the time to the window's end", () => {
+    const clock = { now: 15_000 };
+    const book = ledger(1, 1, clock);
+    expect(book.report("a", [ask()])[0]).toMatchObject({ granted: 1, exhausted: false });
+    expect(book.report("a", [ask(1)])[0]).toMatchObject({
+      granted: 0,
+      exhausted: true,
+      resetsInMs: 45_000,
+      window: 0,
+    });
+  });
+
+  it("starts over in a new window and drops consumption reported for an old one", () => {
+    const clock = { now: 0 };
+    const book = ledger(2, 1, clock);
+    book.report("a", [ask()]);
+    expect(book.report("a", [ask(1, 0)])[0]).toMatchObject({ granted: 1, exhausted: false });
+    clock.now = 60_000;
+    // Two units consumed in window 0 arrive late: window 1 owes nothing for them.
+    expect(book.report("a", [ask(2, 7)])[0]).toMatchObject({ window: 1, granted: 1 });
+    expect(book.report("a", [ask(1, 1)])[0]).toMatchObject({ window: 1, granted: 1 });
+  });
+
+  it("gives back what a data plane held when it goes away", () => {
+    const book = ledger(4, 1);
+    expect(book.report("a", [ask()])[0]!.granted).toBe(2);
+    expect(book.report("b", [ask()])[0]!.granted).toBe(1);
+    book.release("a");
+    // Without the release only 4 - 1 used - 2 held = 1 would be left.
+    expect(book.report("b", [ask(1)])[0]!.granted).toBe(2);
+  });
+
+  it("debits token usage beyond the lease and refuses more once it is spent", () => {
+    const book = ledger(100, 1);
+    const tokens = QuotaKind.TOKENS_PER_MINUTE;
+    expect(book.report("a", [ask(0, 0, true, tokens)])[0]!.granted).toBe(50);
+    expect(book.report("a", [ask(130, 0, true, tokens)])[0]).toMatchObject({
+      granted: 0,
+      exhausted: true,
+    });
+  });
+
+  it("grants an unlimited budget without counting", () => {
+    const book = ledger(0);
+    expect(book.report("a", [ask()])[0]).toMatchObject({ granted: UNLIMITED_GRANT });
+  });
+});

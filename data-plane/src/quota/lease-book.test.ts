@@ -1,0 +1,124 @@
+import { create, QuotaGrantSchema, QuotaKind } from "@clawgate/proto";
+import { describe, expect, it } from "vitest";
+import { type ConsumptionReport, LeaseBook } from "./lease-book.js";
+
+const RPM = QuotaKind.REQUESTS_PER_MINUTE;
+const TPM = QuotaKind.TOKENS_PER_MINUTE;
+
+function setup() {
+  const clock = { now: 1_000 };
+  const sent: ConsumptionReport[][] = [];
+  const book = new LeaseBook({
+    now: () => clock.now,
+    send: (reports) => {
+      sent.push([...reports]);
+      return true;
+    },
+  });
+  book.setConnected(true);
+  const grant = (
+    granted: number,
+    opts: { exhausted?: boolean; window?: number; kind?: QuotaKind } = {},
+  ) =>
+    book.grant(
+      create(QuotaGrantSchema, {
+        leases: [
+          {
+            tenant: "acme",
+            kind: opts.kind ?? RPM,
+            window: BigInt(opts.window ?? 7),
+            granted: BigInt(granted),
+            resetsInMs: 30_000n,
+            exhausted: opts.exhausted ?? false,
+          },
+        ],
+      }),
+    );
+  return { clock, sent, book, grant };
+}
+
+describe("LeaseBook", () => {
+  it("asks once for a share and lets one request through on credit meanwhile", () => {
+    const { book, sent } = setup();
+    expect(book.admit("acme", RPM, 20)).toEqual({ ok: true });
+    expect(book.admit("acme", RPM, 20)).toEqual({ ok: false, retryAfterMs: 1_000 });
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: RPM, window: 0n, consumed: 0n, wantsMore: true }],
+    ]);
+  });
+
+  it("spends a lease locally and asks again below half of it, before it is empty", () => {
+    const { book, sent, grant } = setup();
+    grant(4);
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    expect(sent).toHaveLength(0);
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: RPM, window: 7n, consumed: 2n, wantsMore: true }],
+    ]);
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    // Lease spent, ask out, credit unused: one more on credit.
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    expect(book.admit("acme", RPM, 20).ok).toBe(false);
+  });
+
+  it("answers 429 until the window ends once the fleet's budget is spent", () => {
+    const { book, clock, grant } = setup();
+    grant(1, { exhausted: true });
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    clock.now += 10_000;
+    expect(book.admit("acme", RPM, 20)).toEqual({ ok: false, retryAfterMs: 20_000 });
+    clock.now += 20_000;
+    // The window ended: the lease lapsed and a new ask goes out.
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+  });
+
+  it("debits tokens after the fact and refuses while the balance is spent", () => {
+    const { book, grant, sent } = setup();
+    grant(100, { kind: TPM });
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    book.debit("acme", TPM, 1000, 150);
+    expect(sent.at(-1)).toEqual([
+      { tenant: "acme", kind: TPM, window: 7n, consumed: 150n, wantsMore: true },
+    ]);
+    grant(0, { kind: TPM, exhausted: true });
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(false);
+  });
+
+  it("lets token-budget requests go on while a share is asked for, until the fleet says spent", () => {
+    const { book, sent } = setup();
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    book.debit("acme", TPM, 1000, 60);
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    // One ask out, not one per request.
+    expect(sent).toHaveLength(1);
+  });
+
+  it("counts alone against the whole limit without a control plane", () => {
+    const { book, sent } = setup();
+    book.setConnected(false);
+    expect(book.admit("acme", RPM, 2).ok).toBe(true);
+    expect(book.admit("acme", RPM, 2).ok).toBe(true);
+    expect(book.admit("acme", RPM, 2).ok).toBe(false);
+    expect(sent).toHaveLength(0);
+  });
+
+  it("reports what was consumed since the last report on flush", () => {
+    const { book, grant, sent } = setup();
+    grant(10);
+    book.admit("acme", RPM, 20);
+    book.flush();
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: RPM, window: 7n, consumed: 1n, wantsMore: false }],
+    ]);
+    book.flush();
+    expect(sent).toHaveLength(1);
+  });
+
+  it("admits everything when the tenant has no limit", () => {
+    const { book, sent } = setup();
+    for (let i = 0; i < 5; i++) expect(book.admit("acme", RPM, 0).ok).toBe(true);
+    expect(sent).toHaveLength(0);
+  });
+});

@@ -1,0 +1,122 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { PolicyServices } from "@clawgate/data-plane";
+import { create, QuotaKind, TenantSchema } from "@clawgate/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ControlPlane, startControlPlane, Teardown, waitFor } from "../support/index.js";
+import { startLeaseHolder } from "./lease-holder.js";
+import { modelCall } from "./model-call.js";
+
+const RPM = QuotaKind.REQUESTS_PER_MINUTE;
+
+/**
+ * A scripted OpenAI-style model: /json answers a chat completion with its usage, /sse streams
+ * content chunks and then the final usage chunk, each write a separate chunk on the wire.
+ * Either reports 60 tokens; anything else answers "ok".
+ */
+function scriptedModel(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url === "/json") {
+    res.setHeader("content-type", "application/json");
+    res.end(
+      JSON.stringify({
+        id: "chatcmpl-1",
+        choices: [{ index: 0, message: { role: "assistant", content: "hi" } }],
+        usage: { prompt_tokens: 20, completion_tokens: 40, total_tokens: 60 },
+      }),
+    );
+    return;
+  }
+  if (req.url === "/sse") {
+    res.setHeader("content-type", "text/event-stream");
+    res.write('data: {"choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n');
+    res.write('data: {"choices":[{"index":0,"delta":{"content":"lo"}}]}\n\n');
+    res.write('data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":40,');
+    res.write('"total_tokens":60}}\n\ndata: [DONE]\n\n');
+    res.end();
+    return;
+  }
+  res.end("ok");
+}
+
+/** Lets the stream deliver what is on its way (a share asked for) before the next request. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function withTenant(env: Record<string, string>, tenant: object, teardown: Teardown) {
+  const cp: ControlPlane = await startControlPlane(env);
+  teardown.add("control plane", () => cp.stop());
+  await cp.admin.put("tenants", "acme", tenant);
+  await waitFor(async () => (await cp.admin.snapshot()).published, {
+    what: "the tenant published",
+  });
+  const a = startLeaseHolder(teardown, cp.grpcAddress, "dp-a");
+  const b = startLeaseHolder(teardown, cp.grpcAddress, "dp-b");
+  await Promise.all([a.ready, b.ready]);
+  return { cp, a, b };
+}
+
+describe("fleet-wide tenant budgets through a real control plane", () => {
+  const teardown = new Teardown();
+  afterAll(() => teardown.run(), 30_000);
+  let upstream: Server;
+  let upstreamUrl: string;
+  beforeAll(async () => {
+    upstream = createServer(scriptedModel);
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
+    teardown.add("upstream", () => new Promise((resolve) => upstream.close(resolve)));
+  });
+
+  /** What an admitted request costs at the least: one exchange with its upstream. */
+  const forward = async () => {
+    await (await fetch(upstreamUrl)).text();
+  };
+
+  it("holds requestsPerMinute 20 across two data planes sharing the traffic: 18-24 pass, not 40", async () => {
+    // An hour-long window: the test cannot straddle two windows by bad luck.
+    const { a, b } = await withTenant(
+      { CLAWGATE_QUOTA_MINUTE_MS: "3600000" },
+      { requestsPerMinute: 20 },
+      teardown,
+    );
+    let admitted = 0;
+    for (let i = 0; i < 60; i++) {
+      const book = i % 2 === 0 ? a.book : b.book;
+      if (book.admit("acme", RPM, 20).ok) {
+        admitted++;
+        await forward();
+      } else {
+        await turn();
+      }
+    }
+    expect(admitted).toBeGreaterThanOrEqual(18);
+    expect(admitted).toBeLessThanOrEqual(24);
+    // Each data plane alone would have let 20 through; together they did not get 40.
+    const refused = a.book.admit("acme", RPM, 20);
+    expect(refused.ok).toBe(false);
+  }, 60_000);
+
+  it("spends a token budget with OpenAI-style JSON and SSE usage on one data plane, refuses the tenant on the other, and resets", async () => {
+    const { a, b } = await withTenant(
+      { CLAWGATE_QUOTA_MINUTE_MS: "2000" },
+      { tokensPerMinute: 100 },
+      teardown,
+    );
+    const tenant = create(TenantSchema, { name: "acme", tokensPerMinute: 100n });
+    const onA: PolicyServices = { clock: { now: () => performance.now() }, quota: a.book };
+    const onB: PolicyServices = { clock: { now: () => performance.now() }, quota: b.book };
+    // 60 + 60 tokens on data plane a: over the fleet's 100 only if both usages were read.
+    expect(await modelCall(onA, tenant, `${upstreamUrl}json`)).toBe(200);
+    expect(await modelCall(onA, tenant, `${upstreamUrl}sse`)).toBe(200);
+    a.book.flush();
+    // Data plane b served none of it, yet refuses the tenant once its share is asked for. Its
+    // own calls go to a path that reports no usage, so only a's two responses spent the budget.
+    await waitFor(async () => (await modelCall(onB, tenant, upstreamUrl)) === 429, {
+      what: "data plane b refusing the tenant whose tokens a spent",
+      timeoutMs: 15_000,
+    });
+    await waitFor(async () => (await modelCall(onB, tenant, upstreamUrl)) === 200, {
+      what: "the token budget back after the window reset",
+      timeoutMs: 15_000,
+    });
+  }, 60_000);
+});
