@@ -11,6 +11,8 @@ export async function startNodeProxy(
   script: "minimal-proxy" | "fastify-proxy",
   port: number,
   origin: string,
+  /** Extra `node` flags after BENCH_NODE_FLAGS's, e.g. a preload. */
+  nodeFlags: readonly string[] = [],
 ): Promise<ManagedProcess> {
   const file = fileURLToPath(new URL(`./${script}.js`, import.meta.url));
   const proxy = await ManagedProcess.spawn({
@@ -18,6 +20,7 @@ export async function startNodeProxy(
     command: process.execPath,
     args: [
       ...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []),
+      ...nodeFlags,
       file,
       String(port),
       origin,

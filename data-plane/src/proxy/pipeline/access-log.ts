@@ -13,6 +13,10 @@ import { DecoratorHandler, type Failure, type Interceptor, type StageController 
  * without its query string, which may carry tokens.
  */
 interface AccessLogLine {
+  /** Tells these lines from the operational log when both go to stdout. */
+  log: "access";
+  /** When the line was written, ISO 8601. */
+  time: string;
   requestId: string;
   /** The client's address as the socket sees it (a load balancer's, behind one). */
   client: string | undefined;
@@ -122,7 +126,7 @@ class AccessLogHandler extends DecoratorHandler {
     if (this.#headersAt > 0) line.headersMs = roundMs(this.#headersAt - exchange.startedAt);
     if (this.#failure !== undefined) line.failure = this.#failure;
     if (this.#stale) line.stale = true;
-    this.sink.logger.info(line);
+    this.sink.write(line);
   }
 }
 
@@ -145,7 +149,7 @@ export function logAnsweredEarly(
   line.status = status;
   line.bytesIn = declaredLength(req);
   line.bytesOut = errorBytes(code, requestId);
-  sink.logger.info(line);
+  sink.write(line);
 }
 
 function baseLine(
@@ -158,6 +162,8 @@ function baseLine(
   const queryAt = url.indexOf("?");
   const durationMs = roundMs(now - startedAt);
   return {
+    log: "access",
+    time: new Date().toISOString(),
     requestId,
     client: req.socket?.remoteAddress,
     method: req.method,

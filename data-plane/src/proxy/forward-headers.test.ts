@@ -1,0 +1,92 @@
+import type { IncomingMessage } from "node:http";
+import { describe, expect, it } from "vitest";
+import { heapAllocated } from "../testing/heap-allocated.js";
+import { upstreamRequestHeaders } from "./forward-headers.js";
+
+/** A client request as node:http parses it: headers, their raw lines, the peer. */
+function clientRequest(raw: string[], remoteAddress = "10.0.0.7"): IncomingMessage {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const prior = headers[name];
+    if (name === "set-cookie" || name === "x-multi") {
+      headers[name] = [...((prior as string[] | undefined) ?? []), raw[i + 1]!];
+    } else {
+      headers[name] = prior === undefined ? raw[i + 1]! : `${prior}, ${raw[i + 1]}`;
+    }
+  }
+  return { headers, rawHeaders: raw, socket: { remoteAddress } } as unknown as IncomingMessage;
+}
+
+const context = { host: "api.internal", requestId: "abc-1", trustForwardedFor: true };
+
+describe("upstreamRequestHeaders", () => {
+  it("forwards end-to-end headers, drops hop-by-hop and replaced ones, then adds its own", () => {
+    const req = clientRequest([
+      "Host",
+      "api.example.com",
+      "Connection",
+      "keep-alive, x-drop",
+      "X-Drop",
+      "1",
+      "Accept",
+      "*/*",
+      "X-Multi",
+      "a",
+      "X-Multi",
+      "b",
+      "X-Forwarded-For",
+      "192.0.2.1",
+      "X-Request-Id",
+      "client-chosen",
+    ]);
+    expect(upstreamRequestHeaders(req, context)).toEqual([
+      "accept",
+      "*/*",
+      "x-multi",
+      "a",
+      "x-multi",
+      "b",
+      "host",
+      "api.internal",
+      "x-forwarded-for",
+      "192.0.2.1, 10.0.0.7",
+      "x-forwarded-proto",
+      "http",
+      "x-forwarded-host",
+      "api.example.com",
+      "x-request-id",
+      "abc-1",
+    ]);
+  });
+
+  it("allocates the list once, sized, rather than growing it entry by entry", () => {
+    const req = clientRequest([
+      "Host",
+      "api.example.com",
+      "User-Agent",
+      "wrk",
+      "Accept",
+      "*/*",
+      "Accept-Encoding",
+      "gzip",
+      "Content-Type",
+      "application/json",
+      "X-Trace",
+      "abc",
+      "Authorization",
+      "Bearer token",
+    ]);
+    const calls = 20_000;
+    let list: string[] = [];
+    for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, context);
+    const perCall =
+      heapAllocated(() => {
+        for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, context);
+      }) / calls;
+    expect(list).toHaveLength(22);
+    // 22 entries: an array and its 22 slots, about 220 B. Grown by push from empty the list
+    // was copied twice on the way (about 580 B).
+    expect(perCall).toBeLessThan(400);
+  });
+});
