@@ -66,7 +66,7 @@ export function ConfigView({ token, epoch }) {
 function summary(kind, spec) {
   if (kind === "routes") {
     const match = spec.match ?? {};
-    return `${match.host ?? "*"}${match.pathPrefix ?? match.path ?? ""} → ${spec.upstream}`;
+    return `${match.hosts?.length ? match.hosts.join(",") : "*"}${match.pathPrefix ?? match.path ?? ""} → ${spec.upstream ?? "split"}`;
   }
   if (kind === "upstreams") return `${spec.nodes?.length ?? 0} nodes, breaker ${spec.breaker}`;
   if (kind === "breakers")
