@@ -82,6 +82,29 @@ describe("the fleet console in a browser", () => {
     await page.getByLabel("Action").selectOption("evict");
     await page.locator('.timeline li.event[data-action="evict"]').first().waitFor();
     expect(await page.locator('.timeline li.event:not([data-action="evict"])').count()).toBe(0);
+
+    // Config: a route changed by a new version shows that version, and the diff names it.
+    await cp.admin.apply([
+      {
+        kind: "route",
+        name: "api",
+        spec: { match: { pathPrefix: "/api" }, upstream: "api", priority: 5 },
+      },
+    ]);
+    const { body: stored } = await cp.admin.call<{ revision: number }>("GET", "/v1/routes/api");
+    await page.getByRole("tab", { name: "Config" }).click();
+    const route = page.locator("#resources tbody tr", { has: page.locator('th:text-is("api")') });
+    await route
+      .locator(`td.num:text-is("${stored.revision}")`)
+      .waitFor({ timeout: SHOWN_WITHIN_MS });
+    await page.getByRole("button", { name: "Compare" }).click();
+    const change = page.locator('.changes li[data-change="changed"]');
+    await change.waitFor({ timeout: SHOWN_WITHIN_MS });
+    expect(await change.textContent()).toContain("/api");
+    expect(await change.locator('pre[aria-label="after"]').textContent()).toContain(
+      '"priority": 5',
+    );
+    expect(await page.evaluate("window.consoleMarker")).toBe("not reloaded");
   });
 
   it("refuses a wrong token with a clear message and keeps nothing", async () => {
