@@ -30,9 +30,14 @@ describe("the fleet console in a browser", () => {
     return page;
   }
 
-  it("takes the token from #token=, shows both data planes SYNCED at the published version, then a killed node evicted, pushed without a reload", async () => {
+  it("takes a viewer token from #token=, shows both data planes SYNCED at the published version, then a killed node evicted, pushed without a reload", async () => {
     const { cp, version, dataPlanes, nodes } = cluster;
-    const page = await openPage(`#token=${encodeURIComponent(cp.token)}`);
+    // A viewer token is all the page needs.
+    const { body: viewer } = await cp.admin.call<{ token: string }>("POST", "/v1/tokens", {
+      name: "console-viewer",
+      role: "viewer",
+    });
+    const page = await openPage(`#token=${encodeURIComponent(viewer.token)}`);
 
     // Fleet: the published version, and each data plane SYNCED at it.
     await page.waitForSelector(`#published-version:text-is("${version}")`, {
@@ -47,7 +52,7 @@ describe("the fleet console in a browser", () => {
     }
     // The token left the address bar (and history) and stays in this tab's sessionStorage.
     expect(new URL(page.url()).hash).toBe("");
-    expect(await page.evaluate("Object.values(sessionStorage)")).toContain(cp.token);
+    expect(await page.evaluate("Object.values(sessionStorage)")).toContain(viewer.token);
 
     // Upstreams: both nodes healthy on both data planes.
     await page.getByRole("tab", { name: "Upstreams" }).click();
@@ -61,10 +66,13 @@ describe("the fleet console in a browser", () => {
     // A mark on the page's window: it survives only if the page is never reloaded.
     await page.evaluate('window.consoleMarker = "not reloaded"');
 
+    const killedAt = performance.now();
     await victim.process.kill();
 
     // The verdict arrives over /v1/live: the row turns evicted in the same page.
     await nodeRow(victim.address, "evicted").waitFor({ timeout: SHOWN_WITHIN_MS });
+    // Reported for comparison with the probes' nominal 400 ms, not asserted.
+    console.log(`evicted shown ${Math.round(performance.now() - killedAt)} ms after kill -9`);
     expect(await nodeRow(victim.address, "evicted").locator("td.num").first().textContent()).toBe(
       "0 of 2",
     );
