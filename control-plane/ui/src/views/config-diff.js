@@ -45,3 +45,27 @@ export function stable(value) {
       : v,
   );
 }
+
+/**
+ * The leaves that differ between two documents, as "path: before -> after" rows (arrays are
+ * compared whole), so a changed route reads as one line rather than two whole documents.
+ */
+export function fieldChanges(before, after) {
+  const left = leaves(before);
+  const right = leaves(after);
+  const paths = [...new Set([...left.keys(), ...right.keys()])].sort();
+  return paths
+    .filter((path) => left.get(path) !== right.get(path))
+    .map((path) => ({ path, before: left.get(path), after: right.get(path) }));
+}
+
+function leaves(value, path = "", into = new Map()) {
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      leaves(child, path === "" ? key : `${path}.${key}`, into);
+    }
+  } else {
+    into.set(path, stable(value));
+  }
+  return into;
+}

@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { explain, getJson } from "../api.js";
 import { clock, matches } from "../format.js";
 import { Pager, pageOf } from "../paged.js";
-import { diffConfigs } from "./config-diff.js";
+import { diffConfigs, fieldChanges } from "./config-diff.js";
 import { Loading } from "./fleet.js";
 import { useLoad } from "./use-load.js";
 
@@ -123,10 +123,18 @@ function HistoryDiff({ token, epoch }) {
           : html`<ul class="changes">${diff.changes.map(
               (c) => html`<li data-change=${c.change}>
                 <span class=${`badge ${c.change}`}>${c.change}</span> ${c.kind}/${c.name}
-                <div class="sides">
+                ${
+                  c.change === "changed"
+                    ? html`<ul class="fields">${fieldChanges(c.before, c.after).map(
+                        (f) =>
+                          html`<li><code>${f.path}</code>: <del>${f.before ?? "(none)"}</del>${" → "}<ins>${f.after ?? "(none)"}</ins></li>`,
+                      )}</ul>`
+                    : null
+                }
+                <details><summary>Whole documents</summary><div class="sides">
                   ${c.before === undefined ? null : html`<pre aria-label="before">${JSON.stringify(c.before, null, 2)}</pre>`}
                   ${c.after === undefined ? null : html`<pre aria-label="after">${JSON.stringify(c.after, null, 2)}</pre>`}
-                </div>
+                </div></details>
               </li>`,
             )}</ul>`
     }
