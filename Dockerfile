@@ -34,7 +34,7 @@ COPY proto proto
 COPY runtime runtime
 COPY control-plane control-plane
 COPY data-plane data-plane
-RUN npx tsc -b proto runtime control-plane data-plane
+RUN npx tsc -b proto runtime control-plane data-plane && npm run build:console
 
 FROM node:20-bookworm-slim
 # tini as PID 1 forwards signals and reaps the remediation commands the control plane runs.
@@ -55,6 +55,7 @@ COPY --from=build /src/runtime/dist runtime/dist
 COPY control-plane/package.json control-plane/
 COPY control-plane/bin control-plane/bin
 COPY --from=build /src/control-plane/dist control-plane/dist
+COPY --from=build /src/control-plane/ui/dist control-plane/ui/dist
 COPY data-plane/package.json data-plane/
 COPY data-plane/bin data-plane/bin
 COPY --from=build /src/data-plane/dist data-plane/dist

@@ -15,6 +15,7 @@ import { readAdminTls } from "./config/admin-tls.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { readGrpcServerTls } from "./config/grpc-tls.js";
 import { loadControlPlaneSettings } from "./config/load-settings.js";
+import { LiveFeed } from "./console/live-feed.js";
 import { createEtcdElection } from "./election/etcd-election.js";
 import { alwaysLeader } from "./election/leader-election.js";
 import { Fleet } from "./fleet/fleet.js";
@@ -224,6 +225,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     journal,
     health: fleetHealth,
     remediation,
+    // The console's live updates, from the same fleet, health view and journal.
+    live: new LiveFeed({ snapshot: builder, fleet, health: fleetHealth, journal }),
   });
   const [host, port] = splitHostPort(settings.adminListen);
   await unready?.close();

@@ -4,6 +4,9 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { TokenStore } from "../auth/token-store.js";
 import type { AdminTls } from "../config/admin-tls.js";
+import type { LiveFeed } from "../console/live-feed.js";
+import { liveRoutes } from "../console/live-routes.js";
+import { type UiRoutesOptions, uiRoutes } from "../console/ui-routes.js";
 import type { FleetSource } from "../fleet/data-plane-view.js";
 import type { FleetHealth } from "../health/fleet-health.js";
 import type { ConfigHistory } from "../history/config-history.js";
@@ -61,6 +64,10 @@ export interface AdminAppOptions {
   tls?: AdminTls;
   /** Runs progressive rollouts; serves /v1/rollout and takes `rollout` on apply. Default none. */
   rollouts?: RolloutController;
+  /** Serves GET /v1/live, the console's server-sent events; default none. */
+  live?: LiveFeed;
+  /** Where the console page (/ui) is read from; default the build output. */
+  ui?: UiRoutesOptions;
   /** True while the process stops, so /readyz answers 503; default never. */
   draining?: () => boolean;
 }
@@ -130,6 +137,8 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
       remediation: options.remediation,
     });
   }
+  if (options.live !== undefined) await app.register(liveRoutes, { feed: options.live });
+  await app.register(uiRoutes, options.ui ?? {});
   await app.register(statusRoutes, {
     snapshot: options.snapshot,
     fleet: options.fleet,

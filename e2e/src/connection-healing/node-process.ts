@@ -1,10 +1,11 @@
-import { fileURLToPath } from "node:url";
-import { ManagedProcess, waitFor } from "../support/index.js";
+import { ManagedProcess, REPO_ROOT, waitFor } from "../support/index.js";
 
-/** The upstream the request-healing tests kill with SIGKILL; the same one serves here. */
-export const UPSTREAM_SCRIPT = fileURLToPath(
-  new URL("../request-healing/upstream-process.mjs", import.meta.url),
-);
+/**
+ * The upstream the request-healing tests kill with SIGKILL; the same one serves here. Named
+ * from the repository root, since tsc does not copy .mjs files: compiled scripts (npm run
+ * screenshots) find it in src/ too.
+ */
+export const UPSTREAM_SCRIPT = `${REPO_ROOT}e2e/src/request-healing/upstream-process.mjs`;
 
 export interface NodeProcess {
   name: string;
