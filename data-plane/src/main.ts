@@ -382,6 +382,8 @@ export async function startDataPlane(
     healing,
     tunnels,
     logger,
+    // The pipeline's services: a handshake spends the tenant's fleet-wide budget too.
+    services: { clock: healing.clock, quota, tenantMetrics },
   });
   proxy.on("upgrade", upgradeHandler);
   // With workers they serve HTTPS too; this process only checked the certificates at boot.

@@ -19,6 +19,7 @@ import {
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 const LIMITED_KEY = "limited-tenant-key-1";
 const MODEL_KEY = "model-tenant-key-2";
+const BURST_KEY = "burst-tenant-key-3";
 
 // Issue 12 with real processes: one control plane, two data-plane binaries sharing a tenant's
 // traffic, a scripted OpenAI-style upstream, API keys over HTTP. The minute window is an hour
@@ -45,6 +46,11 @@ describe("fleet-wide tenant budgets through two real data planes", () => {
         kind: "tenant",
         name: "limited",
         spec: { apiKeySha256: [sha256(LIMITED_KEY)], requestsPerMinute: 20 },
+      },
+      {
+        kind: "tenant",
+        name: "burst",
+        spec: { apiKeySha256: [sha256(BURST_KEY)], requestsPerMinute: 20 },
       },
       {
         kind: "tenant",
@@ -80,6 +86,18 @@ describe("fleet-wide tenant budgets through two real data planes", () => {
     ((await response.json()) as { error: { code: string } }).error.code;
   const fleetMetric = async (name: string, labels: Record<string, string>) =>
     metricSum(await a.metrics(), name, labels) + metricSum(await b.metrics(), name, labels);
+
+  it("does not refuse a tenant under its limit while its first share is on its way", async () => {
+    // 8 requests at once, the first of the window: no lease has arrived for any of them.
+    const statuses = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const response = await call(a, "/v1/burst", BURST_KEY);
+        await response.text();
+        return response.status;
+      }),
+    );
+    expect(statuses).toEqual(Array(8).fill(200));
+  });
 
   it("holds requestsPerMinute 20 across both data planes: 18-24 of 60 pass, the rest 429 with Retry-After", async () => {
     let admitted = 0;

@@ -7,12 +7,21 @@ import { type ErrorCode, errorBody, errorCatalog } from "../../errors/error-cata
  * request has no ServerResponse, and a client waiting for 101 must still read why not.
  * Returns the status sent.
  */
-export function answerRaw(socket: Duplex, code: ErrorCode, requestId: string): number {
+export function answerRaw(
+  socket: Duplex,
+  code: ErrorCode,
+  requestId: string,
+  /** When the client may come back (a policy's 429), over the catalog's fixed Retry-After. */
+  retryAfterMs?: number,
+): number {
   const entry: { status: number; retryAfterSeconds?: number } = errorCatalog[code];
   const status = entry.status;
   const body = errorBody(code, requestId);
-  const retryAfter =
-    entry.retryAfterSeconds === undefined ? "" : `retry-after: ${entry.retryAfterSeconds}\r\n`;
+  const seconds =
+    retryAfterMs === undefined
+      ? entry.retryAfterSeconds
+      : Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const retryAfter = seconds === undefined ? "" : `retry-after: ${seconds}\r\n`;
   if (!socket.writable) {
     socket.destroy();
     return status;
