@@ -104,6 +104,11 @@ export interface Policy {
     headers: IncomingHttpHeaders,
     services: PolicyServices,
   ): ResponseObserver | undefined;
+  /**
+   * The gateway answers with an error of its own (a policy's 401 or 429, a 502, a 503):
+   * `headers` are added to that answer (CORS, so a browser lets the page read it).
+   */
+  onGatewayAnswer?(request: PolicyRequest, headers: IncomingHttpHeaders): void;
   /** The client's answer is settled with `status`, whatever answered it (counting by tenant). */
   onComplete?(request: PolicyRequest, status: number, services: PolicyServices): void;
 }

@@ -104,6 +104,13 @@ class PolicyHandler extends DecoratorHandler {
   }
 
   override onFailure(failure: Failure): void {
+    const res = this.exchange.res;
+    if (!res.headersSent && !this.exchange.settled) {
+      // Set on the response before the error is written: writeHead keeps them.
+      const added: IncomingHttpHeaders = {};
+      for (const policy of this.policies) policy.onGatewayAnswer?.(this.exchange, added);
+      for (const name in added) res.setHeader(name, added[name]!);
+    }
     this.handler.onFailure(failure);
     this.#complete();
   }

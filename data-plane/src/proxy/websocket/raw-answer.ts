@@ -1,6 +1,11 @@
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { type ErrorCode, errorBody, errorCatalog } from "../../errors/error-catalog.js";
+import {
+  type ErrorCode,
+  errorBody,
+  errorCatalog,
+  retryAfterSeconds,
+} from "../../errors/error-catalog.js";
 
 /**
  * A catalog error written on a raw socket, as HTTP/1.1, then the socket ended: an upgrade
@@ -18,9 +23,7 @@ export function answerRaw(
   const status = entry.status;
   const body = errorBody(code, requestId);
   const seconds =
-    retryAfterMs === undefined
-      ? entry.retryAfterSeconds
-      : Math.max(1, Math.ceil(retryAfterMs / 1000));
+    retryAfterMs === undefined ? entry.retryAfterSeconds : retryAfterSeconds(retryAfterMs);
   const retryAfter = seconds === undefined ? "" : `retry-after: ${seconds}\r\n`;
   if (!socket.writable) {
     socket.destroy();
