@@ -9,8 +9,15 @@ import type { Policy, PolicyCompileContext, PolicyFactory, PolicyRequest } from 
  * until the window resets. Also counts clawgate_tenant_requests_total for every request that
  * has a tenant, whatever answered it.
  */
-/** Requests that already waited once for a share: a second miss is a refusal, not a wait. */
-const waited = new WeakSet<PolicyRequest>();
+/**
+ * How long one request may keep waiting for shares in all (a burst bigger than one share waits
+ * for the next one too); past it, a miss is a refusal. Each single wait is also capped by the
+ * LeaseBook (waitForGrantMs), so a request waits at most about twice this.
+ */
+const WAIT_LIMIT_MS = 500;
+
+/** When each waiting request first waited (services.clock). */
+const waitingSince = new WeakMap<PolicyRequest, number>();
 
 const policy: Policy = Object.freeze({
   name: "rate-limit",
@@ -22,10 +29,14 @@ const policy: Policy = Object.freeze({
     const admission = quota.admit(tenant.name, QuotaKind.REQUESTS_PER_MINUTE, limit);
     if (admission.ok) return undefined;
     // Under the limit but the share asked for is still on its way (just after a start or a
-    // window reset): wait for it once instead of refusing a tenant that has budget left.
-    if (admission.ready !== undefined && !waited.has(request)) {
-      waited.add(request);
-      return { kind: "wait", ready: admission.ready };
+    // window reset): wait for it instead of refusing a tenant that has budget left.
+    if (admission.ready !== undefined) {
+      const now = services.clock.now();
+      const since = waitingSince.get(request) ?? now;
+      if (now - since < WAIT_LIMIT_MS) {
+        waitingSince.set(request, since);
+        return { kind: "wait", ready: admission.ready };
+      }
     }
     return { kind: "error", code: "CLAWGATE_RATE_LIMITED", retryAfterMs: admission.retryAfterMs };
   },
