@@ -57,6 +57,7 @@ import {
 import { PoolRegistry } from "./upstream/pool-registry.js";
 import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
+import { unheldInWorkers } from "./workers/unheld-in-workers.js";
 import { workerCount } from "./workers/worker-count.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 
@@ -188,15 +189,23 @@ export async function startDataPlane(
         const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
         return result && afterApply(result, previous, fromControlPlane(snapshot));
       };
-      return workers === undefined ? here() : inEveryWorker(workers.applySnapshot(snapshot, here));
+      if (workers === undefined) return here();
+      return refusedByWorkers(snapshot) ?? inEveryWorker(workers.applySnapshot(snapshot, here));
     },
     // With workers only the delta travels to each of them, which applies it on the version it
     // serves (the same as this process's: an apply is all or nothing across them).
     applyDelta:
       workers === undefined
         ? applyDeltaHere
-        : (delta) => inEveryWorker(workers.applyDelta(delta, async () => applyDeltaHere(delta))),
+        : (delta) =>
+            refusedByWorkers(delta) ??
+            inEveryWorker(workers.applyDelta(delta, async () => applyDeltaHere(delta))),
   });
+  /** A config the workers cannot hold to its promises is NACKed, never served half-held. */
+  function refusedByWorkers(update: Snapshot | SnapshotDelta): Promise<ApplyResult> | undefined {
+    const reason = unheldInWorkers(update, workerTotal);
+    return reason === undefined ? undefined : inEveryWorker(Promise.resolve({ ok: false, reason }));
+  }
   /**
    * The outcome of an apply made in every worker and then here (two phases: see TwoPhaseApply);
    * /readyz, READY=1 and the ACK follow only once every live worker serves the version. A
@@ -382,6 +391,8 @@ export async function startDataPlane(
     healing,
     tunnels,
     logger,
+    // The pipeline's services: a handshake spends the tenant's fleet-wide budget too.
+    services: { clock: healing.clock, quota, tenantMetrics },
   });
   proxy.on("upgrade", upgradeHandler);
   // With workers they serve HTTPS too; this process only checked the certificates at boot.

@@ -7,7 +7,7 @@ import type { Policy, PolicyAnswer, PolicyFactory, PolicyRequest } from "./polic
  * by the gateway with 204 and never reaches the upstream; an origin not allowed gets the 204
  * without CORS headers, which the browser reads as a refusal. Other requests from an allowed
  * origin go on, and their response gets Access-Control-Allow-Origin (and Expose-Headers,
- * Allow-Credentials). An empty allowMethods or allowHeaders allows what the preflight asks.
+ * Allow-Credentials), and so do the gateway's own error answers (401, 403, 429...). An empty allowMethods or allowHeaders allows what the preflight asks.
  */
 export const cors: PolicyFactory = {
   name: "cors",
@@ -29,17 +29,27 @@ export const cors: PolicyFactory = {
         return { kind: "respond", status: 204, headers: preflight(rules, headers, method) };
       },
       onResponse(request: PolicyRequest, _status: number, headers: IncomingHttpHeaders) {
-        const allowed = allowOrigin(rules, request.req.headers.origin);
-        if (allowed === undefined) return undefined;
-        headers["access-control-allow-origin"] = allowed;
-        if (allowed !== "*") headers.vary = appendVary(headers.vary);
-        if (rules.expose !== undefined) headers["access-control-expose-headers"] = rules.expose;
-        if (config.allowCredentials) headers["access-control-allow-credentials"] = "true";
+        addCorsHeaders(rules, request, headers);
         return undefined;
+      },
+      // A 401, 403 or 429 without CORS headers reaches the page as an opaque network error:
+      // the browser hides the status and the error body from the script that must react.
+      onGatewayAnswer(request: PolicyRequest, headers: IncomingHttpHeaders) {
+        addCorsHeaders(rules, request, headers);
       },
     };
   },
 };
+
+/** The CORS headers of an actual (not preflight) response to an allowed origin. */
+function addCorsHeaders(rules: CorsRules, request: PolicyRequest, headers: IncomingHttpHeaders) {
+  const allowed = allowOrigin(rules, request.req.headers.origin);
+  if (allowed === undefined) return;
+  headers["access-control-allow-origin"] = allowed;
+  if (allowed !== "*") headers.vary = appendVary(headers.vary);
+  if (rules.expose !== undefined) headers["access-control-expose-headers"] = rules.expose;
+  if (rules.credentials) headers["access-control-allow-credentials"] = "true";
+}
 
 interface CorsRules {
   readonly any: boolean;

@@ -65,10 +65,13 @@ export interface PolicyServices {
 /**
  * A policy's answer in place of the upstream's. `error`: a catalog error (401, 403, 413,
  * 429...), with Retry-After when `retryAfterMs` is set. `respond`: an answer of the policy's
- * own with an empty body (a CORS preflight's 204).
+ * own with an empty body (a CORS preflight's 204). `wait`: the request waits (a fleet share
+ * asked for), then this policy runs again (run-policies.ts).
  */
 export type PolicyAnswer =
   | { readonly kind: "error"; readonly code: ErrorCode; readonly retryAfterMs?: number }
+  /** Not yet: run this policy again once `ready` settles (it must then answer otherwise). */
+  | { readonly kind: "wait"; readonly ready: Promise<void> }
   | {
       readonly kind: "respond";
       readonly status: number;
@@ -101,6 +104,11 @@ export interface Policy {
     headers: IncomingHttpHeaders,
     services: PolicyServices,
   ): ResponseObserver | undefined;
+  /**
+   * The gateway answers with an error of its own (a policy's 401 or 429, a 502, a 503):
+   * `headers` are added to that answer (CORS, so a browser lets the page read it).
+   */
+  onGatewayAnswer?(request: PolicyRequest, headers: IncomingHttpHeaders): void;
   /** The client's answer is settled with `status`, whatever answered it (counting by tenant). */
   onComplete?(request: PolicyRequest, status: number, services: PolicyServices): void;
 }

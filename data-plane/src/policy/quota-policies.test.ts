@@ -56,6 +56,23 @@ function request(): PolicyRequest {
 }
 
 describe("rate-limit policy", () => {
+  it("waits for shares on their way for up to half a second, then refuses", () => {
+    const { services } = setup();
+    const policy = rateLimit.compile(context)!;
+    expect(policy.onRequest(request(), services)).toBeUndefined(); // on credit
+    const waiting = request();
+    expect(policy.onRequest(waiting, services)?.kind).toBe("wait");
+    // No grant came: a share is still asked for, so it may wait again while within the limit...
+    (services.clock as FakeClock).advance(400);
+    expect(policy.onRequest(waiting, services)?.kind).toBe("wait");
+    // ...and is refused past it.
+    (services.clock as FakeClock).advance(200);
+    expect(policy.onRequest(waiting, services)).toMatchObject({
+      kind: "error",
+      code: "CLAWGATE_RATE_LIMITED",
+    });
+  });
+
   it("answers 429 with Retry-After until the window resets once the fleet's share is spent", () => {
     const { services, grant, registry } = setup();
     const policy = rateLimit.compile(context)!;

@@ -41,10 +41,37 @@ describe("LeaseBook", () => {
   it("asks once for a share and lets one request through on credit meanwhile", () => {
     const { book, sent } = setup();
     expect(book.admit("acme", RPM, 20)).toEqual({ ok: true });
-    expect(book.admit("acme", RPM, 20)).toEqual({ ok: false, retryAfterMs: 1_000 });
+    expect(book.admit("acme", RPM, 20)).toMatchObject({ ok: false, retryAfterMs: 1_000 });
     expect(sent).toEqual([
       [{ tenant: "acme", kind: RPM, window: 0n, consumed: 0n, wantsMore: true }],
     ]);
+  });
+
+  it("lets the requests that find no lease yet wait for the share asked for, then admits them", async () => {
+    const { book, grant } = setup();
+    expect(book.admit("acme", RPM, 20).ok).toBe(true); // on credit
+    const waiting = [1, 2, 3].map(() => book.admit("acme", RPM, 20));
+    const ready = waiting.map((admission) => (admission.ok ? undefined : admission.ready));
+    expect(ready.every((promise) => promise instanceof Promise)).toBe(true);
+    // One wait per lease: every request waits on the same grant.
+    expect(new Set(ready).size).toBe(1);
+    grant(10);
+    await ready[0];
+    for (let i = 0; i < 3; i++) expect(book.admit("acme", RPM, 20).ok).toBe(true);
+  });
+
+  it("ends the wait when the share does not come, and offers none when no ask could be sent", async () => {
+    const book = new LeaseBook({ now: () => 0, send: () => true, waitForGrantMs: 1 });
+    book.setConnected(true);
+    book.admit("acme", RPM, 20);
+    const admission = book.admit("acme", RPM, 20);
+    expect(admission.ok).toBe(false);
+    await (admission.ok ? undefined : admission.ready); // settled by its timer, not a grant
+    const offline = new LeaseBook({ now: () => 0, send: () => false });
+    offline.setConnected(true);
+    offline.admit("acme", RPM, 20);
+    const refused = offline.admit("acme", RPM, 20);
+    expect(refused.ok === false && refused.ready).toBeUndefined();
   });
 
   it("spends a lease locally and asks again below half of it, before it is empty", () => {

@@ -11,7 +11,15 @@ export interface ConsumptionReport {
 
 export type Admission =
   | { readonly ok: true }
-  | { readonly ok: false; readonly retryAfterMs: number };
+  | {
+      readonly ok: false;
+      readonly retryAfterMs: number;
+      /**
+       * Set when the refusal is only that a share asked for has not arrived yet: settles when
+       * it arrives (or after waitForGrantMs). A caller may wait on it once and admit again.
+       */
+      readonly ready?: Promise<void>;
+    };
 
 export interface LeaseBookOptions {
   /** Monotonic milliseconds (a lease lapses resets_in_ms after it arrived). */
@@ -22,6 +30,12 @@ export interface LeaseBookOptions {
   askTimeoutMs?: number;
   /** Retry-After while waiting for a share the control plane has not answered yet; default 1 s. */
   waitRetryAfterMs?: number;
+  /**
+   * How long a request may wait for a share asked for before it is refused: the first
+   * requests after a start or a window reset then wait for their lease instead of getting 429;
+   * default 500 ms.
+   */
+  waitForGrantMs?: number;
   /** Window of per-minute budgets when counting alone (no control plane); default 60 s. */
   minuteMs?: number;
   /** Window of per-day budgets when counting alone; default 24 h. */
@@ -49,6 +63,13 @@ interface Lease {
   askedAt: number | undefined;
   /** One request was let through on credit since the last grant. */
   credited: boolean;
+  /** Requests waiting for the share asked for; settled by a grant or by its timer. */
+  waiting: Waiting | undefined;
+}
+
+interface Waiting {
+  readonly ready: Promise<void>;
+  readonly release: () => void;
 }
 
 /** Counts alone while no control plane is reachable: each data plane holds the whole limit. */
@@ -63,8 +84,9 @@ interface LocalWindow {
  * waits for the control plane. A lease that falls below half of its last grant asks for more
  * ahead of need, so under steady traffic the next share arrives before this one is spent.
  * A request that finds no lease while an ask is out goes through on credit, once per ask (and
- * is reported, so the fleet's count stays exact); after that it gets 429 with a short
- * Retry-After until the share arrives. Without a control plane (the stream is down) each data
+ * is reported, so the fleet's count stays exact); the next ones wait for the share (up to
+ * waitForGrantMs, see Admission.ready) and get 429 with a short Retry-After only if it does
+ * not come. Without a control plane (the stream is down) each data
  * plane counts alone against the whole limit: limits then hold per data plane, and traffic is
  * never stopped by a control-plane outage.
  */
@@ -82,7 +104,9 @@ export class LeaseBook {
   setConnected(connected: boolean): void {
     if (connected === this.#connected) return;
     this.#connected = connected;
-    // The control plane gave back what this data plane held when the stream ended.
+    // The control plane gave back what this data plane held when the stream ended; requests
+    // waiting for a share go on to be admitted by what holds now.
+    for (const lease of this.#leases.values()) lease.waiting?.release();
     this.#leases.clear();
   }
 
@@ -110,7 +134,11 @@ export class LeaseBook {
       if (spend) this.#spend(lease, 1);
       return ALLOWED;
     }
-    return { ok: false, retryAfterMs: this.#options.waitRetryAfterMs ?? 1_000 };
+    const retryAfterMs = this.#options.waitRetryAfterMs ?? 1_000;
+    // The share is on its way (the ask went out): the request may wait for it rather than be
+    // refused while its tenant is under the limit. Not when nothing was sent (no stream).
+    if (lease.askedAt === undefined) return { ok: false, retryAfterMs };
+    return { ok: false, retryAfterMs, ready: this.#waitFor(lease) };
   }
 
   /** Debits what a response used (tokens) from the tenant's lease, after the fact. */
@@ -141,6 +169,7 @@ export class LeaseBook {
       lease.expiresAt = now + Number(share.resetsInMs);
       lease.askedAt = undefined;
       lease.credited = false;
+      lease.waiting?.release();
     }
   }
 
@@ -153,6 +182,27 @@ export class LeaseBook {
     if (reports.length > 0 && this.#options.send(reports)) {
       for (const lease of this.#leases.values()) lease.unreported = 0;
     }
+  }
+
+  #waitFor(lease: Lease): Promise<void> {
+    if (lease.waiting !== undefined) return lease.waiting.ready;
+    let release = () => {};
+    const ready = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const timer = setTimeout(() => waiting.release(), this.#options.waitForGrantMs ?? 500);
+    // A wait never keeps the process alive.
+    timer.unref();
+    const waiting: Waiting = {
+      ready,
+      release: () => {
+        clearTimeout(timer);
+        if (lease.waiting === waiting) lease.waiting = undefined;
+        release();
+      },
+    };
+    lease.waiting = waiting;
+    return ready;
   }
 
   #spend(lease: Lease, units: number): void {
@@ -185,6 +235,7 @@ export class LeaseBook {
     let lease = this.#leases.get(key);
     if (lease !== undefined && lease.expiresAt <= this.#options.now()) {
       // The window ended: its lease lapsed, and so did the control plane's count of it.
+      lease.waiting?.release();
       this.#leases.delete(key);
       lease = undefined;
     }
@@ -200,6 +251,7 @@ export class LeaseBook {
         exhausted: false,
         askedAt: undefined,
         credited: false,
+        waiting: undefined,
       };
       this.#leases.set(key, lease);
     }

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PolicyServices } from "@clawgate/data-plane";
 import { create, QuotaKind, TenantSchema } from "@clawgate/proto";
@@ -6,37 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ControlPlane, startControlPlane, Teardown, waitFor } from "../support/index.js";
 import { startLeaseHolder } from "./lease-holder.js";
 import { modelCall } from "./model-call.js";
+import { scriptedModel } from "./scripted-model.js";
 
 const RPM = QuotaKind.REQUESTS_PER_MINUTE;
-
-/**
- * A scripted OpenAI-style model: /json answers a chat completion with its usage, /sse streams
- * content chunks and then the final usage chunk, each write a separate chunk on the wire.
- * Either reports 60 tokens; anything else answers "ok".
- */
-function scriptedModel(req: IncomingMessage, res: ServerResponse): void {
-  if (req.url === "/json") {
-    res.setHeader("content-type", "application/json");
-    res.end(
-      JSON.stringify({
-        id: "chatcmpl-1",
-        choices: [{ index: 0, message: { role: "assistant", content: "hi" } }],
-        usage: { prompt_tokens: 20, completion_tokens: 40, total_tokens: 60 },
-      }),
-    );
-    return;
-  }
-  if (req.url === "/sse") {
-    res.setHeader("content-type", "text/event-stream");
-    res.write('data: {"choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n');
-    res.write('data: {"choices":[{"index":0,"delta":{"content":"lo"}}]}\n\n');
-    res.write('data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":40,');
-    res.write('"total_tokens":60}}\n\ndata: [DONE]\n\n');
-    res.end();
-    return;
-  }
-  res.end("ok");
-}
 
 /** Lets the stream deliver what is on its way (a share asked for) before the next request. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -9,15 +9,19 @@ import {
 import {
   type ControlPlane,
   type DataPlane,
+  metricSum,
   startControlPlane,
   startDataPlane,
   Teardown,
   waitForConvergence,
 } from "../support/index.js";
+import { startEchoUpstream } from "../websocket/echo-upstream.js";
+import { openWs } from "../websocket/ws-client.js";
 
 const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 const ALPHA_KEY = "alpha-secret-key-1";
 const BETA_KEY = "beta-secret-key-2";
+const SOCKET_KEY = "socket-secret-key-3";
 
 /** What the upstream saw of one request. */
 interface Seen {
@@ -44,7 +48,10 @@ describe("route policies on real processes", () => {
     models = await startScriptedUpstream(answer(200, "ok"));
     teardown.add("models upstream", () => models.close());
 
-    cp = await startControlPlane();
+    const sockets = await startEchoUpstream();
+    teardown.add("websocket upstream", () => sockets.close());
+    // An hour-long minute window: the handshake budget cannot reset half-way through by bad luck.
+    cp = await startControlPlane({ CLAWGATE_QUOTA_MINUTE_MS: "3600000" });
     teardown.add("control plane", () => cp.stop());
     const route = (name: string, spec: Record<string, unknown>) => ({
       kind: "route" as const,
@@ -58,7 +65,23 @@ describe("route policies on real processes", () => {
         name: "models",
         spec: { nodes: [{ address: models.address }], retryAfterScope: "tenant" },
       },
+      { kind: "upstream", name: "sockets", spec: { nodes: [{ address: sockets.address }] } },
       { kind: "tenant", name: "alpha", spec: { apiKeySha256: [sha256(ALPHA_KEY)] } },
+      {
+        kind: "tenant",
+        name: "socket",
+        spec: { apiKeySha256: [sha256(SOCKET_KEY)], requestsPerMinute: 3 },
+      },
+      route("sockets", {
+        match: { pathPrefix: "/ws" },
+        upstream: "sockets",
+        auth: { tenants: "required" },
+      }),
+      route("browser-private", {
+        match: { pathPrefix: "/app" },
+        cors: { allowOrigins: ["https://app.example"] },
+        auth: { tenants: "required" },
+      }),
       {
         kind: "tenant",
         name: "beta",
@@ -190,6 +213,39 @@ describe("route policies on real processes", () => {
     expect(simple.headers.get("access-control-allow-origin")).toBe("https://app.example");
     expect(simple.headers.get("access-control-expose-headers")).toBe("x-request-id");
     expect(simple.headers.get("vary")).toContain("Origin");
+  });
+
+  it("puts CORS headers on the gateway's own 401 and 403, so a browser page can read them", async () => {
+    const origin = { origin: "https://app.example" };
+    const unauthorized = await get("/app/x", origin);
+    expect(unauthorized.status).toBe(401);
+    expect(unauthorized.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    expect(unauthorized.headers.get("vary")).toContain("Origin");
+    const forbidden = await get("/app/x", { ...origin, "x-api-key": BETA_KEY });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    // A foreign origin is still told nothing.
+    const foreign = await get("/app/x", { origin: "https://evil.example" });
+    expect(foreign.status).toBe(401);
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("holds a tenant's requestsPerMinute on WebSocket handshakes and counts them by tenant", async () => {
+    const key = { "x-api-key": SOCKET_KEY };
+    for (let i = 0; i < 3; i++) {
+      const ws = await openWs(dp.proxyUrl, "/ws/chat", key);
+      expect(ws.statusLine).toContain(" 101 ");
+      ws.socket.destroy();
+    }
+    const refused = await openWs(dp.proxyUrl, "/ws/chat", key);
+    expect(refused.statusLine).toContain(" 429 ");
+    expect(refused.answer).toContain("CLAWGATE_RATE_LIMITED");
+    expect(refused.answer).toMatch(/retry-after: \d+/i);
+    const metrics = await dp.metrics();
+    const count = (code: string) =>
+      metricSum(metrics, "clawgate_tenant_requests_total", { tenant: "socket", code });
+    expect(count("101")).toBe(3);
+    expect(count("429")).toBe(1);
   });
 
   it("refuses a client address in ipDeny, or outside ipAllow, with 403", async () => {

@@ -16,7 +16,12 @@ export interface WsClient {
   socket: Socket;
 }
 
-export function openWs(proxyUrl: string, path: string): Promise<WsClient> {
+export function openWs(
+  proxyUrl: string,
+  path: string,
+  /** Extra handshake headers (an API key). */
+  headers: Record<string, string> = {},
+): Promise<WsClient> {
   const url = new URL(proxyUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname);
@@ -81,7 +86,11 @@ export function openWs(proxyUrl: string, path: string): Promise<WsClient> {
     });
     socket.write(
       `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-        `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n` +
+        Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join("") +
+        "\r\n",
     );
   });
 }

@@ -37,13 +37,22 @@ export function policyChain(services: PolicyServices): Interceptor {
       return;
     }
     const following = new PolicyHandler(handler, exchange, policies, services);
-    const answer = runRequestPolicies(policies, exchange, services);
-    if (answer !== undefined) answerWith(following, answer);
-    else next(exchange, following);
+    const verdict = runRequestPolicies(policies, exchange, services);
+    if (verdict === undefined) next(exchange, following);
+    else if (!(verdict instanceof Promise)) answerWith(following, verdict);
+    else {
+      // A policy waits (a fleet share on its way, a few ms): the request goes on after it.
+      verdict.then(
+        (answer) =>
+          answer === undefined ? next(exchange, following) : answerWith(following, answer),
+        () => answerWith(following, { kind: "error", code: "CLAWGATE_INTERNAL" }),
+      );
+    }
   };
 }
 
 function answerWith(handler: StageHandler, answer: PolicyAnswer): void {
+  if (answer.kind === "wait") throw new Error("a wait answer is settled by runRequestPolicies");
   if (answer.kind === "error") {
     handler.onFailure({ kind: "rejected", code: answer.code, retryAfterMs: answer.retryAfterMs });
     return;
@@ -95,6 +104,13 @@ class PolicyHandler extends DecoratorHandler {
   }
 
   override onFailure(failure: Failure): void {
+    const res = this.exchange.res;
+    if (!res.headersSent && !this.exchange.settled) {
+      // Set on the response before the error is written: writeHead keeps them.
+      const added: IncomingHttpHeaders = {};
+      for (const policy of this.policies) policy.onGatewayAnswer?.(this.exchange, added);
+      for (const name in added) res.setHeader(name, added[name]!);
+    }
     this.handler.onFailure(failure);
     this.#complete();
   }

@@ -10,7 +10,7 @@ import {
   errorCodeForFailure,
 } from "../../errors/failure-kind.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../../metrics/proxy-metrics.js";
-import type { PolicyRequest } from "../../policy/policy.js";
+import type { PolicyAnswer, PolicyRequest, PolicyServices } from "../../policy/policy.js";
 import { runRequestPolicies } from "../../policy/run-policies.js";
 import type { PoolRegistry } from "../../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "../forward-headers.js";
@@ -31,6 +31,12 @@ export interface UpgradeHandlerOptions {
   healing: RequestHealing;
   tunnels: Tunnels;
   logger: Logger;
+  /**
+   * What the route's policies draw on, the same object as the request pipeline's (fleet-wide
+   * leases, tenant metrics), so a handshake spends a tenant's budget like any request; default
+   * only the healing clock (budgets then not held on handshakes).
+   */
+  services?: PolicyServices;
   /** As the proxy handler's: keep the client's X-Forwarded-For chain; default true. */
   trustForwardedFor?: boolean;
 }
@@ -48,6 +54,7 @@ export function createUpgradeHandler(
 ): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { current, pools, metrics, healing, tunnels, logger } = options;
   const trustForwardedFor = options.trustForwardedFor ?? true;
+  const services: PolicyServices = options.services ?? { clock: healing.clock };
   const nextRequestId = createRequestIdSource();
 
   return function onUpgrade(req, socket, head) {
@@ -70,9 +77,11 @@ export function createUpgradeHandler(
     route: string,
     upstream: string,
     startedAt: number,
-  ): void {
-    const status = answerRaw(socket, code, requestId);
+    retryAfterMs?: number,
+  ): number {
+    const status = answerRaw(socket, code, requestId, retryAfterMs);
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
+    return status;
   }
 
   function upgrade(
@@ -99,11 +108,19 @@ export function createUpgradeHandler(
       refuse(socket, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
       return;
     }
+    const chosen = target;
     const upstream = target.upstream.name;
     healing.syncWith(snapshot);
     const record = healing.upstream(upstream)!;
-    const end = (code: ErrorCode) =>
-      refuse(socket, code, requestId, route.name, upstream, startedAt);
+    const policies = route.policies;
+    const end = (code: ErrorCode, retryAfterMs?: number) => {
+      const status = refuse(socket, code, requestId, route.name, upstream, startedAt, retryAfterMs);
+      settled(status);
+    };
+    // The policies learn how the handshake ended (clawgate_tenant_requests_total by code).
+    const settled = (status: number) => {
+      for (const policy of policies) policy.onComplete?.(policyRequest, status, services);
+    };
 
     const forwarded = upstreamRequestHeaders(req, {
       host:
@@ -114,113 +131,131 @@ export function createUpgradeHandler(
     });
     // The route's policies hold for a handshake as for any request: no tunnel without a key.
     const policyRequest: PolicyRequest = { req, requestId, headers: forwarded, tenant: undefined };
-    if (route.policies.length > 0) {
-      const answer = runRequestPolicies(route.policies, policyRequest, healing);
+    const verdict =
+      policies.length === 0 ? undefined : runRequestPolicies(policies, policyRequest, services);
+    if (verdict instanceof Promise) {
+      // A policy waits for a fleet share (a few ms); a client gone meanwhile is not forwarded.
+      verdict.then(
+        (answer) => {
+          if (socket.destroyed) return;
+          afterPolicies(answer);
+        },
+        () => end("CLAWGATE_INTERNAL"),
+      );
+    } else afterPolicies(verdict);
+
+    function afterPolicies(answer: PolicyAnswer | undefined): void {
       if (answer !== undefined) {
         // A policy's own answer (a CORS preflight) is no handshake: refused like one.
-        end(answer.kind === "error" ? answer.code : "CLAWGATE_BAD_REQUEST");
+        if (answer.kind === "error") end(answer.code, answer.retryAfterMs);
+        else end("CLAWGATE_BAD_REQUEST");
         return;
       }
+      connect(chosen);
     }
 
-    const scope = target.upstream.retryAfterScope;
-    if (!scopedCooldownCheck(record, scope, policyRequest.tenant?.name).ok) {
-      healing.breakerMetrics.retryAfterSkip(upstream);
-      metrics.upstreamError(upstream, "retry_after");
-      end("CLAWGATE_UPSTREAM_COOLDOWN");
-      return;
-    }
-    const permit = record.breaker.acquire();
-    if (!permit.ok) {
-      healing.breakerMetrics.rejected(upstream);
-      metrics.upstreamError(upstream, "breaker_open");
-      end("CLAWGATE_BREAKER_OPEN");
-      return;
-    }
-    const node = pickNode(record);
-    if (node === undefined) {
-      record.breaker.release(permit);
-      metrics.upstreamError(upstream, "no_healthy_node");
-      end("CLAWGATE_NO_HEALTHY_NODE");
-      return;
-    }
+    function connect(target: NonNullable<typeof chosen>): void {
+      const scope = target.upstream.retryAfterScope;
+      if (!scopedCooldownCheck(record, scope, policyRequest.tenant?.name).ok) {
+        healing.breakerMetrics.retryAfterSkip(upstream);
+        metrics.upstreamError(upstream, "retry_after");
+        end("CLAWGATE_UPSTREAM_COOLDOWN");
+        return;
+      }
+      const permit = record.breaker.acquire();
+      if (!permit.ok) {
+        healing.breakerMetrics.rejected(upstream);
+        metrics.upstreamError(upstream, "breaker_open");
+        end("CLAWGATE_BREAKER_OPEN");
+        return;
+      }
+      const node = pickNode(record);
+      if (node === undefined) {
+        record.breaker.release(permit);
+        metrics.upstreamError(upstream, "no_healthy_node");
+        end("CLAWGATE_NO_HEALTHY_NODE");
+        return;
+      }
 
-    const failed = (kind: AttemptFailureKind, error?: Error) => {
-      const outcome = breakerOutcomeOf(kind);
-      if (outcome === undefined) record.breaker.release(permit);
-      else record.breaker.record(permit, outcome);
-      if (kind === "refused") healing.reportRefused(node.upstream, node.address);
-      metrics.upstreamError(upstream, kind);
-      logger.warn(
-        { requestId, route: route.name, upstream, node: node.address, kind, err: error?.message },
-        `websocket handshake failed: ${kind}`,
-      );
-      end(errorCodeForFailure(kind));
-    };
-
-    let pool: ReturnType<PoolRegistry["get"]>;
-    try {
-      pool = pools.get(node.address, target.poolSettings);
-    } catch {
-      record.breaker.release(permit);
-      end("CLAWGATE_NO_HEALTHY_NODE"); // only after pools.close(): shutting down
-      return;
-    }
-    let answeredStatus = 0;
-    const attempt = new UpgradeAttempt(socket, requestId, {
-      upgraded(answered, upstreamSocket) {
-        record.breaker.record(permit, "success");
-        if (socket.destroyed) {
-          upstreamSocket.destroy();
-          return;
-        }
-        socket.write(switchingProtocols(answered, requestId));
-        if (head.length > 0) upstreamSocket.write(head);
-        metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
-        tunnels.open(route.name, socket, upstreamSocket);
-      },
-      // The node said no (401, 403, 404, 426...): the client reads its answer, and the breaker
-      // judges it as it judges any response: a 5xx is the node failing, the rest is the node
-      // working and refusing this handshake.
-      answered(status) {
-        answeredStatus = status;
-        record.breaker.record(permit, status >= 500 ? "status_5xx" : "success");
-      },
-      relayed() {
-        metrics.request(
-          route.name,
-          upstream,
-          answeredStatus,
-          (performance.now() - startedAt) / 1000,
+      const failed = (kind: AttemptFailureKind, error?: Error) => {
+        const outcome = breakerOutcomeOf(kind);
+        if (outcome === undefined) record.breaker.release(permit);
+        else record.breaker.record(permit, outcome);
+        if (kind === "refused") healing.reportRefused(node.upstream, node.address);
+        metrics.upstreamError(upstream, kind);
+        logger.warn(
+          { requestId, route: route.name, upstream, node: node.address, kind, err: error?.message },
+          `websocket handshake failed: ${kind}`,
         );
-      },
-      failed(error, clientLeft) {
-        if (answeredStatus !== 0) {
-          // Its status went out already; the breaker learned it then.
+        end(errorCodeForFailure(kind));
+      };
+
+      let pool: ReturnType<PoolRegistry["get"]>;
+      try {
+        pool = pools.get(node.address, target.poolSettings);
+      } catch {
+        record.breaker.release(permit);
+        end("CLAWGATE_NO_HEALTHY_NODE"); // only after pools.close(): shutting down
+        return;
+      }
+      let answeredStatus = 0;
+      const attempt = new UpgradeAttempt(socket, requestId, {
+        upgraded(answered, upstreamSocket) {
+          record.breaker.record(permit, "success");
+          if (socket.destroyed) {
+            upstreamSocket.destroy();
+            return;
+          }
+          socket.write(switchingProtocols(answered, requestId));
+          if (head.length > 0) upstreamSocket.write(head);
+          metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
+          settled(101);
+          tunnels.open(route.name, socket, upstreamSocket);
+        },
+        // The node said no (401, 403, 404, 426...): the client reads its answer, and the breaker
+        // judges it as it judges any response: a 5xx is the node failing, the rest is the node
+        // working and refusing this handshake.
+        answered(status) {
+          answeredStatus = status;
+          record.breaker.record(permit, status >= 500 ? "status_5xx" : "success");
+        },
+        relayed() {
           metrics.request(
             route.name,
             upstream,
             answeredStatus,
             (performance.now() - startedAt) / 1000,
           );
-          return;
-        }
-        if (clientLeft) {
-          record.breaker.release(permit);
-          return;
-        }
-        failed(classifyUpstreamError(error), error);
-      },
-    });
-    pool.dispatch(
-      {
-        path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
-        method: "GET",
-        upgrade: "websocket",
-        headers: forwarded,
-      },
-      attempt,
-    );
+          settled(answeredStatus);
+        },
+        failed(error, clientLeft) {
+          if (answeredStatus !== 0) {
+            // Its status went out already; the breaker learned it then.
+            metrics.request(
+              route.name,
+              upstream,
+              answeredStatus,
+              (performance.now() - startedAt) / 1000,
+            );
+            return;
+          }
+          if (clientLeft) {
+            record.breaker.release(permit);
+            return;
+          }
+          failed(classifyUpstreamError(error), error);
+        },
+      });
+      pool.dispatch(
+        {
+          path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
+          method: "GET",
+          upgrade: "websocket",
+          headers: forwarded,
+        },
+        attempt,
+      );
+    }
   }
 }
 
