@@ -41,7 +41,7 @@ describe("upstream TLS files reloaded when they change", () => {
     teardown.add("control plane", () => cp.stop());
     dp = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress });
     teardown.add("data plane", () => dp.stop());
-    await cp.admin.apply([
+    const applied = await cp.admin.apply([
       {
         kind: "upstream",
         name: "secure",
@@ -58,7 +58,9 @@ describe("upstream TLS files reloaded when they change", () => {
         spec: { match: { pathPrefix: "/secure" }, upstream: "secure", retry: { attempts: 0 } },
       },
     ]);
-    await waitForConvergence(cp, [dp]);
+    // The data plane already runs, on the empty config: wait for the version holding the route.
+    const { revision } = applied.body as { revision: number };
+    await waitForConvergence(cp, [dp], { atLeast: revision });
   });
 
   afterAll(() => teardown.run());

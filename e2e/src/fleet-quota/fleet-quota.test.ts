@@ -69,7 +69,7 @@ describe("fleet-wide tenant budgets through a real control plane", () => {
 
   it("spends a token budget with OpenAI-style JSON and SSE usage on one data plane, refuses the tenant on the other, and resets", async () => {
     const { a, b } = await withTenant(
-      { CLAWGATE_QUOTA_MINUTE_MS: "2000" },
+      { CLAWGATE_QUOTA_MINUTE_MS: "8000" },
       { tokensPerMinute: 100 },
       teardown,
     );

@@ -23,7 +23,7 @@ const BURST_KEY = "burst-tenant-key-3";
 
 // Issue 12 with real processes: one control plane, two data-plane binaries sharing a tenant's
 // traffic, a scripted OpenAI-style upstream, API keys over HTTP. The minute window is an hour
-// long so the rate-limit run cannot straddle two windows; the day window is 4 s so the token
+// long so the rate-limit run cannot straddle two windows; the day window is 8 s so the token
 // budget resets within the test.
 describe("fleet-wide tenant budgets through two real data planes", () => {
   const teardown = new Teardown();
@@ -37,7 +37,7 @@ describe("fleet-wide tenant budgets through two real data planes", () => {
     teardown.add("model upstream", () => model.close());
     cp = await startControlPlane({
       CLAWGATE_QUOTA_MINUTE_MS: "3600000",
-      CLAWGATE_QUOTA_DAY_MS: "4000",
+      CLAWGATE_QUOTA_DAY_MS: "8000",
     });
     teardown.add("control plane", () => cp.stop());
     const write = await cp.admin.apply([
@@ -154,7 +154,7 @@ describe("fleet-wide tenant budgets through two real data planes", () => {
     const tokens = { tenant: "spender" };
     expect(metricSum(await a.metrics(), "clawgate_tenant_tokens_total", tokens)).toBeGreaterThan(0);
     expect(metricSum(await b.metrics(), "clawgate_tenant_tokens_total", tokens)).toBeGreaterThan(0);
-    // The window resets (4 s): calls that report no usage go through on both data planes again.
+    // The window resets (8 s): calls that report no usage go through on both data planes again.
     for (const dp of [a, b]) {
       await waitFor(
         async () => {
