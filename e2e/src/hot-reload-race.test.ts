@@ -99,7 +99,7 @@ describe("hot reload under traffic", () => {
       CLAWGATE_LOG_LEVEL: "warn",
     });
     teardown.add("control plane", () => cp.stop());
-    await cp.admin.apply([
+    const applied = await cp.admin.apply([
       { kind: "upstream", name: "u1", spec: nodeSpec("u1", 0) },
       { kind: "upstream", name: "u2", spec: nodeSpec("u2", 0) },
       { kind: "route", name: "race", spec: routeSpec("u1") },
@@ -110,7 +110,10 @@ describe("hot reload under traffic", () => {
       CLAWGATE_LOG_LEVEL: "warn",
     });
     teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
+    // Not an earlier version published before the apply: the one holding its resources.
+    await waitForConvergence(cp, [dp], {
+      atLeast: (applied.body as { revision: number }).revision,
+    });
   });
 
   afterAll(() => teardown.run());

@@ -60,7 +60,7 @@ describe("progressive rollout on etcd with two data planes", () => {
     broken = await startScriptedUpstream(answer(500, "broken"));
     teardown.add("broken upstream", () => broken.close());
     env = { CLAWGATE_ADMIN_URL: cp.adminUrl, CLAWGATE_ADMIN_TOKEN: cp.token };
-    await cp.admin.apply([
+    const applied = await cp.admin.apply([
       { kind: "upstream", name: "good", spec: { nodes: [{ address: good.address }] } },
       { kind: "route", name: "api", spec: { match: { pathPrefix: "/api" }, upstream: "good" } },
     ]);
@@ -68,7 +68,10 @@ describe("progressive rollout on etcd with two data planes", () => {
     teardown.add("dp-a", () => dpA.stop());
     dpB = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-b" });
     teardown.add("dp-b", () => dpB.stop());
-    await waitForConvergence(cp, [dpA, dpB]);
+    // Not an earlier version published before the apply: the one holding its resources.
+    await waitForConvergence(cp, [dpA, dpB], {
+      atLeast: (applied.body as { revision: number }).revision,
+    });
   }, 60_000);
   afterAll(() => teardown.run());
 

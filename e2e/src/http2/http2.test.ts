@@ -109,7 +109,7 @@ describe("HTTP/2 on the proxy's TLS listener", () => {
     });
     teardown.add("data plane", () => dp.stop());
     const rareProbes = { intervalMs: 3_600_000, path: "/healthz" };
-    await cp.admin.apply([
+    const applied = await cp.admin.apply([
       { kind: "upstream", name: "plain", spec: { nodes: [{ address: plain.address }] } },
       { kind: "upstream", name: "streams", spec: { nodes: [{ address: streams.address }] } },
       {
@@ -130,7 +130,10 @@ describe("HTTP/2 on the proxy's TLS listener", () => {
       },
       { kind: "route", name: "h2", spec: { match: { pathPrefix: "/h2" }, upstream: "h2" } },
     ]);
-    await waitForConvergence(cp, [dp]);
+    // Not an earlier version published before the apply: the one holding its resources.
+    await waitForConvergence(cp, [dp], {
+      atLeast: (applied.body as { revision: number }).revision,
+    });
     session = connect(`https://127.0.0.1:${tlsPort}`, { ca, servername: "localhost" });
     teardown.add("h2 client", () => new Promise<void>((resolve) => session.close(resolve)));
   });

@@ -45,7 +45,7 @@ describe("mass eviction of 5,000 refusing nodes", () => {
     teardown.add("upstream live", () => live.close());
     cp = await startControlPlane({ CLAWGATE_LOG_LEVEL: "warn" });
     teardown.add("control plane", () => cp.stop());
-    await cp.admin.apply([
+    const applied = await cp.admin.apply([
       {
         kind: "upstream",
         name: "live",
@@ -61,7 +61,10 @@ describe("mass eviction of 5,000 refusing nodes", () => {
       NODE_OPTIONS: "--max-old-space-size=768",
     });
     teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
+    // Not an earlier version published before the apply: the one holding its resources.
+    await waitForConvergence(cp, [dp], {
+      atLeast: (applied.body as { revision: number }).revision,
+    });
   });
 
   afterAll(() => teardown.run());
