@@ -1,12 +1,11 @@
 import { readFileSync } from "node:fs";
-import { request } from "node:https";
-import type { TLSSocket } from "node:tls";
 import { issueServerCertificate, makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
   freePorts,
+  httpsGet,
   metricValue,
   type NamedUpstream,
   type NamedUpstreamReply,
@@ -18,31 +17,6 @@ import {
   waitFor,
   waitForConvergence,
 } from "./support/index.js";
-
-interface HttpsReply {
-  status: number;
-  body: string;
-  /** The SAN of the certificate the proxy presented. */
-  presented: string;
-}
-
-/** GET over HTTPS, trusting only `ca`, sending `servername` as SNI. */
-function httpsGet(port: number, path: string, ca: string, servername: string): Promise<HttpsReply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, ca, servername, agent: false, timeout: 10_000 },
-      (res) => {
-        const presented = (res.socket as TLSSocket).getPeerCertificate().subjectaltname ?? "";
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode!, body, presented }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 // TLS both ways with the real binaries and throwaway certificates: clients reach the data
 // plane's HTTPS listener (certificate chosen by SNI), which dials HTTPS upstreams with each
@@ -138,13 +112,13 @@ describe("TLS on the proxy listener and to upstreams", () => {
 
   it("serves HTTPS clients with the certificate their SNI name selects, and proxies to HTTPS", async () => {
     const named = await httpsGet(tlsPort, "/secure/a", ca, "gateway.test");
-    expect(named.presented).toBe("DNS:gateway.test");
+    expect(named.san).toBe("DNS:gateway.test");
     expect(named.status).toBe(200);
     const reply = JSON.parse(named.body) as NamedUpstreamReply;
     expect(reply.upstream).toBe("good");
     expect(reply.headers["x-forwarded-proto"]).toBe("https");
     const fallback = await httpsGet(tlsPort, "/secure/b", ca, "localhost");
-    expect(fallback.presented).toBe("IP Address:127.0.0.1, DNS:localhost");
+    expect(fallback.san).toBe("IP Address:127.0.0.1, DNS:localhost");
     // The plaintext listener stays beside it.
     expect((await send(`${dp.proxyUrl}/secure/c`)).status).toBe(200);
   });

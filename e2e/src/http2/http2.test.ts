@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import { type ClientHttp2Session, connect, type IncomingHttpHeaders } from "node:http2";
-import { request } from "node:https";
 import { makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type StreamUpstream, startStreamUpstream } from "../long-streams/stream-upstream.js";
@@ -8,6 +7,7 @@ import {
   type ControlPlane,
   type DataPlane,
   freePorts,
+  httpsGet,
   type NamedUpstream,
   type NamedUpstreamReply,
   startControlPlane,
@@ -48,27 +48,6 @@ function h2Request(
     stream.on("end", () => resolve({ headers: responseHeaders, body: text, chunks }));
     stream.on("error", reject);
     if (body !== undefined) stream.end(body);
-  });
-}
-
-/** A GET over HTTPS offering only HTTP/1.1 in ALPN (node:https does). */
-function http1Get(port: number, path: string, ca: string) {
-  return new Promise<{ status: number; httpVersion: string; body: string }>((resolve, reject) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, ca, servername: "localhost", agent: false, timeout: 10_000 },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          body += chunk;
-        });
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, httpVersion: res.httpVersion, body }),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.end();
   });
 }
 
@@ -169,14 +148,14 @@ describe("HTTP/2 on the proxy's TLS listener", () => {
   });
 
   it("serves HTTP/1.1 clients on the same port", async () => {
-    const reply = await http1Get(tlsPort, "/api/one", ca);
+    const reply = await httpsGet(tlsPort, "/api/one", ca, "localhost");
     expect(reply.status).toBe(200);
     expect(reply.httpVersion).toBe("1.1");
     expect((JSON.parse(reply.body) as NamedUpstreamReply).upstream).toBe("plain");
   });
 
   it("speaks HTTP/2 to an upstream that asks for it, a request body included", async () => {
-    const fromH1 = await http1Get(tlsPort, "/h2/a", ca);
+    const fromH1 = await httpsGet(tlsPort, "/h2/a", ca, "localhost");
     expect(fromH1.status).toBe(200);
     expect(JSON.parse(fromH1.body) as H2UpstreamReply).toMatchObject({
       httpVersion: "2.0",

@@ -1,12 +1,11 @@
 import { readFileSync } from "node:fs";
-import { request } from "node:https";
-import type { TLSSocket } from "node:tls";
 import { issueServerCertificate, makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
   freePorts,
+  httpsGet,
   metricSum,
   metricValue,
   type NamedUpstream,
@@ -17,26 +16,6 @@ import {
   waitFor,
   waitForConvergence,
 } from "../support/index.js";
-
-/** GET over HTTPS on a new connection, trusting only `ca`: the status and the SAN presented. */
-function httpsGet(
-  port: number,
-  path: string,
-  ca: string,
-): Promise<{ status: number; san: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: "127.0.0.1", port, path, ca, agent: false, timeout: 10_000 },
-      (res) => {
-        const san = (res.socket as TLSSocket).getPeerCertificate().subjectaltname ?? "";
-        res.resume();
-        res.on("end", () => resolve({ status: res.statusCode!, san }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 // One story: each `it` builds on the state the one before left.
 describe("the HTTPS listener of a data plane with workers: 2", () => {
