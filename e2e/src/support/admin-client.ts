@@ -43,6 +43,14 @@ export class AdminApiError extends Error {
 /** The control plane's admin API as a user sees it: JSON over HTTP with a bearer token. */
 export class AdminClient {
   /**
+   * The newest store revision a config write through this client produced (put, delete, apply).
+   * Every snapshot published after that write has at least this version, so a wait for
+   * convergence can start from it instead of accepting whatever version a data plane and the
+   * control plane happen to agree on first (often the one from before the write).
+   */
+  lastConfigRevision = 0;
+
+  /**
    * @param baseUrl e.g. http://127.0.0.1:9180 (no trailing slash)
    * @param token the admin bearer token
    */
@@ -95,16 +103,16 @@ export class AdminClient {
     return response;
   }
 
-  put(collection: ResourceCollection, name: string, spec: unknown): Promise<AdminResponse> {
-    return this.call("PUT", `/v1/${collection}/${name}`, spec);
+  async put(collection: ResourceCollection, name: string, spec: unknown): Promise<AdminResponse> {
+    return this.noteConfigWrite(await this.call("PUT", `/v1/${collection}/${name}`, spec));
   }
 
   get(collection: ResourceCollection, name: string): Promise<AdminResponse> {
     return this.call("GET", `/v1/${collection}/${name}`);
   }
 
-  delete(collection: ResourceCollection, name: string): Promise<AdminResponse> {
-    return this.call("DELETE", `/v1/${collection}/${name}`);
+  async delete(collection: ResourceCollection, name: string): Promise<AdminResponse> {
+    return this.noteConfigWrite(await this.call("DELETE", `/v1/${collection}/${name}`));
   }
 
   putUpstream(name: string, spec: unknown): Promise<AdminResponse> {
@@ -116,8 +124,30 @@ export class AdminClient {
   }
 
   /** Several resources in one transaction: one store revision for all of them. */
-  apply(resources: ApplyResource[], options: { dryRun?: boolean; prune?: boolean } = {}) {
-    return this.call("POST", "/v1/apply", { resources, ...options });
+  async apply(resources: ApplyResource[], options: { dryRun?: boolean; prune?: boolean } = {}) {
+    const response = await this.call("POST", "/v1/apply", { resources, ...options });
+    return options.dryRun === true ? response : this.noteConfigWrite(response);
+  }
+
+  /**
+   * Remembers the revision a config write produced: the ETag of a put or delete, or the newest
+   * revision among the resources an apply changed (an apply that changed nothing publishes no
+   * snapshot, so its commit revision is no version to wait for).
+   */
+  private noteConfigWrite<T>(response: AdminResponse<T>): AdminResponse<T> {
+    const results = (response.body as { results?: unknown } | undefined)?.results;
+    const revision = Array.isArray(results)
+      ? Math.max(
+          0,
+          ...results
+            .filter((r: { action?: unknown }) => r.action !== "unchanged")
+            .map((r: { revision?: unknown }) => (typeof r.revision === "number" ? r.revision : 0)),
+        )
+      : response.revision;
+    if (revision !== undefined && revision > this.lastConfigRevision) {
+      this.lastConfigRevision = revision;
+    }
+    return response;
   }
 
   async snapshot(): Promise<SnapshotStatusBody> {

@@ -3,14 +3,18 @@ import type { DataPlane } from "./data-plane-process.js";
 import { waitFor } from "./wait-for.js";
 
 export interface ConvergenceOptions {
-  /** Wait at least until this version is published (e.g. the revision of a write); default any. */
+  /**
+   * Wait at least until this version is published (e.g. the revision of a write); default the
+   * newest revision a config write through `cp.admin` produced.
+   */
   atLeast?: number;
   /** Deadline; default 20 s. */
   timeoutMs?: number;
 }
 
 /**
- * Waits until the control plane has published a version (at least `atLeast`), every data plane
+ * Waits until the control plane has published a version (at least `atLeast`, by default the
+ * revision of the last config write through `cp.admin`), every data plane
  * reports it as clawgate_snapshot_version, and the CP lists every one of them as SYNCED at that
  * version. Resolves with the version.
  */
@@ -19,7 +23,7 @@ export async function waitForConvergence(
   dataPlanes: DataPlane[],
   options: ConvergenceOptions = {},
 ): Promise<number> {
-  const atLeast = options.atLeast ?? 0;
+  const atLeast = options.atLeast ?? cp.admin.lastConfigRevision;
   let seen = "";
   return waitFor(
     async () => {
