@@ -108,15 +108,17 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
       },
     ]);
     const env = { CLAWGATE_CP_ADDRESSES: cp.grpcAddress };
+    // Three node processes start at once: a busy 2-core machine may take its time.
+    const start = { readyTimeoutMs: 60_000 };
     [a, b] = await Promise.all([
-      startDataPlane(env),
-      startDataPlane({ ...env, CLAWGATE_WORKERS: "2" }),
+      startDataPlane(env, start),
+      startDataPlane({ ...env, CLAWGATE_WORKERS: "2" }, start),
     ]);
     teardown.add("data plane a", () => a.stop());
     teardown.add("data plane b", () => b.stop());
     // Served, not NACKed: a data plane with workers holds tenant limits and fleet probes now.
     await waitForConvergence(cp, [a, b], { atLeast: write.revision ?? 1 });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(() => teardown.run(), 30_000);
 
