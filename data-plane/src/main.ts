@@ -57,7 +57,7 @@ import {
 import { PoolRegistry } from "./upstream/pool-registry.js";
 import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
-import { unheldInWorkers } from "./workers/unheld-in-workers.js";
+import { WorkerCoordination } from "./workers/worker-coordination.js";
 import { workerCount } from "./workers/worker-count.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 
@@ -152,6 +152,8 @@ export async function startDataPlane(
           registry,
           served: () => applied.current()?.source,
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
+          onCoordination: (worker, message) => coordination?.message(worker, message),
+          onGone: (worker) => coordination?.gone(worker),
         })
       : undefined;
   // Workers' pickers follow this process's probes: every eviction and return reaches them.
@@ -171,10 +173,20 @@ export async function startDataPlane(
     now: () => performance.now(),
     send: (reports) => client.sendQuotaUsage(reports),
   });
+  // With workers the primary keeps the one set of leases and the one probe claim per upstream
+  // the control plane sees; the workers spend sub-shares and probe through it.
+  const coordination =
+    workers && new WorkerCoordination({ workers, book: quota, fleetProbes, nodeId: config.nodeId });
   const tenantMetrics = new TenantMetrics(requestRegistry);
   const client = new SnapshotClient({
-    onQuotaGrant: (grant) => quota.grant(grant),
-    onProbeVerdict: (verdict) => fleetProbes.onVerdict(verdict),
+    onQuotaGrant: (grant) => {
+      quota.grant(grant);
+      coordination?.granted(grant);
+    },
+    onProbeVerdict: (verdict) => {
+      fleetProbes.onVerdict(verdict);
+      coordination?.verdict(verdict);
+    },
     addresses: config.cpAddresses,
     nodeId: config.nodeId,
     hostname: hostname(),
@@ -190,22 +202,15 @@ export async function startDataPlane(
         return result && afterApply(result, previous, fromControlPlane(snapshot));
       };
       if (workers === undefined) return here();
-      return refusedByWorkers(snapshot) ?? inEveryWorker(workers.applySnapshot(snapshot, here));
+      return inEveryWorker(workers.applySnapshot(snapshot, here));
     },
     // With workers only the delta travels to each of them, which applies it on the version it
     // serves (the same as this process's: an apply is all or nothing across them).
     applyDelta:
       workers === undefined
         ? applyDeltaHere
-        : (delta) =>
-            refusedByWorkers(delta) ??
-            inEveryWorker(workers.applyDelta(delta, async () => applyDeltaHere(delta))),
+        : (delta) => inEveryWorker(workers.applyDelta(delta, async () => applyDeltaHere(delta))),
   });
-  /** A config the workers cannot hold to its promises is NACKed, never served half-held. */
-  function refusedByWorkers(update: Snapshot | SnapshotDelta): Promise<ApplyResult> | undefined {
-    const reason = unheldInWorkers(update, workerTotal);
-    return reason === undefined ? undefined : inEveryWorker(Promise.resolve({ ok: false, reason }));
-  }
   /**
    * The outcome of an apply made in every worker and then here (two phases: see TwoPhaseApply);
    * /readyz, READY=1 and the ACK follow only once every live worker serves the version. A
@@ -231,6 +236,7 @@ export async function startDataPlane(
     status.connection(state);
     quota.setConnected(state.status === "connected");
     if (state.status !== "connected") fleetProbes.reset();
+    coordination?.streamChanged(state.status === "connected");
   });
   const stopQuotaFlush = startQuotaFlush(quota);
   // The control plane journals, counts and remediates from these reports (state of the world),

@@ -9,6 +9,17 @@ export interface ConsumptionReport {
   readonly wantsMore: boolean;
 }
 
+/**
+ * A sub-share the primary of a data plane with workers lends a proxy worker out of what its own
+ * book holds (QuotaLease fields, as the worker's LeaseBook.grant takes them).
+ */
+export interface Lent {
+  readonly window: bigint;
+  readonly granted: number;
+  readonly resetsInMs: number;
+  readonly exhausted: boolean;
+}
+
 export type Admission =
   | { readonly ok: true }
   | {
@@ -47,6 +58,8 @@ const ALLOWED: Admission = Object.freeze({ ok: true });
 interface Lease {
   readonly tenant: string;
   readonly kind: QuotaKind;
+  /** The limit of the last admit or debit (limitOf). */
+  limit: number;
   /** The control plane's window number; 0 before the first grant. */
   window: bigint;
   /** When the window ends and the lease lapses (options.now clock); Infinity before a grant. */
@@ -74,8 +87,15 @@ interface Waiting {
 
 /** Counts alone while no control plane is reachable: each data plane holds the whole limit. */
 interface LocalWindow {
-  window: number;
+  readonly window: number;
   used: number;
+  /** Date.now() time the window ends. */
+  readonly endsAt: number;
+}
+
+/** `units` rounded up to a whole number in 1..most. */
+function clamp(units: number, most: number): number {
+  return Math.min(most, Math.max(1, Math.ceil(units)));
 }
 
 /**
@@ -119,6 +139,7 @@ export class LeaseBook {
     if (limit <= 0) return ALLOWED;
     if (!this.#connected) return this.#admitAlone(tenant, kind, limit, spend ? 1 : 0);
     const lease = this.#lease(tenant, kind);
+    lease.limit = limit;
     if (lease.balance > 0) {
       if (spend) this.#spend(lease, 1);
       return ALLOWED;
@@ -148,7 +169,9 @@ export class LeaseBook {
       this.#admitAlone(tenant, kind, limit, units);
       return;
     }
-    this.#spend(this.#lease(tenant, kind), units);
+    const lease = this.#lease(tenant, kind);
+    lease.limit = limit;
+    this.#spend(lease, units);
   }
 
   /** A QuotaGrant arrived: each lease grows by its share. */
@@ -171,6 +194,100 @@ export class LeaseBook {
       lease.credited = false;
       lease.waiting?.release();
     }
+  }
+
+  /**
+   * The primary of a data plane with workers: moves part of what this book holds for a tenant
+   * into a worker's sub-share; `size` picks how many of the `available` units (1..available).
+   * Lent units leave the balance but are not consumed: the worker reports what it spends
+   * (settle). Undefined when nothing is held and not yet refused: a share was asked of the
+   * control plane, and the worker's ask is answered when its grant arrives. Counting alone (no
+   * stream), the sub-share comes out of this data plane's own window of `limit`.
+   */
+  lend(
+    tenant: string,
+    kind: QuotaKind,
+    limit: number,
+    size: (available: number) => number,
+  ): Lent | undefined {
+    if (!this.#connected) {
+      const local = this.#localWindow(tenant, kind);
+      const available = limit - local.used;
+      const granted = available > 0 ? clamp(size(available), available) : 0;
+      local.used += granted;
+      return {
+        window: BigInt(local.window),
+        granted,
+        resetsInMs: local.endsAt - Date.now(),
+        exhausted: granted === 0,
+      };
+    }
+    const lease = this.#lease(tenant, kind);
+    lease.limit = limit;
+    const resetsInMs = lease.expiresAt - this.#options.now();
+    if (lease.balance > 0) {
+      const granted = clamp(size(lease.balance), lease.balance);
+      lease.balance -= granted;
+      this.#askAhead(lease);
+      return { window: lease.window, granted, resetsInMs, exhausted: false };
+    }
+    if (lease.exhausted) return { window: lease.window, granted: 0, resetsInMs, exhausted: true };
+    this.#ask(lease);
+    return undefined;
+  }
+
+  /**
+   * The primary: a worker consumed `consumed` units in `window`, `beyond` of them past the
+   * sub-share it was lent (a request on credit, or tokens debited after the response): all are
+   * reported upstream, and those beyond come out of this book's balance. Consumption of a
+   * window that lapsed is dropped, as the control plane drops it.
+   */
+  settle(
+    tenant: string,
+    kind: QuotaKind,
+    window: bigint,
+    consumed: number,
+    beyond: number,
+    limit: number,
+  ): void {
+    if (!this.#connected) {
+      // Counting alone, lent units were counted when lent: only what went past them is new.
+      const local = this.#localWindow(tenant, kind);
+      if (BigInt(local.window) === window || window === 0n) local.used += beyond;
+      return;
+    }
+    const lease = this.#lease(tenant, kind);
+    if (limit > 0) lease.limit = limit;
+    if (window !== 0n && lease.window !== 0n && window !== lease.window) return;
+    lease.unreported += consumed;
+    lease.balance -= beyond;
+    this.#askAhead(lease);
+  }
+
+  /** The primary: a worker died holding `units` of its sub-share; they go back to the balance. */
+  giveBack(tenant: string, kind: QuotaKind, window: bigint, units: number): void {
+    if (units <= 0) return;
+    if (!this.#connected) {
+      const local = this.#localWindow(tenant, kind);
+      if (BigInt(local.window) === window) local.used = Math.max(0, local.used - units);
+      return;
+    }
+    const lease = this.#lease(tenant, kind);
+    if (lease.window === window) lease.balance += units;
+  }
+
+  /**
+   * The limit a tenant's lease was last held to (0 before any request): a proxy worker's
+   * reports carry it to the primary, which counts alone with it while no stream is open.
+   */
+  limitOf(tenant: string, kind: QuotaKind): number {
+    return this.#leases.get(`${kind}\u0000${tenant}`)?.limit ?? 0;
+  }
+
+  /** Units this book holds now for a tenant (0 when counting alone or before a grant). */
+  held(tenant: string, kind: QuotaKind): number {
+    if (!this.#connected) return 0;
+    return this.#leases.get(`${kind}\u0000${tenant}`)?.balance ?? 0;
   }
 
   /** Reports everything consumed since the last report; called every few hundred ms. */
@@ -208,6 +325,11 @@ export class LeaseBook {
   #spend(lease: Lease, units: number): void {
     lease.balance -= units;
     lease.unreported += units;
+    this.#askAhead(lease);
+  }
+
+  /** Asks for the next share before this one is spent, so requests rarely wait for it. */
+  #askAhead(lease: Lease): void {
     if (!lease.exhausted && lease.balance <= lease.lastGrant / 2) this.#ask(lease);
   }
 
@@ -243,6 +365,7 @@ export class LeaseBook {
       lease = {
         tenant,
         kind,
+        limit: 0,
         window: 0n,
         expiresAt: Number.POSITIVE_INFINITY,
         balance: 0,
@@ -259,20 +382,25 @@ export class LeaseBook {
   }
 
   #admitAlone(tenant: string, kind: QuotaKind, limit: number, units: number): Admission {
+    const local = this.#localWindow(tenant, kind);
+    if (local.used >= limit) return { ok: false, retryAfterMs: local.endsAt - Date.now() };
+    local.used += units;
+    return ALLOWED;
+  }
+
+  /** This data plane's own count of the current window, used while no stream is open. */
+  #localWindow(tenant: string, kind: QuotaKind): LocalWindow {
     const windowMs =
       kind === QuotaKind.TOKENS_PER_DAY
         ? (this.#options.dayMs ?? 86_400_000)
         : (this.#options.minuteMs ?? 60_000);
-    const now = Date.now();
-    const window = Math.floor(now / windowMs);
+    const window = Math.floor(Date.now() / windowMs);
     const key = `${kind}\u0000${tenant}`;
     let local = this.#local.get(key);
     if (local === undefined || local.window !== window) {
-      local = { window, used: 0 };
+      local = { window, used: 0, endsAt: (window + 1) * windowMs };
       this.#local.set(key, local);
     }
-    if (local.used >= limit) return { ok: false, retryAfterMs: (window + 1) * windowMs - now };
-    local.used += units;
-    return ALLOWED;
+    return local;
   }
 }

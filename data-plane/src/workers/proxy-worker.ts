@@ -1,15 +1,21 @@
 import cluster from "node:cluster";
 import { createServer } from "node:http";
+import { create, fromBinary, ProbeVerdictSchema, QuotaGrantSchema } from "@clawgate/proto";
 import { HttpDrain } from "@clawgate/runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
+import { FleetProbes } from "../breaker/fleet-probes.js";
+import { workerProberId } from "../breaker/probe-relay.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { createProxyHandler } from "../proxy/proxy-handler.js";
 import { RequestHealing } from "../proxy/request-healing.js";
 import { Tunnels } from "../proxy/websocket/tunnels.js";
 import { createUpgradeHandler } from "../proxy/websocket/upgrade-handler.js";
+import { LeaseBook } from "../quota/lease-book.js";
+import { startQuotaFlush } from "../quota/quota-flush.js";
 import type { CompiledSnapshot } from "../runtime/applied-snapshot.js";
 import { listen } from "../runtime/listen.js";
 import {
@@ -34,12 +40,48 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   // The primary's /metrics asks every worker for this registry and sums them.
   const registry = new Registry();
   const send = (message: FromWorker) => process.send?.(message);
+  /** Sends to the primary; false when the channel is gone (nothing was sent). */
+  const sendNow = (message: FromWorker) => {
+    if (!process.connected) return false;
+    process.send?.(message);
+    return true;
+  };
   const pools = new PoolRegistry();
   const snapshots = new WorkerSnapshots();
   const unusable = new Set<string>();
   const healthListeners = new Set<(change: { readonly upstream: string }) => void>();
-  const healing = new RequestHealing({
+  // Fleet-wide tenant budgets: this worker spends sub-shares of the primary's leases, asks the
+  // primary for more, and reports what it consumed (SubShares is the primary's end).
+  const quota: LeaseBook = new LeaseBook({
+    now: () => performance.now(),
+    send: (reports) =>
+      sendNow({
+        type: "clawgate:quota-usage",
+        reports: reports.map((report) => ({
+          tenant: report.tenant,
+          kind: report.kind,
+          window: String(report.window),
+          consumed: String(report.consumed),
+          wantsMore: report.wantsMore,
+          limit: quota.limitOf(report.tenant, report.kind),
+        })),
+      }),
+  });
+  // The primary answers at once (it is the control plane of this book), stream or not.
+  quota.setConnected(true);
+  const stopQuotaFlush = startQuotaFlush(quota);
+  const tenantMetrics = new TenantMetrics(registry);
+  // breaker.fleetProbe: one worker probes for the data plane (ProbeRelay is the primary's end).
+  const workerId = cluster.worker?.id ?? 0;
+  const fleetProbes = new FleetProbes({
+    nodeId: workerProberId(workerId),
+    send: (claim) => sendNow({ type: "clawgate:probe-claim", ...claim }),
+    now: () => performance.now(),
+    verdict: (upstream, success) => healing.breakers.find(upstream)?.fleetVerdict(success),
+  });
+  const healing: RequestHealing = new RequestHealing({
     registry,
+    probeGate: fleetProbes,
     logger,
     nodeUsable: (upstream, address) => !unusable.has(nodeKey(upstream, address)),
     healthChanges: (listener) => healthListeners.add(listener),
@@ -60,6 +102,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
     accessLog,
+    quota,
+    tenantMetrics,
   });
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes are served where the requests are: in the workers.
@@ -71,6 +115,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     healing,
     tunnels,
     logger,
+    // A handshake spends the tenant's fleet-wide budget too.
+    services: { clock: healing.clock, quota, tenantMetrics },
   });
   proxy.on("upgrade", upgradeHandler);
   proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
@@ -94,6 +140,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   let queue: Promise<unknown> = Promise.resolve();
   process.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
+    // Leases and probe verdicts need not wait behind a snapshot being compiled either.
+    if (coordinate(message)) return;
     // A scrape need not wait behind a snapshot being compiled.
     if (message.type === "clawgate:metrics") {
       void registry
@@ -111,6 +159,33 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   // The primary is gone: nothing would deliver snapshots or stop this worker any more.
   process.on("disconnect", () => process.exit(0));
   send({ type: "clawgate:hello" });
+
+  /** Applies a lease, probe verdict or stream reset from the primary; false for other messages. */
+  function coordinate(message: ToWorker): boolean {
+    switch (message.type) {
+      case "clawgate:quota-grant":
+        quota.grant(fromBinary(QuotaGrantSchema, Buffer.from(message.grant, "base64")));
+        return true;
+      case "clawgate:probe-verdict":
+        fleetProbes.onVerdict(
+          create(ProbeVerdictSchema, {
+            upstream: message.upstream,
+            prober: message.prober,
+            outcome: message.outcome,
+            leaseMs: BigInt(message.leaseMs),
+          }),
+        );
+        return true;
+      case "clawgate:stream-reset":
+        // The primary's leases of the old stream lapsed, so did the sub-shares of them.
+        quota.setConnected(false);
+        quota.setConnected(true);
+        if (!message.connected) fleetProbes.reset();
+        return true;
+      default:
+        return false;
+    }
+  }
 
   async function handle(message: ToWorker): Promise<void> {
     switch (message.type) {
@@ -161,6 +236,9 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
         proxyTls?.certificates.close();
         const cut = drained.cut + (tlsDrained?.cut ?? 0);
         if (cut > 0) logger.warn({ cut }, "drain timed out; cut requests");
+        stopQuotaFlush();
+        // What was consumed since the last report still counts against the tenants' budgets.
+        quota.flush();
         await pools.close();
         await accessLog?.close();
         process.exit(0);

@@ -16,7 +16,19 @@ export type ToWorker =
   | { type: "clawgate:health"; upstream: string; address: string; usable: boolean }
   /** The worker's metrics for an aggregated /metrics. */
   | { type: "clawgate:metrics"; id: number }
-  | { type: "clawgate:stop"; drainTimeoutMs: number };
+  | { type: "clawgate:stop"; drainTimeoutMs: number }
+  /** Sub-shares of tenant budgets for the worker's LeaseBook: a QuotaGrant, base64 protobuf. */
+  | { type: "clawgate:quota-grant"; grant: string }
+  /** Who probes a fleetProbe upstream, and how the last probe went (ProbeRelay). */
+  | {
+      type: "clawgate:probe-verdict";
+      upstream: string;
+      prober: string;
+      outcome: string;
+      leaseMs: number;
+    }
+  /** The primary's stream to the control plane opened or ended: leases and claims lapsed. */
+  | { type: "clawgate:stream-reset"; connected: boolean };
 
 export type FromWorker =
   /** Listening for messages: the primary answers with init (a message sent before is lost). */
@@ -28,7 +40,21 @@ export type FromWorker =
   /** prom-client's MetricObjectWithValues[] of the worker's registry. */
   | { type: "clawgate:metrics-reply"; id: number; metrics: unknown[] }
   /** A connection to this node was refused: the primary's health registry decides. */
-  | { type: "clawgate:refused"; upstream: string; address: string };
+  | { type: "clawgate:refused"; upstream: string; address: string }
+  /** What the worker's LeaseBook consumed, and its asks for more (SubShares). */
+  | { type: "clawgate:quota-usage"; reports: readonly WorkerUsage[] }
+  /** The worker's FleetProbes claims a half-open probe, or releases it with its outcome. */
+  | { type: "clawgate:probe-claim"; upstream: string; released?: boolean; success?: boolean };
+
+/** A ConsumptionReport on the JSON channel (bigints as decimal strings). */
+export interface WorkerUsage {
+  tenant: string;
+  kind: number;
+  window: string;
+  consumed: string;
+  wantsMore: boolean;
+  limit: number;
+}
 
 /** A whole snapshot, or a delta on the version every worker serves, as base64 protobuf. */
 export interface WorkerUpdate {
@@ -53,3 +79,9 @@ function isClawgateMessage(message: unknown): boolean {
 
 export const isFromWorker = isClawgateMessage as (message: unknown) => message is FromWorker;
 export const isToWorker = isClawgateMessage as (message: unknown) => message is ToWorker;
+
+/** What a worker sends about fleet-wide coordination: tenant budgets and half-open probes. */
+export type CoordinationMessage = Extract<
+  FromWorker,
+  { type: "clawgate:quota-usage" | "clawgate:probe-claim" }
+>;

@@ -11,6 +11,7 @@ import { Gauge, type Registry } from "prom-client";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
 import {
+  type CoordinationMessage,
   type FromWorker,
   isFromWorker,
   type ToWorker,
@@ -33,6 +34,8 @@ export class WorkerPool {
   readonly #count: number;
   readonly #logger: Logger;
   readonly #onRefused: (upstream: string, address: string) => void;
+  readonly #onCoordination: (worker: number, message: CoordinationMessage) => void;
+  readonly #onGone: (worker: number) => void;
   /** The snapshot the primary serves now, given to every worker before it listens. */
   readonly #served: () => Snapshot | undefined;
   readonly #unusable = new Map<string, UnusableNode>();
@@ -55,11 +58,17 @@ export class WorkerPool {
     registry: Registry;
     served: () => Snapshot | undefined;
     onRefused: (upstream: string, address: string) => void;
+    /** A worker's message for the primary's leases or probe claims (see SubShares, ProbeRelay). */
+    onCoordination?: (worker: number, message: CoordinationMessage) => void;
+    /** A worker died: what it held of leases and probes goes back. */
+    onGone?: (worker: number) => void;
   }) {
     this.#count = options.count;
     this.#logger = options.logger;
     this.#onRefused = options.onRefused;
     this.#served = options.served;
+    this.#onCoordination = options.onCoordination ?? (() => {});
+    this.#onGone = options.onGone ?? (() => {});
     this.#firstListening = new Promise((resolve) => {
       this.#resolveListening = resolve;
     });
@@ -125,6 +134,22 @@ export class WorkerPool {
     }
   }
 
+  /** Workers that hear messages now, by cluster worker id. */
+  ids(): number[] {
+    return this.#hearingWorkers().map((worker) => worker.id);
+  }
+
+  /** Sends one worker a message (nothing when it is gone). */
+  sendTo(id: number, message: ToWorker): void {
+    const worker = cluster.workers?.[id];
+    if (worker !== undefined && this.#hearing.has(id)) this.#send(worker, message);
+  }
+
+  /** Sends every worker that hears messages the same message. */
+  broadcast(message: ToWorker): void {
+    for (const worker of this.#hearingWorkers()) this.#send(worker, message);
+  }
+
   /** Drains every worker (each lets its requests finish within drainTimeoutMs) and waits. */
   async stop(drainTimeoutMs: number): Promise<void> {
     this.#stopping = true;
@@ -171,6 +196,7 @@ export class WorkerPool {
       // It owes no answer any more: an apply or a scrape completes with the workers left.
       this.#applies.gone(worker.id);
       this.#metrics.gone(worker.id);
+      this.#onGone(worker.id);
       if (this.#stopping) return;
       this.#logger.error(
         { worker: worker.id, pid: worker.process.pid, code, signal },
@@ -215,6 +241,10 @@ export class WorkerPool {
         return;
       case "clawgate:metrics-reply":
         this.#metrics.replied(worker.id, message.id, message.metrics);
+        return;
+      case "clawgate:quota-usage":
+      case "clawgate:probe-claim":
+        this.#onCoordination(worker.id, message);
         return;
     }
   }
