@@ -152,6 +152,7 @@ export async function startDataPlane(
           registry,
           served: () => applied.current()?.source,
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
+          applyTimeoutMs: config.workerApplyTimeoutMs,
         })
       : undefined;
   // Workers' pickers follow this process's probes: every eviction and return reaches them.

@@ -159,6 +159,15 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     ]),
     default: 1,
   },
+  workerApplyTimeoutMs: {
+    variable: "CLAWGATE_WORKER_APPLY_TIMEOUT_MS",
+    flag: "worker-apply-timeout-ms",
+    // Far above the few seconds a worker takes to compile a 20,000-route snapshot in turns on
+    // a busy core: only a worker whose event loop is stuck misses it.
+    doc: "With workers > 1: how long an apply waits for a worker to answer prepare or commit before it is deemed hung, killed (SIGKILL) and replaced.",
+    type: z.int().min(100).max(600_000),
+    default: 30_000,
+  },
   cpTlsCaFile: {
     variable: "CLAWGATE_CP_TLS_CA_FILE",
     flag: "cp-tls-ca-file",

@@ -7,7 +7,7 @@ import {
   toBinary,
 } from "@clawgate/proto";
 import type { Logger } from "pino";
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
 import {
@@ -24,10 +24,14 @@ export interface WorkerAddresses {
   readonly tls: string | undefined;
 }
 
+/** Why a worker was replaced: the label of clawgate_worker_restarts_total. */
+export type RestartReason = "exited" | "apply-timeout";
+
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
  * in all of them as one step (TwoPhaseApply), sends them health changes, sums their metrics,
  * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
+ * A worker alive but hung (it leaves an apply unanswered) is killed and replaced the same way.
  */
 export class WorkerPool {
   readonly #count: number;
@@ -45,6 +49,9 @@ export class WorkerPool {
   readonly #hearing = new Set<number>();
   readonly #applies: TwoPhaseApply;
   readonly #metrics: WorkerMetrics;
+  /** Workers killed as hung, with why, until their exit is seen. */
+  readonly #killed = new Map<number, RestartReason>();
+  readonly #restarts: Counter<"reason">;
   #stopping = false;
   readonly #firstListening: Promise<WorkerAddresses>;
   #resolveListening!: (addresses: WorkerAddresses) => void;
@@ -55,6 +62,8 @@ export class WorkerPool {
     registry: Registry;
     served: () => Snapshot | undefined;
     onRefused: (upstream: string, address: string) => void;
+    /** How long an apply waits for a worker's prepare or commit answer (workerApplyTimeoutMs). */
+    applyTimeoutMs: number;
   }) {
     this.#count = options.count;
     this.#logger = options.logger;
@@ -70,8 +79,17 @@ export class WorkerPool {
         if (worker !== undefined) this.#send(worker, message);
       },
     };
-    this.#applies = new TwoPhaseApply(participants);
+    this.#applies = new TwoPhaseApply(participants, {
+      answerTimeoutMs: options.applyTimeoutMs,
+      hung: (id, reason) => this.#killHung(id, "apply-timeout", reason),
+    });
     this.#metrics = new WorkerMetrics(participants);
+    this.#restarts = new Counter({
+      name: "clawgate_worker_restarts_total",
+      help: "Proxy workers replaced, by reason: exited (died on its own) or apply-timeout (hung: left an apply unanswered).",
+      labelNames: ["reason"],
+      registers: [options.registry],
+    });
     const pool = this;
     new Gauge({
       name: "clawgate_workers",
@@ -152,6 +170,26 @@ export class WorkerPool {
     );
   }
 
+  /**
+   * A worker that is alive but does not answer (its event loop stuck) serves nobody well and
+   * would hold every apply: SIGKILL, by its pid, since a hung loop cannot run a graceful
+   * stop. Its exit starts the replacement, on the version the data plane then serves.
+   */
+  #killHung(id: number, reason: RestartReason, detail: string): void {
+    const worker = cluster.workers?.[id];
+    if (worker === undefined || worker.isDead() || this.#killed.has(id)) return;
+    this.#killed.set(id, reason);
+    // It hears nothing more: no apply, scrape or ping waits for it from now on.
+    this.#hearing.delete(id);
+    this.#applies.gone(id);
+    this.#metrics.gone(id);
+    this.#logger.error(
+      { worker: id, pid: worker.process.pid, reason: detail },
+      "proxy worker hung; killing it (SIGKILL) and starting another",
+    );
+    worker.process.kill("SIGKILL");
+  }
+
   #send(worker: Worker, message: ToWorker): void {
     // A worker that just died cannot take it; its exit handler settles what it owed.
     if (worker.isConnected()) worker.send(message);
@@ -171,11 +209,17 @@ export class WorkerPool {
       // It owes no answer any more: an apply or a scrape completes with the workers left.
       this.#applies.gone(worker.id);
       this.#metrics.gone(worker.id);
+      const killed = this.#killed.get(worker.id);
+      this.#killed.delete(worker.id);
       if (this.#stopping) return;
-      this.#logger.error(
-        { worker: worker.id, pid: worker.process.pid, code, signal },
-        "proxy worker died; starting another",
-      );
+      this.#restarts.inc({ reason: killed ?? "exited" });
+      // A hung one was logged with its reason when it was killed.
+      if (killed === undefined) {
+        this.#logger.error(
+          { worker: worker.id, pid: worker.process.pid, code, signal },
+          "proxy worker died; starting another",
+        );
+      }
       this.#fork();
     });
   }
