@@ -153,6 +153,8 @@ export async function startDataPlane(
           served: () => applied.current()?.source,
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
           applyTimeoutMs: config.workerApplyTimeoutMs,
+          pingIntervalMs: config.workerPingIntervalMs,
+          maxMissedPings: config.workerMaxMissedPings,
         })
       : undefined;
   // Workers' pickers follow this process's probes: every eviction and return reaches them.

@@ -1,6 +1,6 @@
 import cluster from "node:cluster";
 import { createServer } from "node:http";
-import { HttpDrain } from "@clawgate/runtime";
+import { HttpDrain, installTestHooks } from "@clawgate/runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
@@ -31,6 +31,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     level: config.logLevel,
     base: { nodeId: config.nodeId, worker: cluster.worker?.id },
   });
+  // Test-only, off unless its variable is set: lets an end-to-end test stall this event loop.
+  installTestHooks(process.env, logger);
   // The primary's /metrics asks every worker for this registry and sums them.
   const registry = new Registry();
   const send = (message: FromWorker) => process.send?.(message);
@@ -94,6 +96,11 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   let queue: Promise<unknown> = Promise.resolve();
   process.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
+    // Proof that this event loop turns, answered ahead of any queued snapshot work.
+    if (message.type === "clawgate:ping") {
+      send({ type: "clawgate:pong" });
+      return;
+    }
     // A scrape need not wait behind a snapshot being compiled.
     if (message.type === "clawgate:metrics") {
       void registry

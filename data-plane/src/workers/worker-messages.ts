@@ -16,6 +16,8 @@ export type ToWorker =
   | { type: "clawgate:health"; upstream: string; address: string; usable: boolean }
   /** The worker's metrics for an aggregated /metrics. */
   | { type: "clawgate:metrics"; id: number }
+  /** Are you alive? Answered with pong from the event loop (WorkerLiveness). */
+  | { type: "clawgate:ping" }
   | { type: "clawgate:stop"; drainTimeoutMs: number };
 
 export type FromWorker =
@@ -25,6 +27,7 @@ export type FromWorker =
   | { type: "clawgate:listening"; address: string; tlsAddress?: string | undefined }
   | { type: "clawgate:prepared"; id: number; ok: boolean; reason?: string }
   | { type: "clawgate:committed"; id: number }
+  | { type: "clawgate:pong" }
   /** prom-client's MetricObjectWithValues[] of the worker's registry. */
   | { type: "clawgate:metrics-reply"; id: number; metrics: unknown[] }
   /** A connection to this node was refused: the primary's health registry decides. */

@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
+import { WorkerLiveness } from "./worker-liveness.js";
 import {
   type FromWorker,
   isFromWorker,
@@ -25,13 +26,14 @@ export interface WorkerAddresses {
 }
 
 /** Why a worker was replaced: the label of clawgate_worker_restarts_total. */
-export type RestartReason = "exited" | "apply-timeout";
+export type RestartReason = "exited" | "apply-timeout" | "missed-pings";
 
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
  * in all of them as one step (TwoPhaseApply), sends them health changes, sums their metrics,
  * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
- * A worker alive but hung (it leaves an apply unanswered) is killed and replaced the same way.
+ * A worker alive but hung (it leaves pings or an apply unanswered) is killed and replaced the
+ * same way.
  */
 export class WorkerPool {
   readonly #count: number;
@@ -49,6 +51,7 @@ export class WorkerPool {
   readonly #hearing = new Set<number>();
   readonly #applies: TwoPhaseApply;
   readonly #metrics: WorkerMetrics;
+  readonly #liveness: WorkerLiveness;
   /** Workers killed as hung, with why, until their exit is seen. */
   readonly #killed = new Map<number, RestartReason>();
   readonly #restarts: Counter<"reason">;
@@ -64,6 +67,10 @@ export class WorkerPool {
     onRefused: (upstream: string, address: string) => void;
     /** How long an apply waits for a worker's prepare or commit answer (workerApplyTimeoutMs). */
     applyTimeoutMs: number;
+    /** Time between liveness pings to each worker (workerPingIntervalMs). */
+    pingIntervalMs: number;
+    /** Pings in a row a worker may miss before it is killed as hung (workerMaxMissedPings). */
+    maxMissedPings: number;
   }) {
     this.#count = options.count;
     this.#logger = options.logger;
@@ -84,9 +91,15 @@ export class WorkerPool {
       hung: (id, reason) => this.#killHung(id, "apply-timeout", reason),
     });
     this.#metrics = new WorkerMetrics(participants);
+    this.#liveness = new WorkerLiveness({
+      participants,
+      intervalMs: options.pingIntervalMs,
+      maxMissed: options.maxMissedPings,
+      hung: (id, reason) => this.#killHung(id, "missed-pings", reason),
+    });
     this.#restarts = new Counter({
       name: "clawgate_worker_restarts_total",
-      help: "Proxy workers replaced, by reason: exited (died on its own) or apply-timeout (hung: left an apply unanswered).",
+      help: "Proxy workers replaced, by reason: exited (died on its own), apply-timeout or missed-pings (hung: left an apply or pings unanswered).",
       labelNames: ["reason"],
       registers: [options.registry],
     });
@@ -104,6 +117,7 @@ export class WorkerPool {
   /** Forks every worker; resolves with the proxy addresses once the first one listens. */
   start(): Promise<WorkerAddresses> {
     for (let i = 0; i < this.#count; i++) this.#fork();
+    this.#liveness.start();
     return this.#firstListening;
   }
 
@@ -146,6 +160,8 @@ export class WorkerPool {
   /** Drains every worker (each lets its requests finish within drainTimeoutMs) and waits. */
   async stop(drainTimeoutMs: number): Promise<void> {
     this.#stopping = true;
+    // A worker draining long requests is no hung one.
+    this.#liveness.stop();
     const exits = this.#live().map(
       (worker) =>
         new Promise<void>((resolve) => {
@@ -183,6 +199,7 @@ export class WorkerPool {
     this.#hearing.delete(id);
     this.#applies.gone(id);
     this.#metrics.gone(id);
+    this.#liveness.gone(id);
     this.#logger.error(
       { worker: id, pid: worker.process.pid, reason: detail },
       "proxy worker hung; killing it (SIGKILL) and starting another",
@@ -209,6 +226,7 @@ export class WorkerPool {
       // It owes no answer any more: an apply or a scrape completes with the workers left.
       this.#applies.gone(worker.id);
       this.#metrics.gone(worker.id);
+      this.#liveness.gone(worker.id);
       const killed = this.#killed.get(worker.id);
       this.#killed.delete(worker.id);
       if (this.#stopping) return;
@@ -256,6 +274,9 @@ export class WorkerPool {
         return;
       case "clawgate:committed":
         this.#applies.committed(worker.id, message.id);
+        return;
+      case "clawgate:pong":
+        this.#liveness.pong(worker.id);
         return;
       case "clawgate:metrics-reply":
         this.#metrics.replied(worker.id, message.id, message.metrics);

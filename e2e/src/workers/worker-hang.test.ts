@@ -70,6 +70,8 @@ describe("an apply while one of two workers hangs", () => {
         CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
         CLAWGATE_WORKERS: "2",
         CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "3000",
+        // Pings would find the hang too (worker-pings.test.ts): here the apply's deadline must.
+        CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
       },
       { readyTimeoutMs: 60_000 },
     );
