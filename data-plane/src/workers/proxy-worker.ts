@@ -6,6 +6,7 @@ import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "../outcomes/version-outcomes.js";
 import { createProxyHandler } from "../proxy/proxy-handler.js";
 import { RequestHealing } from "../proxy/request-healing.js";
 import { Tunnels } from "../proxy/websocket/tunnels.js";
@@ -53,7 +54,15 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
     config.accessLogSample,
   );
-  const metrics = new ProxyMetrics(registry);
+  // Counts per config version for progressive rollouts: the primary sums every worker's and
+  // sends them on its snapshot stream.
+  const outcomes = new VersionOutcomes();
+  const sendOutcomes = () => {
+    const versions = outcomes.takeCounts();
+    if (versions !== undefined) send({ type: "clawgate:outcomes", versions });
+  };
+  setInterval(sendOutcomes, OUTCOME_REPORT_INTERVAL_MS).unref();
+  const metrics = new ProxyMetrics(registry, (status) => outcomes.record(status));
   const proxyHandler = createProxyHandler({
     current: () => snapshots.current(),
     pools,
@@ -90,6 +99,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   function afterSwap(compiled: CompiledSnapshot): void {
     pools.retain({ get: (a) => compiled.poolKeysOf(a) });
     healing.sync(compiled);
+    outcomes.serving(compiled.version);
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.

@@ -8,6 +8,7 @@ import {
 } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
+import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
 import { WorkerLiveness } from "./worker-liveness.js";
@@ -52,6 +53,8 @@ export class WorkerPool {
   readonly #applies: TwoPhaseApply;
   readonly #metrics: WorkerMetrics;
   readonly #liveness: WorkerLiveness;
+  /** The workers' request outcomes per version, summed for the snapshot stream. */
+  readonly outcomes = new WorkerOutcomes();
   /** Workers killed as hung, with why, until their exit is seen. */
   readonly #killed = new Map<number, RestartReason>();
   readonly #restarts: Counter<"reason">;
@@ -274,6 +277,9 @@ export class WorkerPool {
         return;
       case "clawgate:committed":
         this.#applies.committed(worker.id, message.id);
+        return;
+      case "clawgate:outcomes":
+        this.outcomes.reported(worker.id, message.versions);
         return;
       case "clawgate:pong":
         this.#liveness.pong(worker.id);
