@@ -14,16 +14,8 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  workerPids,
 } from "../support/index.js";
-
-/** Pids the primary logged as "proxy worker started", oldest first. */
-function workerPids(dp: DataPlane): number[] {
-  return dp.process.output
-    .text(200)
-    .split("\n")
-    .filter((line) => line.includes('"proxy worker started"'))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
-}
 
 // One story: each `it` builds on the state the one before left.
 describe("versions and /metrics of a data plane with workers: 2", () => {
