@@ -6,6 +6,7 @@ import {
   SnapshotSchema,
   toBinary,
 } from "@clawgate/proto";
+import { CLOSE_GRACE_MS } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
@@ -121,6 +122,11 @@ export class WorkerPool {
   start(): Promise<WorkerAddresses> {
     for (let i = 0; i < this.#count; i++) this.#fork();
     this.#liveness.start();
+    // The last guard, for an exit that does not wait for stop (a second signal, the stop
+    // deadline): a healthy worker exits when its channel closes, a hung one never would.
+    process.once("exit", () => {
+      for (const worker of this.#live()) worker.process.kill("SIGKILL");
+    });
     return this.#firstListening;
   }
 
@@ -169,11 +175,30 @@ export class WorkerPool {
       (worker) =>
         new Promise<void>((resolve) => {
           if (worker.isDead()) return resolve();
-          worker.once("exit", () => resolve());
           // One not yet running its code has no requests to drain.
-          if (this.#hearing.has(worker.id)) {
-            this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
-          } else worker.kill();
+          if (!this.#hearing.has(worker.id)) {
+            worker.once("exit", () => resolve());
+            worker.kill();
+            return;
+          }
+          this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
+          // A hung worker neither drains nor exits, and must not outlive the data plane (it
+          // would hold its connections, and under no supervisor nothing else would end it).
+          // Half the close grace after its drain: before the primary's own deadline gives up.
+          const late = setTimeout(
+            () => {
+              this.#logger.error(
+                { worker: worker.id, pid: worker.process.pid, drainTimeoutMs },
+                "proxy worker did not stop after its drain; killing it (SIGKILL)",
+              );
+              worker.process.kill("SIGKILL");
+            },
+            drainTimeoutMs + CLOSE_GRACE_MS / 2,
+          );
+          worker.once("exit", () => {
+            clearTimeout(late);
+            resolve();
+          });
         }),
     );
     await Promise.all(exits);

@@ -24,7 +24,7 @@ import {
  * Issue 10, worker robustness: a worker alive but hung (SIGSTOP: no JavaScript runs, the IPC
  * channel goes unread, as with a stuck event loop) must not hold an apply forever.
  */
-describe("an apply while one of two workers hangs", () => {
+describe("a data plane whose worker hangs", () => {
   const teardown = new Teardown();
   let etcd: EtcdProcess;
   let cp: ControlPlane;
@@ -72,6 +72,8 @@ describe("an apply while one of two workers hangs", () => {
         CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "3000",
         // Pings would find the hang too (worker-pings.test.ts): here the apply's deadline must.
         CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
+        // The stop below waits this long for a hung worker's drain before it kills it.
+        CLAWGATE_DRAIN_TIMEOUT_MS: "1000",
       },
       { readyTimeoutMs: 60_000 },
     );
@@ -135,4 +137,45 @@ describe("an apply while one of two workers hangs", () => {
     expect(new Set(after)).toEqual(new Set(["b"]));
     expect(workerPids(dp)).toHaveLength(3);
   }, 180_000);
+
+  it("on SIGTERM kills a worker hung past its drain, finishes its stop and exits 0", async () => {
+    const live = workerPids(dp).slice(-2);
+    const [hung] = live as [number];
+    teardown.add("stopped worker on stop", () => killIfRunning(hung));
+    process.kill(hung, "SIGSTOP");
+    expect(await dp.process.stop(15_000)).toEqual({ code: 0, signal: null });
+    expect(loggedAs(dp, "proxy worker did not stop after its drain; killing it (SIGKILL)")).toEqual(
+      [expect.objectContaining({ pid: hung, drainTimeoutMs: 1000 })],
+    );
+    // The whole stop ran (snapshot stream, cache, pools closed), not the deadline's exit.
+    expect(loggedAs(dp, "stopped")).toHaveLength(1);
+    for (const pid of live) expect(isRunning(pid), `worker ${pid}`).toBe(false);
+  });
+
+  it("on a second SIGTERM exits at once and leaves no hung worker behind", async () => {
+    const second = await startDataPlane(
+      { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_WORKERS: "2" },
+      { readyTimeoutMs: 60_000 },
+    );
+    teardown.add("second data plane", () => second.stop());
+    await waitFor(async () => metricValue(await second.metrics(), "clawgate_workers") === 2, {
+      what: "the second data plane's two workers listening",
+      timeoutMs: 60_000,
+    });
+    const live = workerPids(second);
+    const [hung] = live as [number];
+    teardown.add("stopped worker on exit", () => killIfRunning(hung));
+    process.kill(hung, "SIGSTOP");
+    // The first waits on the hung worker's drain (10 s by default); the second cuts it short.
+    process.kill(second.process.pid, "SIGTERM");
+    await waitFor(() => loggedAs(second, "stopping: draining requests in flight").length > 0, {
+      what: "the data plane to start stopping",
+    });
+    process.kill(second.process.pid, "SIGTERM");
+    expect(await second.process.exited).toEqual({ code: 0, signal: null });
+    expect(loggedAs(second, "second signal while stopping; exiting now")).toHaveLength(1);
+    await waitFor(() => live.every((pid) => !isRunning(pid)), {
+      what: `workers ${live.join(", ")} to be gone with their primary`,
+    });
+  }, 120_000);
 });
