@@ -28,7 +28,8 @@ export interface WorkerAddresses {
 }
 
 /** Why a worker was replaced: the label of clawgate_worker_restarts_total. */
-export type RestartReason = "exited" | "apply-timeout" | "missed-pings";
+const RESTART_REASONS = ["exited", "apply-timeout", "missed-pings"] as const;
+export type RestartReason = (typeof RESTART_REASONS)[number];
 
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
@@ -107,6 +108,8 @@ export class WorkerPool {
       labelNames: ["reason"],
       registers: [options.registry],
     });
+    // Every reason from 0, so increase() sees the first restart of each.
+    for (const reason of RESTART_REASONS) this.#restarts.inc({ reason }, 0);
     const pool = this;
     new Gauge({
       name: "clawgate_workers",
