@@ -41,8 +41,8 @@ describe("a data plane whose worker hangs", () => {
         dispatcher: agent,
         reset: true,
         // The one connection handed to the hung worker is never answered.
-        headersTimeout: 5_000,
-        bodyTimeout: 5_000,
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
       });
       const text = await response.body.text();
       return response.statusCode === 200
@@ -69,7 +69,7 @@ describe("a data plane whose worker hangs", () => {
       {
         CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
         CLAWGATE_WORKERS: "2",
-        CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "3000",
+        CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "5000",
         // Pings would find the hang too (worker-pings.test.ts): here the apply's deadline must.
         CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
         // The stop below waits this long for a hung worker's drain before it kills it.
@@ -103,13 +103,13 @@ describe("a data plane whose worker hangs", () => {
         match: { pathPrefix: "/api" },
         upstream: "b",
       });
-      // The apply waits 3 s for the hung worker's prepare, then goes on without it: an ACK.
+      // The apply waits 5 s for the hung worker's prepare, then goes on without it: an ACK.
       await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
       const [hung] = loggedAs<{ pid: number; reason: string }>(
         dp,
         "proxy worker hung; killing it (SIGKILL) and starting another",
       );
-      expect(hung).toMatchObject({ pid: victim, reason: "no answer to prepare within 3000 ms" });
+      expect(hung).toMatchObject({ pid: victim, reason: "no answer to prepare within 5000 ms" });
       await waitFor(() => !isRunning(victim), { what: `hung worker ${victim} to be gone` });
       await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
         what: "a replacement worker listening",
