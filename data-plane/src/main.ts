@@ -26,7 +26,7 @@ import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from 
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { TenantMetrics } from "./metrics/tenant-metrics.js";
-import { VersionOutcomes } from "./outcomes/version-outcomes.js";
+import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "./outcomes/version-outcomes.js";
 import { ServingStatus } from "./process/serving-status.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
@@ -66,8 +66,6 @@ import { WorkerPool } from "./workers/worker-pool.js";
  * write encodes the whole config, and a burst of one-route deltas must not pay that per change.
  */
 const CACHE_SAVE_DELAY_MS = 2_000;
-/** How often request outcomes per version go to the control plane (when they changed). */
-const OUTCOME_REPORT_INTERVAL_MS = 1_000;
 
 const SOFTWARE_VERSION: string = JSON.parse(
   readFileSync(new URL("../package.json", import.meta.url), "utf8"),
@@ -154,6 +152,9 @@ export async function startDataPlane(
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
           onCoordination: (worker, message) => coordination?.message(worker, message),
           onGone: (worker) => coordination?.gone(worker),
+          applyTimeoutMs: config.workerApplyTimeoutMs,
+          pingIntervalMs: config.workerPingIntervalMs,
+          maxMissedPings: config.workerMaxMissedPings,
         })
       : undefined;
   // Workers' pickers follow this process's probes: every eviction and return reaches them.
@@ -246,8 +247,9 @@ export async function startDataPlane(
   });
   health.onChange((change) => healthReports.request(change));
   // Cumulative counts, so a report lost with a stream costs nothing; once a second at most.
+  // With workers they answer the requests: the report is the sum of what each counted.
   const outcomeReports = setInterval(() => {
-    const report = outcomes.takeReport();
+    const report = (workers?.outcomes ?? outcomes).takeReport();
     if (report !== undefined) client.sendOutcomes(report);
   }, OUTCOME_REPORT_INTERVAL_MS);
   outcomeReports.unref();

@@ -159,6 +159,31 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     ]),
     default: 1,
   },
+  workerApplyTimeoutMs: {
+    variable: "CLAWGATE_WORKER_APPLY_TIMEOUT_MS",
+    flag: "worker-apply-timeout-ms",
+    // Far above the few seconds a worker takes to compile a 20,000-route snapshot in turns on
+    // a busy core: only a worker whose event loop is stuck misses it.
+    doc: "With workers > 1: how long an apply waits for a worker to answer prepare or commit before it is deemed hung, killed (SIGKILL) and replaced.",
+    type: z.int().min(100).max(600_000),
+    default: 30_000,
+  },
+  workerPingIntervalMs: {
+    variable: "CLAWGATE_WORKER_PING_INTERVAL_MS",
+    flag: "worker-ping-interval-ms",
+    doc: "With workers > 1: how often the first process pings each worker to see that its event loop turns.",
+    type: z.int().min(10).max(60_000),
+    default: 1_000,
+  },
+  workerMaxMissedPings: {
+    variable: "CLAWGATE_WORKER_MAX_MISSED_PINGS",
+    flag: "worker-max-missed-pings",
+    // 10 s at the default interval: twice the stall the primary's own watchdog tolerates
+    // (watchdogMaxEventLoopDelayMs), so a busy host does not cost a healthy worker its life.
+    doc: "With workers > 1: pings in a row a worker may leave unanswered before it is deemed hung, killed (SIGKILL) and replaced.",
+    type: z.int().min(1).max(1_000),
+    default: 10,
+  },
   cpTlsCaFile: {
     variable: "CLAWGATE_CP_TLS_CA_FILE",
     flag: "cp-tls-ca-file",

@@ -58,7 +58,28 @@ describe("loadConfig", () => {
       drainDelayMs: 0,
       replayBodyLimitBytes: 65_536,
       workers: 1,
+      workerApplyTimeoutMs: 30_000,
+      workerPingIntervalMs: 1_000,
+      workerMaxMissedPings: 10,
     });
+  });
+
+  it("reads how workers are watched, and names the setting of a value out of range", () => {
+    expect(
+      load({
+        env: { CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "3000", CLAWGATE_WORKER_PING_INTERVAL_MS: "250" },
+        argv: ["--worker-max-missed-pings=4"],
+      }),
+    ).toMatchObject({
+      workerApplyTimeoutMs: 3_000,
+      workerPingIntervalMs: 250,
+      workerMaxMissedPings: 4,
+    });
+    // Zero would kill every worker at the first ping, or every apply at once.
+    expect(() => load({ env: { CLAWGATE_WORKER_MAX_MISSED_PINGS: "0" } })).toThrow(
+      /workerMaxMissedPings/,
+    );
+    expect(() => load({ argv: ["--worker-apply-timeout-ms=0"] })).toThrow(/workerApplyTimeoutMs/);
   });
 
   it("reads workers as a whole number or auto, and names the setting when it is neither", () => {

@@ -1,11 +1,21 @@
 import type { VersionOutcomeInit } from "../snapshot-client/snapshot-client.js";
 
 /** Versions whose counts are kept and reported: the one served and the few before it. */
-const KEPT_VERSIONS = 3;
+export const KEPT_VERSIONS = 3;
+
+/** How often request outcomes per version go to the control plane (when they changed). */
+export const OUTCOME_REPORT_INTERVAL_MS = 1_000;
 
 interface Counts {
   requests: number;
   failures: number;
+}
+
+/** One version's cumulative counts as plain numbers (a worker sends them over JSON IPC). */
+export interface VersionCounts {
+  readonly version: number;
+  readonly requests: number;
+  readonly failures: number;
 }
 
 /**
@@ -46,13 +56,23 @@ export class VersionOutcomes {
   }
 
   /** The counts when any changed since the last call, else undefined (nothing to report). */
-  takeReport(): VersionOutcomeInit[] | undefined {
+  takeCounts(): VersionCounts[] | undefined {
     if (!this.#changed) return undefined;
     this.#changed = false;
-    return [...this.#byVersion].map(([version, counts]) => ({
-      version: BigInt(version),
-      requests: BigInt(counts.requests),
-      failures: BigInt(counts.failures),
-    }));
+    return [...this.#byVersion].map(([version, counts]) => ({ version, ...counts }));
   }
+
+  /** As takeCounts, in the shape of the OutcomeReport. */
+  takeReport(): VersionOutcomeInit[] | undefined {
+    return this.takeCounts()?.map(toReport);
+  }
+}
+
+/** One version's counts as the snapshot stream's OutcomeReport carries them. */
+export function toReport(counts: VersionCounts): VersionOutcomeInit {
+  return {
+    version: BigInt(counts.version),
+    requests: BigInt(counts.requests),
+    failures: BigInt(counts.failures),
+  };
 }

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { createServer } from "node:http";
 import { create, fromBinary, ProbeVerdictSchema, QuotaGrantSchema } from "@clawgate/proto";
-import { HttpDrain } from "@clawgate/runtime";
+import { HttpDrain, installTestHooks } from "@clawgate/runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
@@ -10,6 +10,7 @@ import { workerProberId } from "../breaker/probe-relay.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { TenantMetrics } from "../metrics/tenant-metrics.js";
+import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "../outcomes/version-outcomes.js";
 import { createProxyHandler } from "../proxy/proxy-handler.js";
 import { RequestHealing } from "../proxy/request-healing.js";
 import { Tunnels } from "../proxy/websocket/tunnels.js";
@@ -37,6 +38,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     level: config.logLevel,
     base: { nodeId: config.nodeId, worker: cluster.worker?.id },
   });
+  // Test-only, off unless its variable is set: lets an end-to-end test stall this event loop.
+  installTestHooks(process.env, logger);
   // The primary's /metrics asks every worker for this registry and sums them.
   const registry = new Registry();
   const send = (message: FromWorker) => process.send?.(message);
@@ -93,7 +96,15 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
     config.accessLogSample,
   );
-  const metrics = new ProxyMetrics(registry);
+  // Counts per config version for progressive rollouts: the primary sums every worker's and
+  // sends them on its snapshot stream.
+  const outcomes = new VersionOutcomes();
+  const sendOutcomes = () => {
+    const versions = outcomes.takeCounts();
+    if (versions !== undefined) send({ type: "clawgate:outcomes", versions });
+  };
+  setInterval(sendOutcomes, OUTCOME_REPORT_INTERVAL_MS).unref();
+  const metrics = new ProxyMetrics(registry, (status) => outcomes.record(status));
   const proxyHandler = createProxyHandler({
     current: () => snapshots.current(),
     pools,
@@ -134,12 +145,18 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   function afterSwap(compiled: CompiledSnapshot): void {
     pools.retain({ get: (a) => compiled.poolKeysOf(a) });
     healing.sync(compiled);
+    outcomes.serving(compiled.version);
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
   let queue: Promise<unknown> = Promise.resolve();
   process.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
+    // Proof that this event loop turns, answered ahead of any queued snapshot work.
+    if (message.type === "clawgate:ping") {
+      send({ type: "clawgate:pong" });
+      return;
+    }
     // Leases and probe verdicts need not wait behind a snapshot being compiled either.
     if (coordinate(message)) return;
     // A scrape need not wait behind a snapshot being compiled.

@@ -99,6 +99,60 @@ describe("TwoPhaseApply", () => {
     expect(await done).toEqual({ ok: true });
   });
 
+  it("goes on without a worker that does not answer in time, and reports it hung", async () => {
+    const { participants, sent, alive, types } = twoWorkers();
+    const hung: string[] = [];
+    let reported!: () => void;
+    const hungReported = new Promise<void>((resolve) => {
+      reported = resolve;
+    });
+    const applies = new TwoPhaseApply(participants, {
+      answerTimeoutMs: 20,
+      // The pool kills it: from then on it is no participant.
+      hung: (worker, reason) => {
+        hung.push(`${worker}: ${reason}`);
+        alive.delete(worker);
+        reported();
+      },
+    });
+    const done = applies.run(update, ok);
+    await sentToAll(sent, "clawgate:prepare", 1);
+    // Worker 2's event loop is stuck: it never answers.
+    applies.prepared(1, 1, { ok: true });
+    await hungReported;
+    await sentToAll(sent, "clawgate:commit", 1);
+    applies.committed(1, 1);
+    // Not a NACK: the version was not refused, a process failed.
+    expect(await done).toEqual({ ok: true });
+    expect(hung).toEqual(["2: no answer to prepare within 20 ms"]);
+    expect(types(1)).toEqual(["clawgate:prepare", "clawgate:commit"]);
+  });
+
+  it("reports a worker hung on commit too, and resolves only after the deadline", async () => {
+    const { participants, sent, alive } = twoWorkers();
+    const hung: number[] = [];
+    const applies = new TwoPhaseApply(participants, {
+      answerTimeoutMs: 20,
+      hung: (worker) => {
+        hung.push(worker);
+        alive.delete(worker);
+      },
+    });
+    let settled = false;
+    const done = applies.run(update, ok).finally(() => {
+      settled = true;
+    });
+    await sentToAll(sent, "clawgate:prepare", 1);
+    applies.prepared(1, 1, { ok: true });
+    applies.prepared(2, 1, { ok: true });
+    await sentToAll(sent, "clawgate:commit", 1);
+    applies.committed(1, 1);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    expect(await done).toEqual({ ok: true });
+    expect(hung).toEqual([2]);
+  });
+
   it("runs applies one after another, and lets a new worker join only between them", async () => {
     const { participants, sent } = twoWorkers();
     const applies = new TwoPhaseApply(participants);

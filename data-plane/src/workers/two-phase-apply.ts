@@ -8,8 +8,17 @@ export interface Participants {
   send(id: number, message: ToWorker): void;
 }
 
+/** What an apply does about a worker that does not answer. */
+export interface HangPolicy {
+  /** How long each phase waits for a worker's answer before it counts that worker hung. */
+  readonly answerTimeoutMs: number;
+  /** Called once per worker found hung; the apply goes on without it (the pool kills it). */
+  readonly hung: (workerId: number, reason: string) => void;
+}
+
 interface Phase {
   readonly id: number;
+  readonly step: string;
   readonly waiting: Set<number>;
   readonly failures: string[];
   readonly done: () => void;
@@ -24,6 +33,10 @@ interface Phase {
  *
  * A worker that dies owes nothing more (`gone`): the apply completes with those left, and its
  * replacement starts from the primary's snapshot once no apply is under way (`whenIdle`).
+ * A worker alive but hung (its event loop stuck) would hold every apply forever: one that
+ * has not answered within `answerTimeoutMs` is reported `hung` and treated as gone. That is
+ * no NACK: the version was not refused, a process failed, and its replacement starts on the
+ * version this apply leaves served.
  */
 export class TwoPhaseApply {
   readonly #participants: Participants;
@@ -32,9 +45,12 @@ export class TwoPhaseApply {
   #running = 0;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #idle: (() => void)[] = [];
+  readonly #hang: HangPolicy | undefined;
 
-  constructor(participants: Participants) {
+  /** Without `hang`, an apply waits for each worker's answer without limit. */
+  constructor(participants: Participants, hang?: HangPolicy) {
     this.#participants = participants;
+    this.#hang = hang;
   }
 
   /**
@@ -84,7 +100,11 @@ export class TwoPhaseApply {
     const workers = this.#participants.ids();
     if (workers.length === 0) return local();
     const id = this.#nextId++;
-    const failures = await this.#ask(id, workers, { type: "clawgate:prepare", id, update });
+    const failures = await this.#ask(id, "prepare", workers, {
+      type: "clawgate:prepare",
+      id,
+      update,
+    });
     if (failures.length > 0) {
       this.#sendAll(workers, { type: "clawgate:abort", id });
       return { ok: false, reason: failures.join("; ") } satisfies ApplyResult;
@@ -101,18 +121,31 @@ export class TwoPhaseApply {
       this.#sendAll(workers, { type: "clawgate:abort", id });
       return result;
     }
-    await this.#ask(id, workers, { type: "clawgate:commit", id });
+    await this.#ask(id, "commit", workers, { type: "clawgate:commit", id });
     return result;
   }
 
   /** Sends `message` to `workers` and resolves with the refusals once each answered or died. */
-  #ask(id: number, workers: readonly number[], message: ToWorker): Promise<string[]> {
+  #ask(id: number, step: string, workers: readonly number[], message: ToWorker): Promise<string[]> {
     return new Promise((resolve) => {
+      const hang = this.#hang;
+      const timer =
+        hang &&
+        setTimeout(() => {
+          for (const worker of [...phase.waiting]) {
+            hang.hung(worker, `no answer to ${phase.step} within ${hang.answerTimeoutMs} ms`);
+            this.#answered(worker);
+          }
+        }, hang.answerTimeoutMs);
       const phase: Phase = {
         id,
+        step,
         waiting: new Set(workers),
         failures: [],
-        done: () => resolve(phase.failures),
+        done: () => {
+          clearTimeout(timer);
+          resolve(phase.failures);
+        },
       };
       this.#phase = phase;
       this.#sendAll(workers, message);

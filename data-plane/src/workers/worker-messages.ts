@@ -1,3 +1,5 @@
+import type { VersionCounts } from "../outcomes/version-outcomes.js";
+
 /**
  * What the primary and its proxy workers say to each other over the cluster IPC channel.
  * Snapshots and deltas travel as their protobuf bytes (base64: the channel is JSON), so a
@@ -17,6 +19,8 @@ export type ToWorker =
   /** The worker's metrics for an aggregated /metrics. */
   | { type: "clawgate:metrics"; id: number }
   | { type: "clawgate:stop"; drainTimeoutMs: number }
+  /** Are you alive? Answered with pong from the event loop (WorkerLiveness). */
+  | { type: "clawgate:ping" }
   /** Sub-shares of tenant budgets for the worker's LeaseBook: a QuotaGrant, base64 protobuf. */
   | { type: "clawgate:quota-grant"; grant: string }
   /** Who probes a fleetProbe upstream, and how the last probe went (ProbeRelay). */
@@ -37,6 +41,9 @@ export type FromWorker =
   | { type: "clawgate:listening"; address: string; tlsAddress?: string | undefined }
   | { type: "clawgate:prepared"; id: number; ok: boolean; reason?: string }
   | { type: "clawgate:committed"; id: number }
+  | { type: "clawgate:pong" }
+  /** Requests answered and 5xx per config version, cumulative since the worker started. */
+  | { type: "clawgate:outcomes"; versions: readonly VersionCounts[] }
   /** prom-client's MetricObjectWithValues[] of the worker's registry. */
   | { type: "clawgate:metrics-reply"; id: number; metrics: unknown[] }
   /** A connection to this node was refused: the primary's health registry decides. */

@@ -6,10 +6,13 @@ import {
   SnapshotSchema,
   toBinary,
 } from "@clawgate/proto";
+import { CLOSE_GRACE_MS } from "@clawgate/runtime";
 import type { Logger } from "pino";
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
+import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
+import { WorkerLiveness } from "./worker-liveness.js";
 import {
   type CoordinationMessage,
   type FromWorker,
@@ -25,10 +28,16 @@ export interface WorkerAddresses {
   readonly tls: string | undefined;
 }
 
+/** Why a worker was replaced: the label of clawgate_worker_restarts_total. */
+const RESTART_REASONS = ["exited", "apply-timeout", "missed-pings"] as const;
+export type RestartReason = (typeof RESTART_REASONS)[number];
+
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
  * in all of them as one step (TwoPhaseApply), sends them health changes, sums their metrics,
  * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
+ * A worker alive but hung (it leaves pings or an apply unanswered) is killed and replaced the
+ * same way.
  */
 export class WorkerPool {
   readonly #count: number;
@@ -48,6 +57,12 @@ export class WorkerPool {
   readonly #hearing = new Set<number>();
   readonly #applies: TwoPhaseApply;
   readonly #metrics: WorkerMetrics;
+  readonly #liveness: WorkerLiveness;
+  /** The workers' request outcomes per version, summed for the snapshot stream. */
+  readonly outcomes = new WorkerOutcomes();
+  /** Workers killed as hung, with why, until their exit is seen. */
+  readonly #killed = new Map<number, RestartReason>();
+  readonly #restarts: Counter<"reason">;
   #stopping = false;
   readonly #firstListening: Promise<WorkerAddresses>;
   #resolveListening!: (addresses: WorkerAddresses) => void;
@@ -62,6 +77,12 @@ export class WorkerPool {
     onCoordination?: (worker: number, message: CoordinationMessage) => void;
     /** A worker died: what it held of leases and probes goes back. */
     onGone?: (worker: number) => void;
+    /** How long an apply waits for a worker's prepare or commit answer (workerApplyTimeoutMs). */
+    applyTimeoutMs: number;
+    /** Time between liveness pings to each worker (workerPingIntervalMs). */
+    pingIntervalMs: number;
+    /** Pings in a row a worker may miss before it is killed as hung (workerMaxMissedPings). */
+    maxMissedPings: number;
   }) {
     this.#count = options.count;
     this.#logger = options.logger;
@@ -79,8 +100,25 @@ export class WorkerPool {
         if (worker !== undefined) this.#send(worker, message);
       },
     };
-    this.#applies = new TwoPhaseApply(participants);
+    this.#applies = new TwoPhaseApply(participants, {
+      answerTimeoutMs: options.applyTimeoutMs,
+      hung: (id, reason) => this.#killHung(id, "apply-timeout", reason),
+    });
     this.#metrics = new WorkerMetrics(participants);
+    this.#liveness = new WorkerLiveness({
+      participants,
+      intervalMs: options.pingIntervalMs,
+      maxMissed: options.maxMissedPings,
+      hung: (id, reason) => this.#killHung(id, "missed-pings", reason),
+    });
+    this.#restarts = new Counter({
+      name: "clawgate_worker_restarts_total",
+      help: "Proxy workers replaced, by reason: exited (died on its own), apply-timeout or missed-pings (hung: left an apply or pings unanswered).",
+      labelNames: ["reason"],
+      registers: [options.registry],
+    });
+    // Every reason from 0, so increase() sees the first restart of each.
+    for (const reason of RESTART_REASONS) this.#restarts.inc({ reason }, 0);
     const pool = this;
     new Gauge({
       name: "clawgate_workers",
@@ -95,6 +133,12 @@ export class WorkerPool {
   /** Forks every worker; resolves with the proxy addresses once the first one listens. */
   start(): Promise<WorkerAddresses> {
     for (let i = 0; i < this.#count; i++) this.#fork();
+    this.#liveness.start();
+    // The last guard, for an exit that does not wait for stop (a second signal, the stop
+    // deadline): a healthy worker exits when its channel closes, a hung one never would.
+    process.once("exit", () => {
+      for (const worker of this.#live()) worker.process.kill("SIGKILL");
+    });
     return this.#firstListening;
   }
 
@@ -153,15 +197,36 @@ export class WorkerPool {
   /** Drains every worker (each lets its requests finish within drainTimeoutMs) and waits. */
   async stop(drainTimeoutMs: number): Promise<void> {
     this.#stopping = true;
+    // A worker draining long requests is no hung one.
+    this.#liveness.stop();
     const exits = this.#live().map(
       (worker) =>
         new Promise<void>((resolve) => {
           if (worker.isDead()) return resolve();
-          worker.once("exit", () => resolve());
           // One not yet running its code has no requests to drain.
-          if (this.#hearing.has(worker.id)) {
-            this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
-          } else worker.kill();
+          if (!this.#hearing.has(worker.id)) {
+            worker.once("exit", () => resolve());
+            worker.kill();
+            return;
+          }
+          this.#send(worker, { type: "clawgate:stop", drainTimeoutMs });
+          // A hung worker neither drains nor exits, and must not outlive the data plane (it
+          // would hold its connections, and under no supervisor nothing else would end it).
+          // Half the close grace after its drain: before the primary's own deadline gives up.
+          const late = setTimeout(
+            () => {
+              this.#logger.error(
+                { worker: worker.id, pid: worker.process.pid, drainTimeoutMs },
+                "proxy worker did not stop after its drain; killing it (SIGKILL)",
+              );
+              worker.process.kill("SIGKILL");
+            },
+            drainTimeoutMs + CLOSE_GRACE_MS / 2,
+          );
+          worker.once("exit", () => {
+            clearTimeout(late);
+            resolve();
+          });
         }),
     );
     await Promise.all(exits);
@@ -175,6 +240,27 @@ export class WorkerPool {
     return Object.values(cluster.workers ?? {}).filter(
       (w): w is Worker => w !== undefined && !w.isDead(),
     );
+  }
+
+  /**
+   * A worker that is alive but does not answer (its event loop stuck) serves nobody well and
+   * would hold every apply: SIGKILL, by its pid, since a hung loop cannot run a graceful
+   * stop. Its exit starts the replacement, on the version the data plane then serves.
+   */
+  #killHung(id: number, reason: RestartReason, detail: string): void {
+    const worker = cluster.workers?.[id];
+    if (worker === undefined || worker.isDead() || this.#killed.has(id)) return;
+    this.#killed.set(id, reason);
+    // It hears nothing more: no apply, scrape or ping waits for it from now on.
+    this.#hearing.delete(id);
+    this.#applies.gone(id);
+    this.#metrics.gone(id);
+    this.#liveness.gone(id);
+    this.#logger.error(
+      { worker: id, pid: worker.process.pid, reason: detail },
+      "proxy worker hung; killing it (SIGKILL) and starting another",
+    );
+    worker.process.kill("SIGKILL");
   }
 
   #send(worker: Worker, message: ToWorker): void {
@@ -197,11 +283,18 @@ export class WorkerPool {
       this.#applies.gone(worker.id);
       this.#metrics.gone(worker.id);
       this.#onGone(worker.id);
+      this.#liveness.gone(worker.id);
+      const killed = this.#killed.get(worker.id);
+      this.#killed.delete(worker.id);
       if (this.#stopping) return;
-      this.#logger.error(
-        { worker: worker.id, pid: worker.process.pid, code, signal },
-        "proxy worker died; starting another",
-      );
+      this.#restarts.inc({ reason: killed ?? "exited" });
+      // A hung one was logged with its reason when it was killed.
+      if (killed === undefined) {
+        this.#logger.error(
+          { worker: worker.id, pid: worker.process.pid, code, signal },
+          "proxy worker died; starting another",
+        );
+      }
       this.#fork();
     });
   }
@@ -238,6 +331,12 @@ export class WorkerPool {
         return;
       case "clawgate:committed":
         this.#applies.committed(worker.id, message.id);
+        return;
+      case "clawgate:outcomes":
+        this.outcomes.reported(worker.id, message.versions);
+        return;
+      case "clawgate:pong":
+        this.#liveness.pong(worker.id);
         return;
       case "clawgate:metrics-reply":
         this.#metrics.replied(worker.id, message.id, message.metrics);

@@ -21,16 +21,11 @@ import {
   waitForConvergence,
   whoAnswered,
 } from "../support/index.js";
-
-interface Rollout {
-  state: "baking" | "promoted" | "rolled-back";
-  version: number;
-  baseVersion: number;
-  canaries: string[];
-  reason?: string;
-  rollbackVersion?: number;
-  outcomes: { canary: { requests: number; failures: number } };
-}
+import {
+  type Rollout,
+  rolloutIn as rolloutInState,
+  startRollout as startRolloutOn,
+} from "./rollout-steps.js";
 
 interface ErrorBody {
   error: { code: string; message: string };
@@ -77,28 +72,9 @@ describe("progressive rollout on etcd with two data planes", () => {
 
   const clawctl = (...args: string[]) => runClawctl(args, env);
 
-  async function startRollout(resources: ApplyResource[], bakeSeconds: number): Promise<number> {
-    const response = await cp.admin.call<{ revision: number }>("POST", "/v1/apply", {
-      resources,
-      rollout: { canary: 1, bakeSeconds, maxErrorRatio: 0.05, minRequests: 10 },
-    });
-    const version = response.body.revision;
-    await waitFor(async () => (await dpA.snapshotVersion()) === version, {
-      what: `canary dp-a to apply version ${version}`,
-      timeoutMs: 20_000,
-    });
-    return version;
-  }
-
-  async function rolloutIn(state: Rollout["state"]): Promise<Rollout> {
-    return waitFor(
-      async () => {
-        const rollout = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
-        return rollout.state === state ? rollout : undefined;
-      },
-      { what: `the rollout to be ${state}`, timeoutMs: 30_000 },
-    );
-  }
+  const startRollout = (resources: ApplyResource[], bakeSeconds: number) =>
+    startRolloutOn(cp, dpA, resources, bakeSeconds);
+  const rolloutIn = (state: Rollout["state"]) => rolloutInState(cp, state);
 
   it("rolls a canary seeing 5xx back on its own; the other data plane never gets the version", async () => {
     // Every version dp-b shows while the rollout runs and until it has the rollback.

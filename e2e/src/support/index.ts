@@ -11,6 +11,7 @@ export * from "./metrics-text.js";
 export * from "./named-upstream.js";
 export * from "./paths.js";
 export * from "./proxy-client.js";
+export * from "./proxy-workers.js";
 export * from "./raw-http.js";
 export * from "./run-clawctl.js";
 export * from "./run-to-exit.js";

@@ -14,16 +14,8 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  workerPids,
 } from "../support/index.js";
-
-/** Pids the primary logged as "proxy worker started", oldest first. */
-function workerPids(dp: DataPlane): number[] {
-  return dp.process.output
-    .text(200)
-    .split("\n")
-    .filter((line) => line.includes('"proxy worker started"'))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
-}
 
 // One story: each `it` builds on the state the one before left.
 describe("versions and /metrics of a data plane with workers: 2", () => {
@@ -82,7 +74,12 @@ describe("versions and /metrics of a data plane with workers: 2", () => {
     await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "a" });
     // Forking and loading two workers is slow on a busy machine.
     dp = await startDataPlane(
-      { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_WORKERS: "2" },
+      {
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_WORKERS: "2",
+        // A worker is stopped (SIGSTOP) on purpose below, to scrape around it: not replaced.
+        CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
+      },
       { readyTimeoutMs: 60_000 },
     );
     teardown.add("data plane", () => dp.stop());

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  isRunning,
   metricSum,
   metricValue,
   type NamedUpstream,
@@ -13,16 +14,8 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  workerPids,
 } from "../support/index.js";
-
-/** Pids the primary logged as "proxy worker started", oldest first. */
-function workerPids(dp: DataPlane): number[] {
-  return dp.process.output
-    .text(200)
-    .split("\n")
-    .filter((line) => line.includes('"proxy worker started"'))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
-}
 
 // One story: each `it` builds on the state the one before left.
 describe("a data plane with workers: 2", () => {
@@ -113,12 +106,3 @@ describe("a data plane with workers: 2", () => {
     for (const pid of live) expect(isRunning(pid), `worker ${pid}`).toBe(false);
   });
 });
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,0 +1,181 @@
+import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
+import { Agent, request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ControlPlane,
+  type DataPlane,
+  isRunning,
+  killIfRunning,
+  loggedAs,
+  metricSum,
+  metricValue,
+  type NamedUpstream,
+  type NamedUpstreamReply,
+  startControlPlane,
+  startDataPlane,
+  startNamedUpstream,
+  Teardown,
+  waitFor,
+  waitForConvergence,
+  workerPids,
+} from "../support/index.js";
+
+/**
+ * Issue 10, worker robustness: a worker alive but hung (SIGSTOP: no JavaScript runs, the IPC
+ * channel goes unread, as with a stuck event loop) must not hold an apply forever.
+ */
+describe("a data plane whose worker hangs", () => {
+  const teardown = new Teardown();
+  let etcd: EtcdProcess;
+  let cp: ControlPlane;
+  let dp: DataPlane;
+  let a: NamedUpstream;
+  let b: NamedUpstream;
+  // A new connection per request: the cluster hands each to a worker free to take it.
+  const agent = new Agent({ pipelining: 0 });
+  teardown.add("agent", () => agent.close());
+  /** The upstream that answered, or the status or error code when none did. */
+  const get = async (): Promise<string> => {
+    try {
+      const response = await request(`${dp.proxyUrl}/api/x`, {
+        dispatcher: agent,
+        reset: true,
+        // The one connection handed to the hung worker is never answered.
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
+      });
+      const text = await response.body.text();
+      return response.statusCode === 200
+        ? (JSON.parse(text) as NamedUpstreamReply).upstream
+        : String(response.statusCode);
+    } catch (error) {
+      return (error as Error & { code?: string }).code ?? (error as Error).message;
+    }
+  };
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    teardown.add("etcd", () => etcd.stop());
+    a = await startNamedUpstream("a");
+    teardown.add("upstream a", () => a.close());
+    b = await startNamedUpstream("b");
+    teardown.add("upstream b", () => b.close());
+    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
+    teardown.add("control plane", () => cp.stop());
+    await cp.admin.putUpstream("a", { nodes: [{ address: a.address, weight: 1 }] });
+    await cp.admin.putUpstream("b", { nodes: [{ address: b.address, weight: 1 }] });
+    const write = await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "a" });
+    dp = await startDataPlane(
+      {
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_WORKERS: "2",
+        CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "5000",
+        // Pings would find the hang too (worker-pings.test.ts): here the apply's deadline must.
+        CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
+        // The stop below waits this long for a hung worker's drain before it kills it.
+        CLAWGATE_DRAIN_TIMEOUT_MS: "1000",
+      },
+      { readyTimeoutMs: 60_000 },
+    );
+    teardown.add("data plane", () => dp.stop());
+    await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
+    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
+      what: "clawgate_workers 2",
+      timeoutMs: 60_000,
+    });
+  }, 180_000);
+
+  afterAll(() => teardown.run());
+
+  it("kills the hung worker, ACKs with the other, and the replacement serves the new version", async () => {
+    const [victim] = workerPids(dp) as [number];
+    teardown.add("stopped worker", () => killIfRunning(victim));
+    process.kill(victim, "SIGSTOP");
+    // Requests on two connections at a time from the moment the worker hangs until its
+    // replacement serves: the other worker must answer them throughout.
+    const answers: string[] = [];
+    let running = true;
+    const loops = [1, 2].map(async () => {
+      while (running) answers.push(await get());
+    });
+    try {
+      const write = await cp.admin.putRoute("api", {
+        match: { pathPrefix: "/api" },
+        upstream: "b",
+      });
+      // The apply waits 5 s for the hung worker's prepare, then goes on without it: an ACK.
+      await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
+      const [hung] = loggedAs<{ pid: number; reason: string }>(
+        dp,
+        "proxy worker hung; killing it (SIGKILL) and starting another",
+      );
+      expect(hung).toMatchObject({ pid: victim, reason: "no answer to prepare within 5000 ms" });
+      await waitFor(() => !isRunning(victim), { what: `hung worker ${victim} to be gone` });
+      await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
+        what: "a replacement worker listening",
+        timeoutMs: 60_000,
+      });
+      const servedAt = answers.length;
+      await waitFor(() => answers.length >= servedAt + 20, { what: "20 requests after" });
+    } finally {
+      running = false;
+      await Promise.all(loops);
+    }
+    const failed = answers.filter((answer) => answer !== "a" && answer !== "b");
+    // Only the one connection the cluster handed the hung worker before it was killed.
+    expect(failed.length, `failures: ${failed.join(", ")}`).toBeLessThanOrEqual(1);
+    expect(answers.length).toBeGreaterThan(20);
+    const metrics = await dp.metrics();
+    expect(metricSum(metrics, "clawgate_worker_restarts_total", { reason: "apply-timeout" })).toBe(
+      1,
+    );
+    expect(metricSum(metrics, "clawgate_snapshot_nacks_total")).toBe(0);
+    // No version mix: every fresh connection, on the surviving worker and the replacement,
+    // meets the new route.
+    const after: string[] = [];
+    for (let i = 0; i < 12; i++) after.push(await get());
+    expect(new Set(after)).toEqual(new Set(["b"]));
+    expect(workerPids(dp)).toHaveLength(3);
+  }, 180_000);
+
+  it("on SIGTERM kills a worker hung past its drain, finishes its stop and exits 0", async () => {
+    const live = workerPids(dp).slice(-2);
+    const [hung] = live as [number];
+    teardown.add("stopped worker on stop", () => killIfRunning(hung));
+    process.kill(hung, "SIGSTOP");
+    expect(await dp.process.stop(15_000)).toEqual({ code: 0, signal: null });
+    expect(loggedAs(dp, "proxy worker did not stop after its drain; killing it (SIGKILL)")).toEqual(
+      [expect.objectContaining({ pid: hung, drainTimeoutMs: 1000 })],
+    );
+    // The whole stop ran (snapshot stream, cache, pools closed), not the deadline's exit.
+    expect(loggedAs(dp, "stopped")).toHaveLength(1);
+    for (const pid of live) expect(isRunning(pid), `worker ${pid}`).toBe(false);
+  });
+
+  it("on a second SIGTERM exits at once and leaves no hung worker behind", async () => {
+    const second = await startDataPlane(
+      { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_WORKERS: "2" },
+      { readyTimeoutMs: 60_000 },
+    );
+    teardown.add("second data plane", () => second.stop());
+    await waitFor(async () => metricValue(await second.metrics(), "clawgate_workers") === 2, {
+      what: "the second data plane's two workers listening",
+      timeoutMs: 60_000,
+    });
+    const live = workerPids(second);
+    const [hung] = live as [number];
+    teardown.add("stopped worker on exit", () => killIfRunning(hung));
+    process.kill(hung, "SIGSTOP");
+    // The first waits on the hung worker's drain (10 s by default); the second cuts it short.
+    process.kill(second.process.pid, "SIGTERM");
+    await waitFor(() => loggedAs(second, "stopping: draining requests in flight").length > 0, {
+      what: "the data plane to start stopping",
+    });
+    process.kill(second.process.pid, "SIGTERM");
+    expect(await second.process.exited).toEqual({ code: 0, signal: null });
+    expect(loggedAs(second, "second signal while stopping; exiting now")).toHaveLength(1);
+    await waitFor(() => live.every((pid) => !isRunning(pid)), {
+      what: `workers ${live.join(", ")} to be gone with their primary`,
+    });
+  }, 120_000);
+});
