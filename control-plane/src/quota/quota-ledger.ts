@@ -12,7 +12,10 @@ import { type QuotaConsumption, QuotaKind } from "@clawgate/proto";
  * credit while its ask is in flight (see the data plane's LeaseBook): with N data planes the
  * error is bounded by N per window, not by traffic. Token leases are spent after the fact (a
  * response's usage is known when it ends), so a lease may go negative: the overshoot is bounded
- * by the responses in flight when the budget ran out.
+ * by the responses in flight when the budget ran out. Once the fleet's reported consumption
+ * reaches the limit, every data plane holding a lease of that budget is told at once (a revoked
+ * lease, pushed unasked): one still holding an unspent share would otherwise go on admitting
+ * it, never asking again, while another spent the whole budget.
  */
 export interface QuotaLedgerOptions {
   /** The tenant's limit for `kind` in the published config; 0 is unlimited. */
@@ -35,7 +38,12 @@ export interface LeaseGrant {
   readonly granted: number;
   readonly resetsInMs: number;
   readonly exhausted: boolean;
+  /** The budget was spent fleet-wide: the holder drops what is left of its lease. */
+  readonly revoked?: boolean;
 }
+
+/** Sends grants to one data plane unasked (a revoked lease); see QuotaLedger.connect. */
+export type GrantDelivery = (grants: readonly LeaseGrant[]) => void;
 
 /** What an unlimited budget grants: more than any data plane spends in a window. */
 export const UNLIMITED_GRANT = 1_000_000_000;
@@ -46,6 +54,8 @@ interface Budget {
   used: number;
   /** Units leased and not yet reported consumed, by data plane. */
   readonly leases: Map<string, number>;
+  /** Consumption reached the limit and the holders were told so. */
+  revoked: boolean;
 }
 
 export class QuotaLedger {
@@ -53,6 +63,7 @@ export class QuotaLedger {
   readonly #minuteMs: number;
   readonly #dayMs: number;
   readonly #budgets = new Map<string, Budget>();
+  readonly #deliveries = new Map<string, GrantDelivery>();
 
   constructor(options: QuotaLedgerOptions) {
     this.#options = options;
@@ -80,9 +91,13 @@ export class QuotaLedger {
         const leased = budget.leases.get(holder) ?? 0;
         budget.leases.set(holder, Math.max(0, leased - consumed));
       }
-      if (!entry.wantsMore) continue;
       const resetsInMs = (window + 1) * windowMs - now;
       const limit = this.#options.limitOf(entry.tenant, entry.kind);
+      if (limit > 0 && budget.used >= limit && !budget.revoked) {
+        budget.revoked = true;
+        this.#revoke(holder, budget, { ...key(entry), window, resetsInMs });
+      }
+      if (!entry.wantsMore) continue;
       if (limit <= 0) {
         grants.push({
           ...key(entry),
@@ -96,14 +111,44 @@ export class QuotaLedger {
       const granted = this.#share(budget, limit);
       if (granted > 0) budget.leases.set(holder, (budget.leases.get(holder) ?? 0) + granted);
       const exhausted = this.#available(budget, limit) <= 0 && granted === 0;
-      grants.push({ ...key(entry), window, granted, resetsInMs, exhausted });
+      grants.push({
+        ...key(entry),
+        window,
+        granted,
+        resetsInMs,
+        exhausted,
+        revoked: budget.revoked,
+      });
     }
     return grants;
   }
 
+  /** Where to push grants `holder` did not ask for (a revoked lease); until release(holder). */
+  connect(holder: string, deliver: GrantDelivery): void {
+    this.#deliveries.set(holder, deliver);
+  }
+
   /** A data plane went away: what it held and did not spend goes back to the fleet. */
   release(holder: string): void {
+    this.#deliveries.delete(holder);
     for (const budget of this.#budgets.values()) budget.leases.delete(holder);
+  }
+
+  /**
+   * Tells every holder of `budget`, the reporting one included, that it is spent. Their leases
+   * end here: nothing they still held counts as leased in this window.
+   */
+  #revoke(
+    reporter: string,
+    budget: Budget,
+    lease: Pick<LeaseGrant, "tenant" | "kind" | "window" | "resetsInMs">,
+  ): void {
+    const grant: LeaseGrant = { ...lease, granted: 0, exhausted: true, revoked: true };
+    const holders = new Set([...budget.leases.keys(), reporter]);
+    for (const holder of holders) {
+      budget.leases.set(holder, 0);
+      this.#deliveries.get(holder)?.([grant]);
+    }
   }
 
   #share(budget: Budget, limit: number): number {
@@ -124,7 +169,7 @@ export class QuotaLedger {
     let budget = this.#budgets.get(id);
     if (budget === undefined || budget.window !== window) {
       // A new window: every lease of the old one lapsed on the data planes too.
-      budget = { window, used: 0, leases: new Map() };
+      budget = { window, used: 0, leases: new Map(), revoked: false };
       this.#budgets.set(id, budget);
     }
     return budget;
