@@ -1,0 +1,83 @@
+import { QuotaKind } from "@clawgate/proto";
+import { afterEach, describe, expect, it } from "vitest";
+import { openEmbeddedStore } from "../store/embedded-store.js";
+import type { Store } from "../store/store.js";
+import { quotaWindowKey } from "./quota-window-key.js";
+import { StoredWindowCounter } from "./stored-window-counter.js";
+import type { WindowKey } from "./window-counter.js";
+
+const quiet = { debug() {}, info() {}, warn() {} };
+const WINDOW: WindowKey = {
+  tenant: "acme",
+  kind: QuotaKind.REQUESTS_PER_MINUTE,
+  window: 10,
+  windowMs: 60_000,
+};
+// Ten seconds into window 10.
+const now = () => 610_000;
+
+describe("StoredWindowCounter", () => {
+  let store: Store;
+  const counters: StoredWindowCounter[] = [];
+  const replica = async () => {
+    const counter = new StoredWindowCounter({ store, prefix: "/t/", logger: quiet, now });
+    await counter.start();
+    counters.push(counter);
+    return counter;
+  };
+  afterEach(async () => {
+    for (const counter of counters.splice(0)) await counter.stop();
+    await store.close();
+  });
+
+  it("never lets replicas reserving at the same time take more than the limit between them", async () => {
+    store = await openEmbeddedStore({});
+    const [a, b] = [await replica(), await replica()];
+    let reserved = 0;
+    // Both replicas race until the fleet has nothing left; every write is a compare-and-swap.
+    for (;;) {
+      const claims = await Promise.all([a.reserve(WINDOW, 20), b.reserve(WINDOW, 20)]);
+      const units = claims.reduce((sum, claim) => sum + claim.units, 0);
+      reserved += units;
+      if (units === 0) break;
+    }
+    expect(reserved).toBe(20);
+    expect((await store.get(quotaWindowKey("/t/", WINDOW)))?.value).toBe("20");
+  });
+
+  it("reserves a quarter of what is left, at least one unit", async () => {
+    store = await openEmbeddedStore({});
+    const a = await replica();
+    expect(await a.reserve(WINDOW, 20)).toEqual({ units: 5, total: 5 });
+    expect(await a.reserve(WINDOW, 20)).toEqual({ units: 4, total: 9 });
+    expect(await a.reserve(WINDOW, 10)).toEqual({ units: 1, total: 10 });
+    expect(await a.reserve(WINDOW, 10)).toEqual({ units: 0, total: 10 });
+  });
+
+  it("charges consumption past the limit and takes back what is given back, never below zero", async () => {
+    store = await openEmbeddedStore({});
+    const a = await replica();
+    await a.reserve(WINDOW, 4);
+    expect(await a.charge(WINDOW, 30)).toEqual({ units: 30, total: 31 });
+    expect(await a.charge(WINDOW, -40)).toEqual({ units: -31, total: 0 });
+  });
+
+  it("binds each count to a store lease, so the count goes away after its window", async () => {
+    store = await openEmbeddedStore({});
+    const a = await replica();
+    await a.reserve(WINDOW, 20);
+    expect((await store.get(quotaWindowKey("/t/", WINDOW)))?.lease).toBeDefined();
+  });
+
+  it("tells every replica of a count another one wrote", async () => {
+    store = await openEmbeddedStore({});
+    const [a, b] = [await replica(), await replica()];
+    const heard = new Promise((resolve) =>
+      b.onTotal((key, total) => {
+        if (total === 20) resolve(key);
+      }),
+    );
+    await a.charge(WINDOW, 20);
+    expect(await heard).toEqual({ tenant: "acme", kind: WINDOW.kind, window: 10 });
+  });
+});
