@@ -1,7 +1,9 @@
 import { QuotaKind } from "@clawgate/proto";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openEmbeddedStore } from "../store/embedded-store.js";
+import { openEtcdStore } from "../store/etcd-store.js";
 import type { Store } from "../store/store.js";
+import { type EtcdProcess, startEtcd } from "../testing/index.js";
 import { quotaWindowKey } from "./quota-window-key.js";
 import { StoredWindowCounter } from "./stored-window-counter.js";
 import type { WindowKey } from "./window-counter.js";
@@ -80,4 +82,36 @@ describe("StoredWindowCounter", () => {
     await a.charge(WINDOW, 20);
     expect(await heard).toEqual({ tenant: "acme", kind: WINDOW.kind, window: 10 });
   });
+});
+
+describe("StoredWindowCounter on etcd", () => {
+  let etcd: EtcdProcess;
+  const stores: Store[] = [];
+  beforeAll(async () => {
+    etcd = await startEtcd();
+  }, 30_000);
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    await etcd?.stop();
+  });
+
+  it("shares one limit between replicas on their own connections, racing with compare-and-swap", async () => {
+    const replicas: StoredWindowCounter[] = [];
+    for (let i = 0; i < 3; i++) {
+      const store = await openEtcdStore({ endpoints: [etcd.endpoint] });
+      stores.push(store);
+      replicas.push(new StoredWindowCounter({ store, prefix: "/race/", logger: quiet, now }));
+    }
+    let reserved = 0;
+    for (;;) {
+      const claims = await Promise.all(replicas.map((replica) => replica.reserve(WINDOW, 50)));
+      const units = claims.reduce((sum, claim) => sum + claim.units, 0);
+      reserved += units;
+      if (units === 0) break;
+    }
+    expect(reserved).toBe(50);
+    const count = await (stores[0] as Store).get(quotaWindowKey("/race/", WINDOW));
+    expect(count?.value).toBe("50");
+    expect(count?.lease).toBeDefined();
+  }, 30_000);
 });
