@@ -27,6 +27,7 @@ import { ConfigAudit } from "./journal/config-audit.js";
 import { Journal } from "./journal/journal.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
+import { StoredWindowCounter } from "./quota/stored-window-counter.js";
 import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
@@ -186,6 +187,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   });
   await rollouts.start();
 
+  // Tenant budgets: with etcd, replicas reserve blocks of each tenant window from a count
+  // under meta/quota/, so two replicas never both hand out the whole budget; the embedded
+  // store means one replica, which counts alone.
+  const quotaCounter =
+    store.kind === "etcd"
+      ? new StoredWindowCounter({ store, prefix: settings.etcdPrefix, logger })
+      : undefined;
+  await quotaCounter?.start();
   const grpc = await startSnapshotServer({
     address: settings.grpcListen,
     builder,
@@ -197,6 +206,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     tls: grpcTls,
     maxStreams: settings.grpcMaxStreams,
     quotaWindows: { minuteMs: settings.quotaMinuteMs, dayMs: settings.quotaDayMs },
+    quotaCounter,
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
   // Named tokens with roles, kept in memory from a watch; the bootstrap token is their admin.
@@ -264,6 +274,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         admin.server.closeAllConnections();
       }
       await grpc.close(CLOSE_GRACE_MS);
+      await quotaCounter?.stop();
       rollouts.stop();
       await remediation.stop(1_000);
       await election.stop();

@@ -9,6 +9,7 @@ import type { Fleet } from "../fleet/fleet.js";
 import { ProbeCoordinator } from "../probe/probe-coordinator.js";
 import { QuotaLedger } from "../quota/quota-ledger.js";
 import { tenantLimits } from "../quota/tenant-limits.js";
+import type { WindowCounter } from "../quota/window-counter.js";
 import {
   channelSecurity,
   type GrpcServerTls,
@@ -56,6 +57,11 @@ export interface SnapshotServerOptions {
   outcomes?: StreamSessionOptions["outcomes"];
   /** Windows of the fleet-wide tenant budgets; default a minute and a day. */
   quotaWindows?: { minuteMs: number; dayMs: number };
+  /**
+   * The fleet's count of each tenant window, shared with the other control-plane replicas
+   * (a StoredWindowCounter on etcd); default this replica counts alone.
+   */
+  quotaCounter?: WindowCounter;
 }
 
 /**
@@ -121,6 +127,12 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     holders: () => Math.max(1, sessions.size),
     now: Date.now,
     ...options.quotaWindows,
+    counter: options.quotaCounter,
+    onError: (error, key) =>
+      logger.warn(
+        { err: error, tenant: key.tenant, kind: key.kind, window: key.window },
+        "could not reserve or charge a tenant budget in the store; data planes asking get no share until it answers",
+      ),
   });
   const probes = new ProbeCoordinator({ now: () => performance.now() });
 
@@ -190,6 +202,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
       if (closing) return;
       closing = true;
       unsubscribe();
+      quota.close();
       // Streams never finish on their own, so tryShutdown would wait forever: end them first,
       // with UNAVAILABLE so data planes reconnect (to another replica, or to this one reborn).
       for (const session of [...sessions]) session.fail(unavailable());

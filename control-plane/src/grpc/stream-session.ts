@@ -12,7 +12,7 @@ import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-j
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
 import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js";
-import type { QuotaLedger } from "../quota/quota-ledger.js";
+import type { LeaseGrant, QuotaLedger } from "../quota/quota-ledger.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import {
   checkAnswer,
@@ -252,19 +252,7 @@ export class StreamSession {
         }
         const party = this.party;
         if (this.quota === undefined || party === undefined) return;
-        const leases = this.quota.report(party.id, entries.value);
-        if (leases.length === 0) return;
-        this.send({
-          case: "quotaGrant",
-          value: {
-            leases: leases.map((lease) => ({
-              ...lease,
-              window: BigInt(lease.window),
-              granted: BigInt(lease.granted),
-              resetsInMs: BigInt(Math.max(0, lease.resetsInMs)),
-            })),
-          },
-        });
+        this.sendGrants(this.quota.report(party.id, entries.value));
         return;
       }
       case "probeClaim": {
@@ -341,6 +329,8 @@ export class StreamSession {
           value: { ...verdict, leaseMs: BigInt(verdict.leaseMs) },
         }),
     };
+    // A budget spent fleet-wide is pushed to this data plane unasked (a revoked lease).
+    this.quota?.connect(this.party.id, (grants) => this.sendGrants(grants));
     this.logger.info(
       {
         nodeId: hello.nodeId,
@@ -444,6 +434,21 @@ export class StreamSession {
       "sending snapshot",
     );
     this.flush();
+  }
+
+  private sendGrants(leases: readonly LeaseGrant[]): void {
+    if (leases.length === 0) return;
+    this.send({
+      case: "quotaGrant",
+      value: {
+        leases: leases.map((lease) => ({
+          ...lease,
+          window: BigInt(lease.window),
+          granted: BigInt(lease.granted),
+          resetsInMs: BigInt(Math.max(0, lease.resetsInMs)),
+        })),
+      },
+    });
   }
 
   /**

@@ -1,6 +1,6 @@
 import { create, QuotaConsumptionSchema, QuotaKind } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { QuotaLedger, UNLIMITED_GRANT } from "./quota-ledger.js";
+import { type LeaseGrant, QuotaLedger, UNLIMITED_GRANT } from "./quota-ledger.js";
 
 const RPM = QuotaKind.REQUESTS_PER_MINUTE;
 
@@ -103,6 +103,40 @@ describe("QuotaLedger", () => {
       granted: 0,
       exhausted: true,
     });
+  });
+
+  it("pushes a revoked lease to every holder once token usage reaches the limit fleet-wide", () => {
+    const book = ledger(100, 2);
+    const tokens = QuotaKind.TOKENS_PER_MINUTE;
+    const pushed = new Map<string, LeaseGrant[]>([
+      ["a", []],
+      ["b", []],
+    ]);
+    book.connect("a", (grants) => pushed.get("a")!.push(...grants));
+    book.connect("b", (grants) => pushed.get("b")!.push(...grants));
+    expect(book.report("a", [ask(0, 0, true, tokens)])[0]!.granted).toBe(25);
+    expect(book.report("b", [ask(0, 0, true, tokens)])[0]!.granted).toBe(19);
+    // b still holds 19 unspent tokens when a's usage (debited after its responses) passes 100.
+    book.report("a", [ask(60, 0, false, tokens)]);
+    expect(pushed.get("b")).toEqual([]);
+    book.report("a", [ask(45, 0, false, tokens)]);
+    const revoked = { kind: tokens, granted: 0, exhausted: true, revoked: true };
+    expect(pushed.get("b")).toEqual([expect.objectContaining(revoked)]);
+    expect(pushed.get("a")).toEqual([expect.objectContaining(revoked)]);
+    // Told once per window, and any later ask hears the same.
+    book.report("a", [ask(5, 0, false, tokens)]);
+    expect(pushed.get("b")).toHaveLength(1);
+    expect(book.report("b", [ask(0, 0, true, tokens)])[0]).toMatchObject(revoked);
+  });
+
+  it("does not push to a data plane that went away", () => {
+    const book = ledger(10, 2);
+    const pushed: LeaseGrant[] = [];
+    book.connect("b", (grants) => pushed.push(...grants));
+    book.report("b", [ask()]);
+    book.release("b");
+    book.report("a", [ask(10, 0, false)]);
+    expect(pushed).toEqual([]);
   });
 
   it("grants an unlimited budget without counting", () => {

@@ -135,6 +135,7 @@ export function toRoute(name: string, route: RouteDocument): Route {
     requestHeaders: route.requestHeaders,
     responseHeaders: route.responseHeaders,
     maxBodyBytes: BigInt(route.maxBodyBytes),
+    usage: route.usage,
   });
 }
 

@@ -95,6 +95,7 @@ export function compileRoute(
     staleIfErrorMs: (route.fallback?.staleIfErrorSeconds ?? DEFAULT_STALE_IF_ERROR_SECONDS) * 1000,
     policies: compilePolicies(route, tenants),
     maxBodyBytes: Number(route.maxBodyBytes),
+    injectStreamUsage: route.usage?.injectStreamUsage ?? false,
     source: route,
   });
 }

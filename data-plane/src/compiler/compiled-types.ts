@@ -118,6 +118,8 @@ export interface CompiledRoute {
   readonly policies: PolicyChain;
   /** maxBodyBytes: a chunked body is cut with 413 past it; 0 is no limit. */
   readonly maxBodyBytes: number;
+  /** usage.injectStreamUsage: streaming JSON requests get include_usage (stream-usage.ts). */
+  readonly injectStreamUsage: boolean;
   readonly source: Route;
 }
 

@@ -8,6 +8,7 @@ import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metri
 import type { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { limitedBody } from "../policy/limited-body.js";
 import type { LeaseBook } from "../quota/lease-book.js";
+import { streamUsageCandidate } from "../quota/stream-usage-request.js";
 import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
@@ -161,7 +162,11 @@ export function createProxyHandler(
       // streams instead (a declared one over the limit never gets this far).
       const source = chunked && route.maxBodyBytes > 0 ? limitedBody(req, route.maxBodyBytes) : req;
       const declared = Number(contentLength);
-      if (route.retryAttempts > 0 && !chunked && declared <= replayLimit) {
+      if (
+        (route.retryAttempts > 0 && !chunked && declared <= replayLimit) ||
+        // A small JSON body is read whole to add include_usage to it (stream-usage.ts).
+        (route.injectStreamUsage && streamUsageCandidate(headers))
+      ) {
         body = req;
         bufferBodyBytes = declared;
       } else if (route.retryAttempts > 0 && chunked) {

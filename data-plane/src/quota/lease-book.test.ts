@@ -18,7 +18,7 @@ function setup() {
   book.setConnected(true);
   const grant = (
     granted: number,
-    opts: { exhausted?: boolean; window?: number; kind?: QuotaKind } = {},
+    opts: { exhausted?: boolean; revoked?: boolean; window?: number; kind?: QuotaKind } = {},
   ) =>
     book.grant(
       create(QuotaGrantSchema, {
@@ -30,6 +30,7 @@ function setup() {
             granted: BigInt(granted),
             resetsInMs: 30_000n,
             exhausted: opts.exhausted ?? false,
+            revoked: opts.revoked ?? false,
           },
         ],
       }),
@@ -111,6 +112,17 @@ describe("LeaseBook", () => {
     ]);
     grant(0, { kind: TPM, exhausted: true });
     expect(book.admit("acme", TPM, 1000, false).ok).toBe(false);
+  });
+
+  it("drops an unspent share when the fleet revokes it, and refuses until the window ends", () => {
+    const { book, clock, grant } = setup();
+    grant(10);
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    // Nine units still held: another data plane spent the whole budget meanwhile.
+    grant(0, { exhausted: true, revoked: true });
+    expect(book.admit("acme", RPM, 20)).toEqual({ ok: false, retryAfterMs: 30_000 });
+    clock.now += 30_000;
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
   });
 
   it("lets token-budget requests go on while a share is asked for, until the fleet says spent", () => {

@@ -186,6 +186,9 @@ export class LeaseBook {
         lease.window = share.window;
       }
       const granted = Number(share.granted);
+      // The fleet spent the budget elsewhere: what is left of this share is no longer ours to
+      // spend (a debt beyond it stays, it was consumed).
+      if (share.revoked) lease.balance = Math.min(lease.balance, 0);
       lease.balance += granted;
       lease.lastGrant = granted;
       lease.exhausted = share.exhausted;

@@ -77,4 +77,15 @@ export const routePolicyFields = {
   responseHeaders: headerTransform("response").optional(),
   /** Largest request body accepted (declared or streamed), 413 above; 0 is no limit. */
   maxBodyBytes: z.int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  /** Token usage of model traffic; absent: requests and responses pass as they are. */
+  usage: z
+    .strictObject({
+      /**
+       * Adds stream_options.include_usage to OpenAI-style streaming requests (JSON bodies up to
+       * STREAM_USAGE_BODY_LIMIT with "stream": true), so streams report usage for token
+       * budgets; the client only sees the usage chunk if it asked for it. Default false.
+       */
+      injectStreamUsage: z.boolean().default(false),
+    })
+    .optional(),
 };

@@ -33,8 +33,19 @@ describe("route policy fields", () => {
     ["cors.allowCredentials", { cors: { allowOrigins: ["*"], allowCredentials: true } }],
     ["cors.allowOrigins.0", { cors: { allowOrigins: ["https://a.example/path"] } }],
     ["maxBodyBytes", { maxBodyBytes: -1 }],
+    ["usage.injectStreamUsage", { usage: { injectStreamUsage: "yes" } }],
+    ["usage.includeUsage", { usage: { includeUsage: true } }],
   ])("refuses a bad %s", (field, extra) => {
     expect(fields(route(extra))).toContain(field);
+  });
+
+  it("takes usage.injectStreamUsage, off unless it is said", () => {
+    const on = route({ usage: { injectStreamUsage: true } });
+    expect(on.ok && on.document.usage).toEqual({ injectStreamUsage: true });
+    const empty = route({ usage: {} });
+    expect(empty.ok && empty.document.usage).toEqual({ injectStreamUsage: false });
+    const absent = route({});
+    expect(absent.ok && absent.document.usage).toBeUndefined();
   });
 
   it("reads CIDRs of both families, a bare address as one host", () => {

@@ -46,6 +46,11 @@ export class Exchange implements PolicyRequest {
   /** The client's answer is complete (or abandoned). */
   settled = false;
   clientGone = false;
+  /**
+   * The gateway added include_usage to the request (route usage.injectStreamUsage) and the
+   * client did not ask for it: the stream's usage chunk is kept from the client.
+   */
+  stripStreamUsage = false;
   /** The tenant the route's auth policy identified; undefined without auth or key. */
   tenant: PolicyTenant | undefined = undefined;
   /** The outermost handler: where a failure of the proxy itself enters the pipeline. */

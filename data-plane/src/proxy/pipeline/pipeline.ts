@@ -14,6 +14,7 @@ import { sendToNode } from "./send-to-node.js";
 import { compose } from "./stage.js";
 import { staleIfError } from "./stale-if-error.js";
 import { streamIdle } from "./stream-idle.js";
+import { streamUsageRequest, streamUsageResponse } from "./stream-usage.js";
 import { totalTimeout } from "./total-timeout.js";
 
 /**
@@ -26,6 +27,9 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
       // One line per request, after the client got its answer; absent when the log is off.
       ...(deps.accessLog === undefined ? [] : [accessLog(deps.accessLog)]),
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
+      // A usage chunk the gateway asked for and the client did not is kept from the client,
+      // after the token budget (in the policy chain, below) read it.
+      streamUsageResponse(),
       // The route's policies: ip, CORS, auth, body limit, fleet-wide budgets, headers.
       policyChain({
         clock: deps.healing.clock,
@@ -34,6 +38,7 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
       }),
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
       requestBody(), // a body a retry may resend is read whole first
+      streamUsageRequest(), // a streaming JSON request asks for its usage
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once
       breakerPermit(deps), // one permit per request; records how the request ended
       totalTimeout(deps), // routes' timeouts.totalMs across attempts and backoffs

@@ -1,0 +1,88 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { injectStreamUsage } from "../../quota/stream-usage-request.js";
+import { UsageChunkFilter } from "../../quota/usage-chunk-filter.js";
+import type { Exchange } from "./exchange.js";
+import { DecoratorHandler, guarded, type Interceptor, type StageController } from "./stage.js";
+
+/**
+ * Route usage.injectStreamUsage, request side: after the request-body stage read a small JSON
+ * body whole (proxy-handler.ts decides which), a streaming OpenAI-style request gets
+ * stream_options.include_usage, so its stream reports the usage the token budget debits. The
+ * forwarded Content-Length follows the new body. Anything else passes as it came.
+ */
+export function streamUsageRequest(): Interceptor {
+  return (next) => (exchange, handler) => {
+    if (exchange.route.injectStreamUsage && Buffer.isBuffer(exchange.body)) {
+      const rewrite = injectStreamUsage(exchange.body);
+      if (rewrite !== undefined) {
+        exchange.body = rewrite.body;
+        exchange.stripStreamUsage = rewrite.strip;
+        setContentLength(exchange.headers, rewrite.body.length);
+      }
+    }
+    next(exchange, handler);
+  };
+}
+
+/**
+ * Response side: the usage chunk the client did not ask for is kept from its stream. It stands
+ * above the policy chain, so the token budget reads the whole stream, usage chunk included,
+ * before the chunk is dropped on the way to the client.
+ */
+export function streamUsageResponse(): Interceptor {
+  return (next) => (exchange, handler) => {
+    if (!exchange.route.injectStreamUsage) next(exchange, handler);
+    else guarded(next, exchange, new StreamUsageHandler(handler, exchange));
+  };
+}
+
+class StreamUsageHandler extends DecoratorHandler {
+  #filter: UsageChunkFilter | undefined;
+
+  constructor(
+    handler: StreamUsageHandler["handler"],
+    private readonly exchange: Exchange,
+  ) {
+    super(handler);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    // Set by the request side, which ran before any response came.
+    if (
+      this.exchange.stripStreamUsage &&
+      /^text\/event-stream/i.test(headers["content-type"] ?? "")
+    ) {
+      this.#filter = new UsageChunkFilter();
+      // The client gets fewer bytes than the upstream declared.
+      delete headers["content-length"];
+    }
+    this.handler.onResponseStart(controller, status, headers);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    const filter = this.#filter;
+    if (filter === undefined) {
+      this.handler.onResponseData(controller, chunk);
+      return;
+    }
+    const passed = filter.push(chunk);
+    if (passed.length > 0) this.handler.onResponseData(controller, passed);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    const rest = this.#filter?.end();
+    if (rest !== undefined && rest.length > 0) this.handler.onResponseData(controller, rest);
+    this.handler.onResponseEnd(controller);
+  }
+}
+
+/** Replaces the value of content-length in a flat [name, value, ...] header list. */
+function setContentLength(headers: string[], length: number): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]?.toLowerCase() === "content-length") headers[i + 1] = String(length);
+  }
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import {
+  injectStreamUsage,
+  STREAM_USAGE_BODY_LIMIT,
+  streamUsageCandidate,
+} from "./stream-usage-request.js";
+
+const rewrite = (body: string) => {
+  const result = injectStreamUsage(Buffer.from(body));
+  return result === undefined ? undefined : { body: result.body.toString(), strip: result.strip };
+};
+
+describe("injectStreamUsage", () => {
+  it("adds include_usage in front of a streaming request's own bytes, big numbers kept", () => {
+    const body = '{"model":"m","stream":true,"seed":12345678901234567890}';
+    const result = rewrite(body);
+    expect(result).toEqual({
+      body: '{"stream_options":{"include_usage":true},"model":"m","stream":true,"seed":12345678901234567890}',
+      strip: true,
+    });
+  });
+
+  it("merges into stream_options the client sent without include_usage", () => {
+    const result = rewrite('{"stream":true,"stream_options":{"include_obfuscation":false}}');
+    expect(JSON.parse(result!.body)).toEqual({
+      stream: true,
+      stream_options: { include_obfuscation: false, include_usage: true },
+    });
+    expect(result!.strip).toBe(true);
+  });
+
+  it.each([
+    [
+      "the client asked for usage itself",
+      '{"stream":true,"stream_options":{"include_usage":true}}',
+    ],
+    ["a request that does not stream", '{"model":"m","stream":false}'],
+    ["a request without stream", '{"model":"m"}'],
+    ["a body that is not JSON", '{"stream":true'],
+    ["a JSON array", "[1,2]"],
+    ["stream_options that is not an object", '{"stream":true,"stream_options":"x"}'],
+  ])("leaves alone %s", (_what, body) => {
+    expect(rewrite(body)).toBeUndefined();
+  });
+});
+
+describe("streamUsageCandidate", () => {
+  it.each([
+    [{ "content-type": "application/json", "content-length": "20" }, true],
+    [{ "content-type": "application/json; charset=utf-8", "content-length": "20" }, true],
+    [{ "content-type": "text/plain", "content-length": "20" }, false],
+    [{ "content-type": "application/jsonl", "content-length": "20" }, false],
+    [{ "content-type": "application/json", "transfer-encoding": "chunked" }, false],
+    [
+      { "content-type": "application/json", "content-length": String(STREAM_USAGE_BODY_LIMIT + 1) },
+      false,
+    ],
+    [{ "content-length": "20" }, false],
+  ])("reads %o: %s", (headers, expected) => {
+    expect(streamUsageCandidate(headers)).toBe(expected);
+  });
+});
