@@ -53,7 +53,10 @@ function setup(workerIds = [1, 2]) {
     workers.set(id, book);
   }
   /** The control plane answers the primary's ask. */
-  const grant = (granted: number, opts: { exhausted?: boolean; kind?: QuotaKind } = {}) => {
+  const grant = (
+    granted: number,
+    opts: { exhausted?: boolean; revoked?: boolean; kind?: QuotaKind } = {},
+  ) => {
     const message = create(QuotaGrantSchema, {
       leases: [
         {
@@ -63,6 +66,7 @@ function setup(workerIds = [1, 2]) {
           granted: BigInt(granted),
           resetsInMs: 30_000n,
           exhausted: opts.exhausted ?? false,
+          revoked: opts.revoked ?? false,
         },
       ],
     });
@@ -156,6 +160,24 @@ describe("SubShares: proxy workers spending the primary's leases", () => {
     await turn();
     // Worker 2 never asked: without the lease passed on it would let one through on credit.
     expect(await request(2)).toMatchObject({ ok: false, retryAfterMs: 30_000 });
+  });
+
+  it("takes back what workers hold and have not spent when the control plane revokes the lease", async () => {
+    const { primary, grant, request, worker } = setup();
+    await request(1);
+    await request(2);
+    grant(10);
+    await turn();
+    // Both workers hold unspent sub-shares, and the primary the rest.
+    expect(worker(1).admit("acme", RPM, 20).ok).toBe(true);
+    expect(worker(2).admit("acme", RPM, 20).ok).toBe(true);
+    // Spent elsewhere in the fleet: the control plane revokes every share of the window.
+    grant(0, { exhausted: true, revoked: true });
+    await turn();
+    // (Below zero: the two first requests went on credit.)
+    expect(primary.held("acme", RPM)).toBeLessThanOrEqual(0);
+    expect(worker(1).admit("acme", RPM, 20)).toMatchObject({ ok: false, retryAfterMs: 30_000 });
+    expect(worker(2).admit("acme", RPM, 20)).toMatchObject({ ok: false, retryAfterMs: 30_000 });
   });
 
   it("takes tokens a worker debited past its sub-share out of the primary's balance, and reports them all", async () => {
