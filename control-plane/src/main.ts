@@ -31,6 +31,7 @@ import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
+import { DataPlaneRecords } from "./replicas/data-plane-records.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
 import { OutcomeBoard } from "./rollout/outcome-board.js";
@@ -171,7 +172,22 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await history.start();
-  const outcomes = new OutcomeBoard();
+  // What each data plane reports beyond node health (request outcomes, breakers), shared with
+  // the other replicas like health reports are, so the rollout leader judges the whole fleet.
+  const records = new DataPlaneRecords({
+    store: store.kind === "etcd" ? store : undefined,
+    prefix: settings.etcdPrefix,
+    replicaId: settings.instanceId,
+    leaseTtlSeconds: settings.leaderTtlSeconds,
+    logger,
+  });
+  await records.start();
+  fleet.onChange((nodeId) => {
+    if (nodeId === null) return;
+    if (fleet.get(nodeId)?.connected === true) records.connected(nodeId);
+    else records.disconnected(nodeId);
+  });
+  const outcomes = new OutcomeBoard(records);
   const rollouts = new RolloutController({
     store,
     prefix: settings.etcdPrefix,
@@ -181,6 +197,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     builder,
     fleet,
     board: outcomes,
+    model,
     election,
     logger,
   });
@@ -191,7 +208,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     builder,
     fleet,
     targets: rollouts,
-    outcomes: (nodeId, versions) => outcomes.report(nodeId, versions),
+    outcomes: (nodeId, versions) => records.outcomes(nodeId, versions),
     logger,
     metrics: controlPlaneMetrics,
     tls: grpcTls,
@@ -268,6 +285,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await remediation.stop(1_000);
       await election.stop();
       await fleetHealth.close();
+      await records.stop();
       await expiries.stop();
       await tokens.stop();
       sweeper?.stop();
