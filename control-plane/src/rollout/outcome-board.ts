@@ -13,12 +13,20 @@ export class OutcomeBoard {
     this.#records = records;
   }
 
-  /** One data plane's counts on `version` (zero when it reported none). */
-  of(nodeId: string, version: number): Counts {
-    const outcome = this.#records.get(nodeId)?.outcomes.find((o) => o.version === version);
-    return outcome === undefined
-      ? { requests: 0, failures: 0 }
-      : { requests: outcome.requests, failures: outcome.failures };
+  /**
+   * One data plane's counts summed over the versions from `from` up to, not including, `to`
+   * (zero when it reported none). A range, not one version: a config is published at the store
+   * revision the snapshot was built at, which other writes (registrations, journal) may have
+   * moved past the revision of the config's own write.
+   */
+  of(nodeId: string, from: number, to = Number.POSITIVE_INFINITY): Counts {
+    const counts = { requests: 0, failures: 0 };
+    for (const outcome of this.#records.get(nodeId)?.outcomes ?? []) {
+      if (outcome.version < from || outcome.version >= to) continue;
+      counts.requests += outcome.requests;
+      counts.failures += outcome.failures;
+    }
+    return counts;
   }
 
   /** Data planes connected to any replica, whether they reported anything yet or not. */

@@ -402,15 +402,19 @@ export class RolloutController implements VersionTargets {
     }
   }
 
-  /** Canaries on the new version; the rest on the base version since judging began here. */
+  /**
+   * Canaries on the new version (or any later one: no config is written while it bakes); the
+   * rest on the versions before it, since judging began here.
+   */
   #outcomes(rollout: StoredRollout): { canary: Counts; rest: Counts } {
     const { board } = this.#options;
     const canaries = new Set(rollout.canaries);
+    const version = rollout.version ?? Number.POSITIVE_INFINITY;
     const id = `${rollout.startedAt}/${rollout.baseVersion}`;
     if (this.#baseline?.id !== id) {
       const counts = new Map<string, Counts>();
       for (const node of board.nodes()) {
-        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion));
+        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion, version));
       }
       this.#baseline = { id, counts };
     }
@@ -418,11 +422,11 @@ export class RolloutController implements VersionTargets {
     const rest = { requests: 0, failures: 0 };
     for (const node of board.nodes()) {
       if (canaries.has(node)) {
-        const counts = board.of(node, rollout.version ?? 0);
+        const counts = board.of(node, version);
         canary.requests += counts.requests;
         canary.failures += counts.failures;
       } else {
-        const now = board.of(node, rollout.baseVersion);
+        const now = board.of(node, rollout.baseVersion, version);
         const before = this.#baseline.counts.get(node) ?? { requests: 0, failures: 0 };
         rest.requests += Math.max(0, now.requests - before.requests);
         rest.failures += Math.max(0, now.failures - before.failures);

@@ -83,7 +83,9 @@ describe("progressive rollout on etcd with two data planes", () => {
       rollout: { canary: 1, bakeSeconds, maxErrorRatio: 0.05, minRequests: 10 },
     });
     const version = response.body.revision;
-    await waitFor(async () => (await dpA.snapshotVersion()) === version, {
+    // Published at the revision the snapshot was built at, which other writes (the data
+    // planes' shared records) may have moved past the apply's own.
+    await waitFor(async () => ((await dpA.snapshotVersion()) ?? 0) >= version, {
       what: `canary dp-a to apply version ${version}`,
       timeoutMs: 20_000,
     });
@@ -140,7 +142,9 @@ describe("progressive rollout on etcd with two data planes", () => {
       });
       watching = false;
       await watch;
-      expect(seenByB.has(bad)).toBe(false);
+      // Nothing from the rolled-out version up to the rollback.
+      const between = [...seenByB].filter((v) => v !== undefined && v >= bad && v < restored);
+      expect(between).toEqual([]);
 
       // Journaled with why, as a rollback in the config events and the history.
       const events = await cp.admin.call<{
@@ -234,7 +238,7 @@ describe("progressive rollout on etcd with two data planes", () => {
     );
     // The new process holds dp-b where it is; only the canary has the version.
     expect(await dpB.snapshotVersion()).toBe(base);
-    expect(await dpA.snapshotVersion()).toBe(version);
+    expect(await dpA.snapshotVersion()).toBeGreaterThanOrEqual(version);
     await cp.admin.call("POST", "/v1/rollout/promote");
     await waitForConvergence(cp, [dpA, dpB], { atLeast: version });
     expect(await whoAnswered(`${dpB.proxyUrl}/v6/x`)).toBe("good");
