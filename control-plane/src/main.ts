@@ -32,6 +32,7 @@ import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
 import { DataPlaneRecords } from "./replicas/data-plane-records.js";
+import { FleetBreakers } from "./replicas/fleet-breakers.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
 import { OutcomeBoard } from "./rollout/outcome-board.js";
@@ -188,6 +189,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     else records.disconnected(nodeId);
   });
   const outcomes = new OutcomeBoard(records);
+  const breakers = new FleetBreakers(records);
   const rollouts = new RolloutController({
     store,
     prefix: settings.etcdPrefix,
@@ -209,6 +211,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     fleet,
     targets: rollouts,
     outcomes: (nodeId, versions) => records.outcomes(nodeId, versions),
+    breakers: (nodeId, breakers) => records.breakers(nodeId, breakers),
     logger,
     metrics: controlPlaneMetrics,
     tls: grpcTls,
@@ -242,8 +245,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     journal,
     health: fleetHealth,
     remediation,
-    // The console's live updates, from the same fleet, health view and journal.
-    live: new LiveFeed({ snapshot: builder, fleet, health: fleetHealth, journal }),
+    breakers,
+    // The console's live updates, from the same fleet, health view, journal and breakers.
+    live: new LiveFeed({ snapshot: builder, fleet, health: fleetHealth, journal, breakers }),
   });
   const [host, port] = splitHostPort(settings.adminListen);
   await unready?.close();
