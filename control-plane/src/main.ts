@@ -25,6 +25,7 @@ import { SharedHealthReports } from "./health/shared-health-reports.js";
 import { ConfigHistory } from "./history/config-history.js";
 import { ConfigAudit } from "./journal/config-audit.js";
 import { Journal } from "./journal/journal.js";
+import { JournalFollower } from "./journal/journal-follower.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
 import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
@@ -117,6 +118,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await expiries.start();
+  // The console's heal events from every replica, not only those this one writes; with the
+  // embedded store this process is the only writer, so its own records are all there is.
+  const journalFeed =
+    store.kind === "etcd"
+      ? new JournalFollower({ store, prefix: settings.etcdPrefix, logger })
+      : undefined;
+  await journalFeed?.start();
 
   // Layer 2 across the fleet: the data planes' node-health reports (via the snapshot streams
   // into the fleet), majority verdicts, and remediation of nodes most of them evicted, run by
@@ -247,7 +255,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     remediation,
     breakers,
     // The console's live updates, from the same fleet, health view, journal and breakers.
-    live: new LiveFeed({ snapshot: builder, fleet, health: fleetHealth, journal, breakers }),
+    live: new LiveFeed({
+      snapshot: builder,
+      fleet,
+      health: fleetHealth,
+      journal: journalFeed ?? journal,
+      breakers,
+    }),
   });
   const [host, port] = splitHostPort(settings.adminListen);
   await unready?.close();
@@ -291,6 +305,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await fleetHealth.close();
       await records.stop();
       await expiries.stop();
+      await journalFeed?.stop();
       await tokens.stop();
       sweeper?.stop();
       await builder.stop();
