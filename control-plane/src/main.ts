@@ -25,6 +25,7 @@ import { SharedHealthReports } from "./health/shared-health-reports.js";
 import { ConfigHistory } from "./history/config-history.js";
 import { ConfigAudit } from "./journal/config-audit.js";
 import { Journal } from "./journal/journal.js";
+import { JournalFollower } from "./journal/journal-follower.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
 import { StoredWindowCounter } from "./quota/stored-window-counter.js";
@@ -32,6 +33,8 @@ import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
+import { DataPlaneRecords } from "./replicas/data-plane-records.js";
+import { FleetBreakers } from "./replicas/fleet-breakers.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
 import { OutcomeBoard } from "./rollout/outcome-board.js";
@@ -116,6 +119,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await expiries.start();
+  // The console's heal events from every replica, not only those this one writes; with the
+  // embedded store this process is the only writer, so its own records are all there is.
+  const journalFeed =
+    store.kind === "etcd"
+      ? new JournalFollower({ store, prefix: settings.etcdPrefix, logger })
+      : undefined;
+  await journalFeed?.start();
 
   // Layer 2 across the fleet: the data planes' node-health reports (via the snapshot streams
   // into the fleet), majority verdicts, and remediation of nodes most of them evicted, run by
@@ -172,7 +182,23 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await history.start();
-  const outcomes = new OutcomeBoard();
+  // What each data plane reports beyond node health (request outcomes, breakers), shared with
+  // the other replicas like health reports are, so the rollout leader judges the whole fleet.
+  const records = new DataPlaneRecords({
+    store: store.kind === "etcd" ? store : undefined,
+    prefix: settings.etcdPrefix,
+    replicaId: settings.instanceId,
+    leaseTtlSeconds: settings.leaderTtlSeconds,
+    logger,
+  });
+  await records.start();
+  fleet.onChange((nodeId) => {
+    if (nodeId === null) return;
+    if (fleet.get(nodeId)?.connected === true) records.connected(nodeId);
+    else records.disconnected(nodeId);
+  });
+  const outcomes = new OutcomeBoard(records);
+  const breakers = new FleetBreakers(records);
   const rollouts = new RolloutController({
     store,
     prefix: settings.etcdPrefix,
@@ -182,6 +208,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     builder,
     fleet,
     board: outcomes,
+    model,
     election,
     logger,
   });
@@ -200,7 +227,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     builder,
     fleet,
     targets: rollouts,
-    outcomes: (nodeId, versions) => outcomes.report(nodeId, versions),
+    outcomes: (nodeId, versions) => records.outcomes(nodeId, versions),
+    breakers: (nodeId, breakers) => records.breakers(nodeId, breakers),
     logger,
     metrics: controlPlaneMetrics,
     tls: grpcTls,
@@ -235,8 +263,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     journal,
     health: fleetHealth,
     remediation,
-    // The console's live updates, from the same fleet, health view and journal.
-    live: new LiveFeed({ snapshot: builder, fleet, health: fleetHealth, journal }),
+    breakers,
+    // The console's live updates, from the same fleet, health view, journal and breakers.
+    live: new LiveFeed({
+      snapshot: builder,
+      fleet,
+      health: fleetHealth,
+      journal: journalFeed ?? journal,
+      breakers,
+    }),
   });
   const [host, port] = splitHostPort(settings.adminListen);
   await unready?.close();
@@ -279,7 +314,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       await remediation.stop(1_000);
       await election.stop();
       await fleetHealth.close();
+      await records.stop();
       await expiries.stop();
+      await journalFeed?.stop();
       await tokens.stop();
       sweeper?.stop();
       await builder.stop();

@@ -18,6 +18,7 @@ import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "./access-log/access-log-sink.js";
 import { createAdminHandler } from "./admin/admin-server.js";
+import { BreakerStates } from "./breaker/breaker-states.js";
 import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
@@ -133,10 +134,23 @@ export async function startDataPlane(
     now: () => performance.now(),
     verdict: (upstream, success) => healing.breakers.find(upstream)?.fleetVerdict(success),
   });
+  // The breakers not closed, told to the control plane (BreakerReport) for its console and
+  // `clawctl status`: on each transition, coalesced to one report a second like health's.
+  const breakerStates = new BreakerStates();
+  const breakerReports = new HealthReportPacer({
+    send: () =>
+      client.sendBreakers(
+        breakerStates.report((upstream) => healing.breakers.find(upstream) !== undefined),
+      ),
+  });
   const healing: RequestHealing = new RequestHealing({
     registry: requestRegistry,
     probeGate: fleetProbes,
     logger,
+    onBreakerTransition: (event) => {
+      breakerStates.transition(event);
+      breakerReports.request();
+    },
     nodeUsable: (upstream, address) => health.isUsable(upstream, address),
     // Each change rebuilds that upstream's picker, so a pick never asks the registry.
     healthChanges: (listener) => health.onChange(listener),
@@ -453,6 +467,7 @@ export async function startDataPlane(
     }
     await closeServer(admin);
     healthReports.close();
+    breakerReports.close();
     clearInterval(outcomeReports);
     stopQuotaFlush();
     await client.stop();

@@ -32,6 +32,11 @@ export const STREAM_LIMITS = {
    * plane reports at most every few hundred milliseconds; 3 kinds for 10,000 busy tenants.
    */
   quotaEntries: 30_000,
-  /** QuotaConsumption.tenant and ProbeClaim.upstream: resource names, at most 63 characters. */
+  /** QuotaConsumption.tenant, ProbeClaim.upstream, BreakerState.upstream: resource names, at most 63 characters. */
   resourceNameLength: 63,
+  /**
+   * BreakerReport.breakers: one an upstream whose breaker is not closed; a config of 20,000
+   * upstreams all open at once, 2.5x over, like healthNodes.
+   */
+  breakerStates: 50_000,
 } as const;

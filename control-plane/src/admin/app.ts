@@ -14,6 +14,7 @@ import type { ConfigAudit } from "../journal/config-audit.js";
 import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
 import type { RemediationRunner } from "../remediation/remediation-runner.js";
+import type { FleetBreakers } from "../replicas/fleet-breakers.js";
 import type { ConfigService } from "../resources/config-service.js";
 import type { RolloutController } from "../rollout/rollout-controller.js";
 import type { SnapshotStatusSource } from "../snapshot/snapshot-status.js";
@@ -60,6 +61,8 @@ export interface AdminAppOptions {
   health?: Pick<FleetHealth, "upstream">;
   /** Adds each node's remediation episode to the health view; default none. */
   remediation?: Pick<RemediationRunner, "status">;
+  /** Adds the data planes' breakers that are not closed to the health view; default none. */
+  breakers?: Pick<FleetBreakers, "upstream">;
   /** Certificate and key to serve HTTPS with; default none (plain HTTP). */
   tls?: AdminTls;
   /** Runs progressive rollouts; serves /v1/rollout and takes `rollout` on apply. Default none. */
@@ -135,6 +138,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
       health: options.health,
       config: options.config,
       remediation: options.remediation,
+      breakers: options.breakers,
     });
   }
   if (options.live !== undefined) await app.register(liveRoutes, { feed: options.live });

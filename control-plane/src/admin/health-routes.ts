@@ -4,6 +4,8 @@ import type { FleetHealth } from "../health/fleet-health.js";
 import { NODE_HEALTH_STATES } from "../health/node-verdict.js";
 import { HEAL_OUTCOMES } from "../journal/heal-event.js";
 import type { RemediationRunner } from "../remediation/remediation-runner.js";
+import { BREAKER_STATES } from "../replicas/data-plane-record.js";
+import type { FleetBreakers } from "../replicas/fleet-breakers.js";
 import type { ConfigService } from "../resources/config-service.js";
 import { errorResponse, nameParams } from "./api-schemas.js";
 import { sendError } from "./errors.js";
@@ -14,6 +16,8 @@ export interface HealthRoutesOptions {
   config: Pick<ConfigService, "get">;
   /** Adds each node's remediation episode; default none. */
   remediation?: Pick<RemediationRunner, "status">;
+  /** Adds the data planes' breakers of the upstream that are not closed; default none. */
+  breakers?: Pick<FleetBreakers, "upstream">;
 }
 
 const nodeHealth = z.object({
@@ -47,6 +51,15 @@ const upstreamHealth = z.object({
   /** Data planes reporting on at least one node of the upstream. */
   dataPlanes: z.int(),
   nodes: z.array(nodeHealth),
+  /** Each data plane's breaker of the upstream that is not closed (closed everywhere else). */
+  breakers: z.array(
+    z.object({
+      dataPlane: z.string(),
+      state: z.enum(BREAKER_STATES),
+      since: z.string(),
+      cooldownUntil: z.string().optional(),
+    }),
+  ),
 });
 
 /** The fleet's view of an upstream's nodes: how many data planes see each one in each state. */
@@ -94,7 +107,8 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
         });
       }
       nodes.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
-      return { upstream: name, dataPlanes: dataPlanes.size, nodes };
+      const breakers = options.breakers?.upstream(name) ?? [];
+      return { upstream: name, dataPlanes: dataPlanes.size, nodes, breakers };
     },
   );
 };

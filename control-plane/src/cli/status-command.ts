@@ -2,6 +2,7 @@ import { type Command, Option } from "commander";
 import { stringify } from "yaml";
 import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { NodeHealthSummary } from "../health/fleet-health.js";
+import type { DataPlaneBreaker } from "../replicas/fleet-breakers.js";
 import type { RolloutView } from "../rollout/rollout-controller.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import type { AdminClient } from "./admin-client.js";
@@ -20,11 +21,16 @@ interface EvictedNode {
   reporting: number;
 }
 
+/** One data plane's breaker of one upstream that is not closed. */
+type OpenBreaker = DataPlaneBreaker & { upstream: string };
+
 /** What `clawctl status` gathers, and prints with -o json|yaml. */
 export interface FleetStatus {
   snapshot: SnapshotStatus;
   dataPlanes: (DataPlaneView & { lag: number | null })[];
   evictedNodes: EvictedNode[];
+  /** Breakers open or half-open, fleet-wide, by upstream and data plane. */
+  breakers: OpenBreaker[];
   /** The rollout baking now, if any. */
   rollout: RolloutView | null;
   /** Why a part could not be read (the health view is optional on a control plane). */
@@ -39,7 +45,7 @@ export function addStatusCommand(program: Command, ctx: CommandContext): void {
   program
     .command("status")
     .description(
-      "show the published version, each data plane's applied version, state, lag and last NACK, and nodes evicted fleet-wide",
+      "show the published version, each data plane's applied version, state, lag and last NACK, nodes evicted and breakers open fleet-wide",
     )
     .addOption(
       new Option("-o, --output <format>", "output format")
@@ -62,12 +68,14 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
   ]);
   const notes: string[] = [];
   const evictedNodes: EvictedNode[] = [];
+  const breakers: OpenBreaker[] = [];
   const names = upstreams.items.map((item) => item.name);
   for (let start = 0; start < names.length; start += HEALTH_CONCURRENCY) {
     const batch = names.slice(start, start + HEALTH_CONCURRENCY);
     const views = await Promise.all(batch.map((name) => upstreamHealth(api, name, notes)));
     for (const view of views) {
-      for (const node of view ?? []) {
+      for (const breaker of view?.breakers ?? []) breakers.push(breaker);
+      for (const node of view?.nodes ?? []) {
         if (node.evicted === 0 && node.quarantined === 0) continue;
         evictedNodes.push({
           upstream: node.upstream,
@@ -97,6 +105,7 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
     snapshot,
     dataPlanes,
     evictedNodes,
+    breakers,
     rollout: rollout?.state === "baking" ? rollout : null,
     notes,
   };
@@ -106,13 +115,17 @@ async function upstreamHealth(
   api: AdminClient,
   upstream: string,
   notes: string[],
-): Promise<NodeHealthSummary[] | undefined> {
+): Promise<{ nodes: NodeHealthSummary[]; breakers: OpenBreaker[] } | undefined> {
   try {
-    const view = await api.request<{ nodes: Omit<NodeHealthSummary, "upstream">[] }>(
-      "GET",
-      `/v1/upstreams/${encodeURIComponent(upstream)}/health`,
-    );
-    return view.nodes.map((node) => ({ ...node, upstream }));
+    const view = await api.request<{
+      nodes: Omit<NodeHealthSummary, "upstream">[];
+      // Absent from a control plane older than breaker reports.
+      breakers?: DataPlaneBreaker[];
+    }>("GET", `/v1/upstreams/${encodeURIComponent(upstream)}/health`);
+    return {
+      nodes: view.nodes.map((node) => ({ ...node, upstream })),
+      breakers: (view.breakers ?? []).map((breaker) => ({ upstream, ...breaker })),
+    };
   } catch (error) {
     // A deleted upstream between the two reads, or a control plane without the health view.
     if (error instanceof ClawctlError) notes.push(`health of ${upstream}: ${error.message}`);
@@ -168,10 +181,22 @@ function statusText(status: FleetStatus, now: number): string {
   text.push("\nROLLOUT\n");
   if (status.rollout === null) text.push("  none in progress\n");
   else text.push(`${rolloutText(status.rollout).trimEnd().replace(/^/gm, "  ")}\n`);
-  // Breaker state lives in each data plane and is not reported to the control plane yet.
-  text.push(
-    "\nBREAKERS: not reported to the control plane; see clawgate_breaker_state on each data plane's /metrics\n",
-  );
+  text.push("\nBREAKERS OPEN OR HALF-OPEN (fleet-wide)\n");
+  if (status.breakers.length === 0) text.push("  none\n");
+  else {
+    text.push(
+      renderTable(
+        ["UPSTREAM", "DATA PLANE", "STATE", "SINCE", "COOLDOWN UNTIL"],
+        status.breakers.map((breaker) => [
+          breaker.upstream,
+          breaker.dataPlane,
+          breaker.state,
+          formatAge(breaker.since, now),
+          breaker.cooldownUntil ?? "-",
+        ]),
+      ),
+    );
+  }
   for (const note of status.notes) text.push(`note: ${note}\n`);
   return text.join("");
 }

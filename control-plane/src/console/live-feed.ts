@@ -3,6 +3,7 @@ import type { Fleet } from "../fleet/fleet.js";
 import type { FleetHealth, NodeHealthSummary } from "../health/fleet-health.js";
 import type { HealEvent } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
+import type { BreakerChange, FleetBreakers } from "../replicas/fleet-breakers.js";
 import type { SnapshotStatus, SnapshotStatusSource } from "../snapshot/snapshot-status.js";
 
 /** One change the console is told about, as it goes on the wire (the SSE event name and data). */
@@ -16,7 +17,9 @@ export type LiveEvent =
   /** A data plane's report of node health changed, without changing a majority. */
   | { type: "health"; data: { dataPlane: string } }
   /** The heal journal recorded an event. */
-  | { type: "heal"; data: HealEvent };
+  | { type: "heal"; data: HealEvent }
+  /** A data plane's breaker of an upstream changed state (opened, half-opened, closed). */
+  | { type: "breaker"; data: BreakerChange };
 
 export type LiveListener = (event: LiveEvent) => void;
 
@@ -27,6 +30,8 @@ export interface LiveFeedSources {
   health?: Pick<FleetHealth, "onVerdict" | "onUpdate">;
   /** Heal journal; default none (no heal events). */
   journal?: Pick<Journal, "onRecord">;
+  /** Every data plane's breakers; default none (no breaker events). */
+  breakers?: Pick<FleetBreakers, "onChange">;
 }
 
 /**
@@ -59,7 +64,7 @@ export class LiveFeed {
   }
 
   #start(): void {
-    const { snapshot, fleet, health, journal } = this.#sources;
+    const { snapshot, fleet, health, journal, breakers } = this.#sources;
     this.#unsubscribe = [
       fleet.onChange((nodeId) => {
         if (nodeId === null) {
@@ -79,6 +84,11 @@ export class LiveFeed {
     if (journal !== undefined) {
       this.#unsubscribe.push(
         journal.onRecord((event) => this.#emit({ type: "heal", data: event })),
+      );
+    }
+    if (breakers !== undefined) {
+      this.#unsubscribe.push(
+        breakers.onChange((change) => this.#emit({ type: "breaker", data: change })),
       );
     }
   }

@@ -44,7 +44,7 @@ export const liveRoutes: FastifyPluginAsync<LiveRoutesOptions> = async (app, opt
       schema: {
         tags: ["status"],
         summary:
-          "Server-sent events: snapshot, dataplane, verdict, health and heal changes as they happen",
+          "Server-sent events: snapshot, dataplane, verdict, health, heal and breaker changes as they happen",
         produces: ["text/event-stream"],
       },
     },

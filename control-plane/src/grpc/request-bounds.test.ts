@@ -1,6 +1,14 @@
-import { AckSchema, create, HelloSchema, NackSchema, STREAM_LIMITS } from "@clawgate/proto";
+import {
+  AckSchema,
+  BreakerPhase,
+  BreakerStateSchema,
+  create,
+  HelloSchema,
+  NackSchema,
+  STREAM_LIMITS,
+} from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { checkAnswer, checkHello, truncate } from "./request-bounds.js";
+import { checkAnswer, checkBreakerReport, checkHello, truncate } from "./request-bounds.js";
 
 describe("checkHello", () => {
   const fields = [
@@ -52,5 +60,46 @@ describe("truncate", () => {
   it("never splits a surrogate pair", () => {
     // "😀" is two UTF-16 code units; a cut after the first would leave a lone surrogate.
     expect(truncate("a😀b", 2)).toBe("a… [3 more characters cut]");
+  });
+});
+
+describe("checkBreakerReport", () => {
+  const breaker = (upstream: string, phase: BreakerPhase) =>
+    create(BreakerStateSchema, { upstream, phase, sinceMs: 1_000n, cooldownUntilMs: 31_000n });
+
+  it("reads each breaker's state, skipping a phase it does not know", () => {
+    expect(
+      checkBreakerReport([
+        breaker("a", BreakerPhase.OPEN),
+        breaker("b", BreakerPhase.HALF_OPEN),
+        breaker("c", BreakerPhase.UNSPECIFIED),
+      ]),
+    ).toEqual({
+      ok: true,
+      value: [
+        { upstream: "a", state: "open", sinceMs: 1_000, cooldownUntilMs: 31_000 },
+        { upstream: "b", state: "half_open", sinceMs: 1_000, cooldownUntilMs: 31_000 },
+      ],
+    });
+  });
+
+  it("refuses an upstream name past its limit, naming the field", () => {
+    const long = "a".repeat(STREAM_LIMITS.resourceNameLength + 1);
+    expect(
+      checkBreakerReport([breaker("a", BreakerPhase.OPEN), breaker(long, BreakerPhase.OPEN)]),
+    ).toEqual({
+      ok: false,
+      reason: `BreakerReport.breakers[1].upstream is ${long.length} characters long; the limit is ${STREAM_LIMITS.resourceNameLength}`,
+    });
+  });
+
+  it("refuses more breakers than the limit", () => {
+    const many = Array.from({ length: STREAM_LIMITS.breakerStates + 1 }, () =>
+      breaker("a", BreakerPhase.OPEN),
+    );
+    expect(checkBreakerReport(many)).toEqual({
+      ok: false,
+      reason: `BreakerReport.breakers has ${many.length} entries; the limit is ${STREAM_LIMITS.breakerStates}`,
+    });
   });
 });

@@ -1,6 +1,15 @@
-import type { Ack, Hello, Nack, NodeHealth, ProbeClaim, QuotaConsumption } from "@clawgate/proto";
-import { STREAM_LIMITS } from "@clawgate/proto";
+import type {
+  Ack,
+  BreakerState,
+  Hello,
+  Nack,
+  NodeHealth,
+  ProbeClaim,
+  QuotaConsumption,
+} from "@clawgate/proto";
+import { BreakerPhase, STREAM_LIMITS } from "@clawgate/proto";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import type { BreakerStateName, ReportedBreaker } from "../replicas/data-plane-record.js";
 
 /** A message within bounds, or why it is not: the field, its size and the limit, for the status. */
 export type Bounded<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -81,6 +90,40 @@ export function checkQuotaUsage(
 export function checkProbeClaim(claim: ProbeClaim): Bounded<ProbeClaim> {
   const reason = tooLong("ProbeClaim.upstream", claim.upstream, STREAM_LIMITS.resourceNameLength);
   return reason === undefined ? { ok: true, value: claim } : { ok: false, reason };
+}
+
+const PHASES: Partial<Record<BreakerPhase, BreakerStateName>> = {
+  [BreakerPhase.CLOSED]: "closed",
+  [BreakerPhase.OPEN]: "open",
+  [BreakerPhase.HALF_OPEN]: "half_open",
+};
+
+/**
+ * Checks a BreakerReport: a bounded number of breakers, each naming an upstream by a name. A
+ * phase this control plane does not know (unspecified, or from a newer data plane) is skipped.
+ */
+export function checkBreakerReport(breakers: readonly BreakerState[]): Bounded<ReportedBreaker[]> {
+  if (breakers.length > STREAM_LIMITS.breakerStates) {
+    return {
+      ok: false,
+      reason: `BreakerReport.breakers has ${breakers.length} entries; the limit is ${STREAM_LIMITS.breakerStates}`,
+    };
+  }
+  const bounded: ReportedBreaker[] = [];
+  for (const [index, breaker] of breakers.entries()) {
+    const field = `BreakerReport.breakers[${index}].upstream`;
+    const reason = tooLong(field, breaker.upstream, STREAM_LIMITS.resourceNameLength);
+    if (reason !== undefined) return { ok: false, reason };
+    const state = PHASES[breaker.phase];
+    if (state === undefined) continue;
+    bounded.push({
+      upstream: breaker.upstream,
+      state,
+      sinceMs: Number(breaker.sinceMs),
+      cooldownUntilMs: Number(breaker.cooldownUntilMs),
+    });
+  }
+  return { ok: true, value: bounded };
 }
 
 /**

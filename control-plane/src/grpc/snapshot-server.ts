@@ -55,6 +55,8 @@ export interface SnapshotServerOptions {
   targets?: VersionTargets;
   /** Told each data plane's request outcomes per version; default none. */
   outcomes?: StreamSessionOptions["outcomes"];
+  /** Told each data plane's breakers that are not closed; default none. */
+  breakers?: StreamSessionOptions["breakers"];
   /** Windows of the fleet-wide tenant budgets; default a minute and a day. */
   quotaWindows?: { minuteMs: number; dayMs: number };
   /**
@@ -171,6 +173,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
         helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
         targets: options.targets,
         outcomes: options.outcomes,
+        breakers: options.breakers,
         quota,
         probes,
         onClosed: () => sessions.delete(session),

@@ -13,9 +13,11 @@ import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
 import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js";
 import type { LeaseGrant, QuotaLedger } from "../quota/quota-ledger.js";
+import type { ReportedBreaker } from "../replicas/data-plane-record.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import {
   checkAnswer,
+  checkBreakerReport,
   checkHealthReport,
   checkHello,
   checkProbeClaim,
@@ -75,6 +77,8 @@ export interface StreamSessionOptions {
   targets?: VersionTargets | undefined;
   /** Told each OutcomeReport; default none. */
   outcomes?: ((nodeId: string, versions: readonly ReportedOutcome[]) => void) | undefined;
+  /** Told each BreakerReport (the data plane's breakers that are not closed); default none. */
+  breakers?: ((nodeId: string, breakers: readonly ReportedBreaker[]) => void) | undefined;
   /** Fleet-wide tenant budgets this stream's data plane leases shares of; default none. */
   quota?: QuotaLedger | undefined;
   /** Half-open probes serialized across the fleet; default none. */
@@ -116,6 +120,7 @@ export class StreamSession {
   private readonly onClosed: () => void;
   private readonly targets: VersionTargets | undefined;
   private readonly outcomes: StreamSessionOptions["outcomes"];
+  private readonly breakers: StreamSessionOptions["breakers"];
   private unsubscribeTargets: (() => void) | undefined;
   private readonly quota: QuotaLedger | undefined;
   private readonly probes: ProbeCoordinator | undefined;
@@ -153,6 +158,7 @@ export class StreamSession {
     this.onClosed = options.onClosed;
     this.targets = options.targets;
     this.outcomes = options.outcomes;
+    this.breakers = options.breakers;
     this.quota = options.quota;
     this.probes = options.probes;
     // Otherwise streams that never say Hello could hold every slot and keep data planes out.
@@ -242,6 +248,13 @@ export class StreamSession {
             failures: Number(v.failures),
           })),
         );
+        return;
+      }
+      case "breakers": {
+        // State of the world: the report replaces whatever this data plane said before.
+        const breakers = checkBreakerReport(message.value.breakers);
+        if (breakers.ok) this.breakers?.(this.identity.nodeId, breakers.value);
+        else this.refuse(breakers.reason);
         return;
       }
       case "quotaUsage": {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { monotonicScheduler, type Scheduler } from "../remediation/scheduler.js";
 import { Informer, type InformerBatch, type InformerChange } from "../store/informer.js";
+import { isLeaseGone } from "../store/lease-gone.js";
 import type { KeyValue, Store } from "../store/store.js";
 import { healthReportKey, healthReportPrefix, parseHealthReportKey } from "./health-report-key.js";
 import {
@@ -507,14 +508,4 @@ function knownOf(kv: KeyValue, parsed: ParsedHealthReport): KnownKey {
     known.reportedAtMs = parsed.report.reportedAtMs;
   }
   return known;
-}
-
-/** The store refused a put because the lease is gone (embedded and etcd say it differently). */
-function isLeaseGone(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return (
-    code === "CLAWGATE_STORE_LEASE_NOT_FOUND" ||
-    // etcd3 wraps "requested lease not found" as "Lease ... is expired or revoked".
-    (typeof message === "string" && /lease not found|expired or revoked/i.test(message))
-  );
 }

@@ -338,7 +338,8 @@ export class Journal {
   }
 }
 
-function parseEvent(id: string, value: string): HealEvent | undefined {
+/** A stored event read back; undefined when it is not a heal event this version knows. */
+export function parseEvent(id: string, value: string): HealEvent | undefined {
   let json: unknown;
   try {
     json = JSON.parse(value);

@@ -1,27 +1,36 @@
-import type { ReportedOutcome } from "../grpc/stream-session.js";
+import type { DataPlaneRecords } from "../replicas/data-plane-records.js";
 import type { Counts } from "./rollout-verdict.js";
 
 /**
- * The latest OutcomeReport of each data plane connected here: cumulative counts per version,
- * replaced whole by each report. Sums over a set of data planes feed the rollout's verdict.
+ * The latest OutcomeReport of every data plane, whichever replica it streams from (the shared
+ * data-plane records): cumulative counts per version, replaced whole by each report. Sums over a
+ * set of data planes feed the rollout's verdict.
  */
 export class OutcomeBoard {
-  readonly #byNode = new Map<string, Map<number, Counts>>();
+  readonly #records: Pick<DataPlaneRecords, "get" | "nodes">;
 
-  report(nodeId: string, versions: readonly ReportedOutcome[]): void {
-    this.#byNode.set(
-      nodeId,
-      new Map(versions.map((v) => [v.version, { requests: v.requests, failures: v.failures }])),
-    );
+  constructor(records: Pick<DataPlaneRecords, "get" | "nodes">) {
+    this.#records = records;
   }
 
-  /** One data plane's counts on `version` (zero when it reported none). */
-  of(nodeId: string, version: number): Counts {
-    return this.#byNode.get(nodeId)?.get(version) ?? { requests: 0, failures: 0 };
+  /**
+   * One data plane's counts summed over the versions from `from` up to, not including, `to`
+   * (zero when it reported none). A range, not one version: a config is published at the store
+   * revision the snapshot was built at, which other writes (registrations, journal) may have
+   * moved past the revision of the config's own write.
+   */
+  of(nodeId: string, from: number, to = Number.POSITIVE_INFINITY): Counts {
+    const counts = { requests: 0, failures: 0 };
+    for (const outcome of this.#records.get(nodeId)?.outcomes ?? []) {
+      if (outcome.version < from || outcome.version >= to) continue;
+      counts.requests += outcome.requests;
+      counts.failures += outcome.failures;
+    }
+    return counts;
   }
 
-  /** Data planes that reported anything. */
+  /** Data planes connected to any replica, whether they reported anything yet or not. */
   nodes(): string[] {
-    return [...this.#byNode.keys()];
+    return this.#records.nodes();
   }
 }

@@ -8,8 +8,9 @@ import { restoreVersion } from "../history/restore-version.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import type { ApplyResult, ConfigService } from "../resources/config-service.js";
 import { clawgateError, type Outcome } from "../resources/errors.js";
+import type { ConfigModel } from "../snapshot/config-model.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
-import type { Operation, Store } from "../store/store.js";
+import type { KeyValue, Operation, Store } from "../store/store.js";
 import type { OutcomeBoard } from "./outcome-board.js";
 import {
   chooseCanaries,
@@ -27,8 +28,16 @@ export interface RolloutControllerOptions {
   history: ConfigHistory;
   audit?: Pick<ConfigAudit, "rollbackOperations"> | undefined;
   builder: SnapshotPublisher;
+  /** This replica's data planes. */
   fleet: FleetSource;
+  /** Every replica's data planes and their outcomes: canaries are chosen among all of them. */
   board: OutcomeBoard;
+  /**
+   * The config model, which sees the rollout key in the same batch as the config committed with
+   * it: this replica then pins the rest before it publishes that config. Without it (tests), the
+   * key is read every tickMs.
+   */
+  model?: Pick<ConfigModel, "onChange" | "keyValue"> | undefined;
   /** Only the leader promotes and rolls back on its own. */
   election: Pick<LeaderElection, "isLeader">;
   logger: Pick<Logger, "info" | "warn" | "error">;
@@ -71,6 +80,7 @@ export class RolloutController implements VersionTargets {
   /** The rest's counts on the base version when this process started judging the rollout. */
   #baseline: { id: string; counts: Map<string, Counts> } | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #unsubscribeModel: (() => void) | undefined;
   #busy = false;
 
   constructor(options: RolloutControllerOptions) {
@@ -80,6 +90,11 @@ export class RolloutController implements VersionTargets {
   }
 
   async start(): Promise<void> {
+    const { model } = this.#options;
+    // Synchronous with the model's batch, so before the snapshot builder's (debounced) rebuild.
+    this.#unsubscribeModel = model?.onChange((change) => {
+      if (change.rollout || change.replaced) this.#adopt(model.keyValue(this.#key));
+    });
     await this.#reload();
     this.#timer = setInterval(() => void this.#tick(), this.#options.tickMs ?? 500);
     this.#timer.unref();
@@ -87,6 +102,7 @@ export class RolloutController implements VersionTargets {
 
   stop(): void {
     clearInterval(this.#timer);
+    this.#unsubscribeModel?.();
   }
 
   pinned(nodeId: string): PublishedSnapshot | "hold" | undefined {
@@ -138,10 +154,15 @@ export class RolloutController implements VersionTargets {
     if (base === undefined) {
       return fail("CLAWGATE_ROLLOUT_REFUSED", "no version is published yet to roll out from");
     }
-    const connected = this.#options.fleet
-      .list()
-      .filter((dp) => dp.state !== "DISCONNECTED")
-      .map((dp) => dp.nodeId);
+    // Data planes streaming from any replica, not only this one: a canary on another replica
+    // gets the version from there (every replica follows the stored rollout's canaries).
+    const connected = [
+      ...this.#options.fleet
+        .list()
+        .filter((dp) => dp.state !== "DISCONNECTED")
+        .map((dp) => dp.nodeId),
+      ...this.#options.board.nodes(),
+    ];
     if (connected.length === 0) {
       return fail("CLAWGATE_ROLLOUT_REFUSED", "no data plane is connected to be a canary");
     }
@@ -310,9 +331,17 @@ export class RolloutController implements VersionTargets {
 
   /** Reads the rollout from the store: another replica may have started or ended it. */
   async #reload(): Promise<void> {
-    const kv = await this.#options.store.get(this.#key);
-    if (kv === undefined) return;
-    if (this.#stored?.modRevision === kv.modRevision) return;
+    this.#adopt(await this.#options.store.get(this.#key));
+  }
+
+  /**
+   * Takes the stored rollout as it is now. A baking one pins the rest at once (before this
+   * replica publishes the version it rolls out); an ended one unpins them, after a rollback only
+   * once the restored config is published here, or they would be sent the version rolled back.
+   */
+  #adopt(kv: KeyValue | undefined): void {
+    // A read that started before the model saw a newer write must not undo what that write did.
+    if (kv === undefined || kv.modRevision <= (this.#stored?.modRevision ?? 0)) return;
     let parsed: StoredRollout;
     try {
       parsed = storedRolloutSchema.parse(JSON.parse(kv.value));
@@ -322,7 +351,14 @@ export class RolloutController implements VersionTargets {
     }
     const known = this.#stored?.rollout;
     this.#stored = {
-      rollout: { ...parsed, version: parsed.version ?? known?.version ?? kv.modRevision },
+      rollout: {
+        ...parsed,
+        version: parsed.version ?? known?.version ?? kv.modRevision,
+        // Ended in the restore's own commit, which is then the version the rollback wrote.
+        ...(parsed.state === "rolled-back" && parsed.rollbackVersion === undefined
+          ? { rollbackVersion: kv.modRevision }
+          : {}),
+      },
       modRevision: kv.modRevision,
     };
     if (parsed.state === "baking" && this.#pin === undefined) {
@@ -333,7 +369,12 @@ export class RolloutController implements VersionTargets {
       };
       this.#emit();
     } else if (parsed.state !== "baking" && this.#pin !== undefined) {
-      this.#release();
+      const pin = this.#pin;
+      const release = () => {
+        if (this.#pin === pin && this.#current()?.state !== "baking") this.#release();
+      };
+      if (parsed.state === "rolled-back") void this.#published(kv.modRevision).then(release);
+      else release();
     }
   }
 
@@ -361,15 +402,19 @@ export class RolloutController implements VersionTargets {
     }
   }
 
-  /** Canaries on the new version; the rest on the base version since judging began here. */
+  /**
+   * Canaries on the new version (or any later one: no config is written while it bakes); the
+   * rest on the versions before it, since judging began here.
+   */
   #outcomes(rollout: StoredRollout): { canary: Counts; rest: Counts } {
     const { board } = this.#options;
     const canaries = new Set(rollout.canaries);
+    const version = rollout.version ?? Number.POSITIVE_INFINITY;
     const id = `${rollout.startedAt}/${rollout.baseVersion}`;
     if (this.#baseline?.id !== id) {
       const counts = new Map<string, Counts>();
       for (const node of board.nodes()) {
-        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion));
+        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion, version));
       }
       this.#baseline = { id, counts };
     }
@@ -377,11 +422,11 @@ export class RolloutController implements VersionTargets {
     const rest = { requests: 0, failures: 0 };
     for (const node of board.nodes()) {
       if (canaries.has(node)) {
-        const counts = board.of(node, rollout.version ?? 0);
+        const counts = board.of(node, version);
         canary.requests += counts.requests;
         canary.failures += counts.failures;
       } else {
-        const now = board.of(node, rollout.baseVersion);
+        const now = board.of(node, rollout.baseVersion, version);
         const before = this.#baseline.counts.get(node) ?? { requests: 0, failures: 0 };
         rest.requests += Math.max(0, now.requests - before.requests);
         rest.failures += Math.max(0, now.failures - before.failures);

@@ -12,6 +12,7 @@ import {
   resourceKey,
   type StoredResource,
 } from "../resources/config-state.js";
+import { rolloutKey } from "../rollout/rollout-state.js";
 import { Informer, type InformerBatch, type InformerLogger } from "../store/informer.js";
 import type { KeyValue, Store } from "../store/store.js";
 
@@ -32,6 +33,8 @@ export interface ModelChange {
   resources: ReadonlySet<ResourceId>;
   /** The apply gate was set, changed or lifted. */
   gate: boolean;
+  /** The progressive rollout's key changed (written in the same commit as its config). */
+  rollout: boolean;
   /** A relist replaced the state: consumers that keep history should start over. */
   replaced: boolean;
 }
@@ -68,12 +71,14 @@ export class ConfigModel {
   readonly #upstreamsByBreaker = new Map<string, Set<string>>();
   readonly #listeners = new Set<ModelListener>();
   readonly #gateKey: string;
+  readonly #rolloutKey: string;
   readonly #registryBase: string;
   #gate: ApplyGate | undefined;
 
   constructor(options: ConfigModelOptions) {
     this.prefix = options.prefix;
     this.#gateKey = applyGateKey(options.prefix);
+    this.#rolloutKey = rolloutKey(options.prefix);
     this.#registryBase = registryPrefix(options.prefix);
     this.#informer = new Informer({
       store: options.store,
@@ -84,6 +89,9 @@ export class ConfigModel {
         this.#registryBase,
         this.#gateKey,
         `${options.prefix}meta/config-guard`,
+        // Seen in the same batch as the config it was committed with, so a replica pins the
+        // data planes outside a rollout's canaries before it rebuilds (rollout-controller.ts).
+        this.#rolloutKey,
       ],
       onBatch: (batch) => this.#apply(batch),
       logger: options.logger,
@@ -181,7 +189,12 @@ export class ConfigModel {
   #apply(batch: InformerBatch): void {
     const resources = new Set<ResourceId>();
     let gate = false;
+    let rollout = false;
     for (const { key, current } of batch.changes) {
+      if (key === this.#rolloutKey) {
+        rollout = true;
+        continue;
+      }
       if (key === this.#gateKey) {
         this.#gate = current === undefined ? undefined : findGate(this.prefix, [current]);
         gate = true;
@@ -199,6 +212,7 @@ export class ConfigModel {
       revision: batch.revision,
       resources,
       gate,
+      rollout,
       replaced: batch.replaced,
     };
     for (const listener of this.#listeners) listener(change);

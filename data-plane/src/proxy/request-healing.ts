@@ -3,7 +3,12 @@ import type { Registry } from "prom-client";
 import { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import { BreakerMetrics } from "../breaker/breaker-metrics.js";
 import { BreakerRegistry } from "../breaker/breaker-registry.js";
-import type { BreakerTransition, CircuitBreaker, ProbeGate } from "../breaker/circuit-breaker.js";
+import type {
+  BreakerTransition,
+  CircuitBreaker,
+  ProbeGate,
+  TransitionListener,
+} from "../breaker/circuit-breaker.js";
 import { KeyedCooldowns } from "../breaker/keyed-cooldowns.js";
 import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
@@ -49,6 +54,8 @@ export interface RequestHealingOptions {
   probeGate?: ProbeGate;
   /** Breaker transitions are logged here, one line each. */
   logger: Logger;
+  /** Also told every breaker transition (the control plane's breaker report); default none. */
+  onBreakerTransition?: TransitionListener;
   /** Time source of breakers, Retry-After cooldowns and cache ages; default systemClock. */
   clock?: Clock;
   /** Per-upstream retry budget; default 20 % of active requests, at least 3 retries at once. */
@@ -103,7 +110,10 @@ export class RequestHealing {
       clock: this.clock,
       countStreamBroken: options.countStreamBroken,
       metrics: this.breakerMetrics,
-      onTransition: (event) => logTransition(logger, event),
+      onTransition: (event) => {
+        logTransition(logger, event);
+        options.onBreakerTransition?.(event);
+      },
       probeGate: options.probeGate,
     });
     this.gate = new RetryAfterGate(this.clock);

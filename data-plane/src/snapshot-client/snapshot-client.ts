@@ -1,4 +1,5 @@
 import {
+  type BreakerPhase,
   create,
   type EncodedOrRequest,
   fromBinary,
@@ -98,6 +99,14 @@ export interface VersionOutcomeInit {
   failures: bigint;
 }
 
+/** One BreakerState as sendBreakers takes it. */
+export interface BreakerStateInit {
+  readonly upstream: string;
+  readonly phase: BreakerPhase;
+  readonly sinceMs: bigint;
+  readonly cooldownUntilMs: bigint;
+}
+
 /** One QuotaConsumption as sendQuotaUsage takes it. */
 export interface ConsumptionInit {
   readonly tenant: string;
@@ -160,6 +169,8 @@ export class SnapshotClient {
   #attempt: Attempt | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The last breaker report, sent again after every Hello; undefined until one is given. */
+  #breakers: BreakerStateInit[] | undefined;
   /** The last node-health report, encoded, sent again after every Hello; undefined until one is given. */
   #health: Uint8Array | undefined;
   readonly #healthEncoder = new HealthReportEncoder();
@@ -223,6 +234,25 @@ export class SnapshotClient {
     const attempt = this.#attempt;
     if (this.#stopped || attempt === undefined || attempt.ended || attempt.healthBlocked) return;
     this.#write(attempt, { case: "outcomes", value: { versions: [...versions] } });
+  }
+
+  /**
+   * Sends the breakers that are not closed (state of the world) on the open stream, and keeps
+   * them to send again right after every Hello, as the health report is: a control plane
+   * reached after a reconnect knows nothing of this data plane's breakers until then. Small
+   * and paced (one a second at most), so it is written even when the stream is busy.
+   */
+  sendBreakers(breakers: readonly BreakerStateInit[]): void {
+    if (this.#stopped) return;
+    this.#breakers = [...breakers];
+    const attempt = this.#attempt;
+    if (attempt !== undefined && !attempt.ended) this.#writeBreakers(attempt);
+  }
+
+  #writeBreakers(attempt: Attempt): void {
+    const breakers = this.#breakers;
+    if (breakers === undefined) return;
+    this.#write(attempt, { case: "breakers", value: { breakers } });
   }
 
   /**
@@ -330,6 +360,7 @@ export class SnapshotClient {
       }),
     );
     this.#writeHealth(attempt);
+    this.#writeBreakers(attempt);
   }
 
   /**

@@ -1,6 +1,11 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Teardown } from "../support/index.js";
+import {
+  answer,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from "../request-healing/scripted-upstream.js";
+import { runClawctl, send, Teardown, waitFor } from "../support/index.js";
 import { launchChromium } from "./browser.js";
 import { type ConsoleCluster, startConsoleCluster } from "./console-cluster.js";
 
@@ -13,9 +18,30 @@ describe("the fleet console in a browser", () => {
   const teardown = new Teardown();
   let cluster: ConsoleCluster;
   let browser: Browser;
+  /** Answers 500 to everything: its breaker opens after a few requests. */
+  let failing: ScriptedUpstream;
 
   beforeAll(async () => {
-    cluster = await startConsoleCluster(teardown);
+    failing = await startScriptedUpstream(answer(500, "failing"));
+    teardown.add("failing upstream", () => failing.close());
+    cluster = await startConsoleCluster(teardown, [
+      {
+        kind: "breaker",
+        name: "trip",
+        // Opens after 4 requests half failed; a cooldown long enough to stay open while looked at.
+        spec: { minRequests: 4, failureRatio: 0.5, cooldownMs: 120_000, maxCooldownMs: 120_000 },
+      },
+      {
+        kind: "upstream",
+        name: "failing",
+        spec: { nodes: [{ address: failing.address }], breaker: "trip" },
+      },
+      {
+        kind: "route",
+        name: "failing",
+        spec: { match: { pathPrefix: "/failing" }, upstream: "failing" },
+      },
+    ]);
     browser = await launchChromium();
     teardown.add("chromium", () => browser.close());
   }, 90_000);
@@ -112,6 +138,51 @@ describe("the fleet console in a browser", () => {
     // The changed field, old and new value, on one line.
     expect(await change.locator(".fields li").allTextContents()).toEqual(["priority: 0 → 5"]);
     expect(await page.evaluate("window.consoleMarker")).toBe("not reloaded");
+  });
+
+  it("shows a data plane's breaker opening, with its cooldown, pushed without a reload", async () => {
+    const { cp, dataPlanes } = cluster;
+    const [tripping, other] = dataPlanes as [(typeof dataPlanes)[0], (typeof dataPlanes)[0]];
+    const page = await openPage(`#token=${encodeURIComponent(cp.token)}`);
+    await page.getByRole("tab", { name: "Upstreams" }).click();
+    await page.getByRole("searchbox", { name: "Upstream", exact: true }).fill("failing");
+    const upstream = page.locator('article[data-upstream="failing"]');
+    await upstream.locator('[data-breakers="closed"]').waitFor({ timeout: SHOWN_WITHIN_MS });
+    await page.getByText("Live", { exact: true }).waitFor();
+    await page.evaluate('window.consoleMarker = "not reloaded"');
+
+    // 500s through one data plane until its breaker opens and it answers 503 itself.
+    await waitFor(async () => (await send(`${tripping.proxyUrl}/failing/x`)).status === 503, {
+      what: `the breaker of upstream failing to open on ${tripping.nodeId}`,
+      timeoutMs: SHOWN_WITHIN_MS,
+    });
+
+    const openedAt = performance.now();
+    // The data plane reports it, the control plane pushes it over /v1/live.
+    const item = upstream.locator(`li[data-data-plane="${tripping.nodeId}"][data-state="open"]`);
+    await item.waitFor({ timeout: SHOWN_WITHIN_MS });
+    // Reported for comparison with the data plane's one-report-a-second pacing, not asserted.
+    console.log(
+      `breaker open shown ${Math.round(performance.now() - openedAt)} ms after the first 503`,
+    );
+    expect(await item.textContent()).toContain("cooldown until");
+    expect(await upstream.locator(`li[data-data-plane="${other.nodeId}"]`).count()).toBe(0);
+    expect(await page.evaluate("window.consoleMarker")).toBe("not reloaded");
+
+    // The same breaker in the API the page reads, and in clawctl status.
+    const { body } = await cp.admin.call<{ breakers: { dataPlane: string; state: string }[] }>(
+      "GET",
+      "/v1/upstreams/failing/health",
+    );
+    expect(body.breakers).toMatchObject([{ dataPlane: tripping.nodeId, state: "open" }]);
+    const status = await runClawctl(["status"], {
+      CLAWGATE_ADMIN_URL: cp.adminUrl,
+      CLAWGATE_ADMIN_TOKEN: cp.token,
+    });
+    expect(status.code, status.stderr).toBe(0);
+    const section = status.stdout.slice(status.stdout.indexOf("BREAKERS OPEN OR HALF-OPEN"));
+    const line = section.split("\n").find((l) => l.includes(tripping.nodeId));
+    expect(line).toMatch(/^\s*failing\s+\S+\s+open\s/);
   });
 
   it("refuses a wrong token with a clear message and keeps nothing", async () => {

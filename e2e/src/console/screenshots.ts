@@ -5,15 +5,24 @@
  */
 import { mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { type ApplyResource, Teardown } from "../support/index.js";
+import { answer, startScriptedUpstream } from "../request-healing/scripted-upstream.js";
+import { type ApplyResource, send, Teardown, waitFor } from "../support/index.js";
 import { launchChromium } from "./browser.js";
 import { startConsoleCluster } from "./console-cluster.js";
 
 const DOCS = fileURLToPath(new URL("../../../docs/", import.meta.url));
 const WAIT_MS = 20_000;
 
-const extra: ApplyResource[] = [
+/** Resources beside the cluster's upstream "api": `failing` answers 500, so its breaker opens. */
+const extra = (failing: string): ApplyResource[] => [
   { kind: "breaker", name: "strict", spec: { consecutiveFailures: 3, cooldownMs: 2_000 } },
+  { kind: "breaker", name: "trip", spec: { minRequests: 4, cooldownMs: 60_000 } },
+  { kind: "upstream", name: "failing", spec: { nodes: [{ address: failing }], breaker: "trip" } },
+  {
+    kind: "route",
+    name: "failing",
+    spec: { match: { pathPrefix: "/failing" }, upstream: "failing" },
+  },
   { kind: "tenant", name: "acme", spec: { requestsPerMinute: 600 } },
   ...["users", "orders", "billing", "search"].map(
     (name): ApplyResource => ({
@@ -27,7 +36,9 @@ const extra: ApplyResource[] = [
 async function main(): Promise<void> {
   const teardown = new Teardown();
   try {
-    const { cp, nodes } = await startConsoleCluster(teardown, extra);
+    const failing = await startScriptedUpstream(answer(500, "failing"));
+    teardown.add("failing upstream", () => failing.close());
+    const { cp, nodes, dataPlanes } = await startConsoleCluster(teardown, extra(failing.address));
     // A second version, so the Config view has a diff to show.
     await cp.admin.apply([
       {
@@ -52,6 +63,15 @@ async function main(): Promise<void> {
     await victim.process.kill();
     const evicted = page.locator(`tr[data-node="${victim.address}"][data-majority="evicted"]`);
     await evicted.waitFor({ timeout: WAIT_MS });
+    // One data plane's breaker of `failing` opens on its 500s.
+    const tripping = dataPlanes[0]!;
+    await waitFor(async () => (await send(`${tripping.proxyUrl}/failing/x`)).status === 503, {
+      what: "the breaker of upstream failing to open",
+      timeoutMs: WAIT_MS,
+    });
+    await page
+      .locator(`article[data-upstream="failing"] li[data-state="open"]`)
+      .waitFor({ timeout: WAIT_MS });
 
     await mkdir(DOCS, { recursive: true });
     await page.getByRole("tab", { name: "Fleet" }).click();

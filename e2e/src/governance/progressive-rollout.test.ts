@@ -116,7 +116,9 @@ describe("progressive rollout on etcd with two data planes", () => {
       });
       watching = false;
       await watch;
-      expect(seenByB.has(bad)).toBe(false);
+      // Nothing from the rolled-out version up to the rollback.
+      const between = [...seenByB].filter((v) => v !== undefined && v >= bad && v < restored);
+      expect(between).toEqual([]);
 
       // Journaled with why, as a rollback in the config events and the history.
       const events = await cp.admin.call<{
@@ -210,7 +212,7 @@ describe("progressive rollout on etcd with two data planes", () => {
     );
     // The new process holds dp-b where it is; only the canary has the version.
     expect(await dpB.snapshotVersion()).toBe(base);
-    expect(await dpA.snapshotVersion()).toBe(version);
+    expect(await dpA.snapshotVersion()).toBeGreaterThanOrEqual(version);
     await cp.admin.call("POST", "/v1/rollout/promote");
     await waitForConvergence(cp, [dpA, dpB], { atLeast: version });
     expect(await whoAnswered(`${dpB.proxyUrl}/v6/x`)).toBe("good");

@@ -5,6 +5,7 @@ export * from "./data-plane-process.js";
 export * from "./free-port.js";
 export * from "./http-probe.js";
 export * from "./https-get.js";
+export * from "./live-events.js";
 export * from "./log-tail.js";
 export * from "./managed-process.js";
 export * from "./metrics-text.js";

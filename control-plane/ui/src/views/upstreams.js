@@ -10,8 +10,9 @@ const PAGE = 20;
 
 /**
  * Each upstream's nodes as the data planes see them (healthy on n of m, majority verdict),
- * its breaker policy and cooldowns; a node's button opens its reports and heal events.
- * Health is read for the upstreams on the page only, and patched by verdict events.
+ * its breaker policy, the data planes whose breaker is open or half-open with their cooldowns,
+ * and remediation cooldowns; a node's button opens its reports and heal events. Health is read
+ * for the upstreams on the page only, and patched by verdict and breaker events.
  */
 export function UpstreamsView({ token, bus, epoch }) {
   const [query, setQuery] = useState("");
@@ -80,11 +81,25 @@ export function UpstreamsView({ token, bus, epoch }) {
       timer = setTimeout(() => reload(visible.current), 300);
     });
     const offHeal = bus.on("heal", () => setHealTick((n) => n + 1));
+    // A data plane's breaker of an upstream moved: patch that upstream's list in place.
+    const offBreaker = bus.on("breaker", ({ upstream, ...breaker }) =>
+      setHealth((old) => {
+        const entry = old.get(upstream);
+        if (entry === undefined) return old;
+        const others = (entry.breakers ?? []).filter((b) => b.dataPlane !== breaker.dataPlane);
+        const breakers =
+          breaker.state === "closed"
+            ? others
+            : [...others, breaker].sort((a, b) => a.dataPlane.localeCompare(b.dataPlane));
+        return new Map(old).set(upstream, { ...entry, breakers });
+      }),
+    );
     return () => {
       clearTimeout(timer);
       offVerdict();
       offHealth();
       offHeal();
+      offBreaker();
     };
   }, [bus, token]);
 
@@ -94,8 +109,8 @@ export function UpstreamsView({ token, bus, epoch }) {
     ${error === "" ? null : html`<p class="error" role="alert">${error}</p>`}
     ${healthError === "" ? null : html`<p class="error" role="alert">${healthError}</p>`}
     <p class="hint">
-      Breaker states live in each data plane (clawgate_breaker_state on its /metrics); here are
-      the policies and the control plane's remediation cooldowns.
+      Breakers are per upstream and per data plane: each upstream lists those open or half-open,
+      with their cooldowns, as the data planes report them.
     </p>
     <div class="filters">
       <label>Upstream <input type="search" value=${query}
@@ -127,6 +142,7 @@ function Upstream({ token, upstream, breaker, health, healTick }) {
           : `: opens after ${breaker.spec.consecutiveFailures} failures in a row, cooldown ${breaker.spec.cooldownMs} ms (up to ${breaker.spec.maxCooldownMs} ms)`
       }${health === undefined ? "" : `; reported by ${health.dataPlanes} data planes`}
     </p>
+    <${Breakers} id=${`${id}-breakers`} upstream=${upstream.name} breakers=${health?.breakers} />
     <div class="scroll">
       <table>
         <caption class="sr-only">Nodes of ${upstream.name}</caption>
@@ -162,6 +178,29 @@ function Upstream({ token, upstream, breaker, health, healTick }) {
             healTick=${healTick} />`
     }
   </article>`;
+}
+
+/** The upstream's breakers that are not closed, one line per data plane. */
+function Breakers({ id, upstream, breakers }) {
+  if (breakers === undefined) return null;
+  if (breakers.length === 0) {
+    return html`<p class="breakers" data-breakers="closed">
+      Breaker <span class="badge closed">closed</span> on every data plane</p>`;
+  }
+  return html`<div class="breakers" data-breakers="not-closed">
+    <h4 id=${id}>Breakers not closed</h4>
+    <ul aria-labelledby=${id}>
+      ${breakers.map(
+        (b) => html`<li key=${b.dataPlane} data-data-plane=${b.dataPlane} data-state=${b.state}>
+          <strong>${b.dataPlane}</strong>: <span class=${`badge ${b.state}`}>${b.state.replace("_", "-")}</span>
+          since <time datetime=${b.since}>${ago(b.since)}</time>${
+            b.cooldownUntil === undefined
+              ? ""
+              : html`, cooldown until <time datetime=${b.cooldownUntil}>${clock(b.cooldownUntil)}</time>`
+          }<span class="sr-only"> (${upstream})</span></li>`,
+      )}
+    </ul>
+  </div>`;
 }
 
 function remediation(state) {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clawgate/v1/snapshot_service.proto.
  */
 export const file_clawgate_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIkUKDlZlcnNpb25PdXRjb21lEg8KB3ZlcnNpb24YASABKAQSEAoIcmVxdWVzdHMYAiABKAQSEAoIZmFpbHVyZXMYAyABKAQiPgoNT3V0Y29tZVJlcG9ydBItCgh2ZXJzaW9ucxgBIAMoCzIbLmNsYXdnYXRlLnYxLlZlcnNpb25PdXRjb21lIs0CChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIABIuCghvdXRjb21lcxgHIAEoCzIaLmNsYXdnYXRlLnYxLk91dGNvbWVSZXBvcnRIABIuCgtxdW90YV91c2FnZRgFIAEoCzIXLmNsYXdnYXRlLnYxLlF1b3RhVXNhZ2VIABIuCgtwcm9iZV9jbGFpbRgGIAEoCzIXLmNsYXdnYXRlLnYxLlByb2JlQ2xhaW1IAEIJCgdtZXNzYWdlIn4KEFF1b3RhQ29uc3VtcHRpb24SDgoGdGVuYW50GAEgASgJEiQKBGtpbmQYAiABKA4yFi5jbGF3Z2F0ZS52MS5RdW90YUtpbmQSDgoGd2luZG93GAMgASgEEhAKCGNvbnN1bWVkGAQgASgEEhIKCndhbnRzX21vcmUYBSABKAgiPAoKUXVvdGFVc2FnZRIuCgdlbnRyaWVzGAEgAygLMh0uY2xhd2dhdGUudjEuUXVvdGFDb25zdW1wdGlvbiKdAQoKUXVvdGFMZWFzZRIOCgZ0ZW5hbnQYASABKAkSJAoEa2luZBgCIAEoDjIWLmNsYXdnYXRlLnYxLlF1b3RhS2luZBIOCgZ3aW5kb3cYAyABKAQSDwoHZ3JhbnRlZBgEIAEoBBIUCgxyZXNldHNfaW5fbXMYBSABKAQSEQoJZXhoYXVzdGVkGAYgASgIEg8KB3Jldm9rZWQYByABKAgiNQoKUXVvdGFHcmFudBInCgZsZWFzZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5RdW90YUxlYXNlIlIKClByb2JlQ2xhaW0SEAoIdXBzdHJlYW0YASABKAkSDwoHZXBpc29kZRgCIAEoBBIQCghyZWxlYXNlZBgDIAEoCBIPCgdzdWNjZXNzGAQgASgIIlMKDFByb2JlVmVyZGljdBIQCgh1cHN0cmVhbRgBIAEoCRIOCgZwcm9iZXIYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRIQCghsZWFzZV9tcxgEIAEoBCLkAgoNU25hcHNob3REZWx0YRIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGJhc2VfdmVyc2lvbhgDIAEoBBIVCg1jcmVhdGVkX2F0X21zGAQgASgEEiIKBnJvdXRlcxgFIAMoCzISLmNsYXdnYXRlLnYxLlJvdXRlEigKCXVwc3RyZWFtcxgGIAMoCzIVLmNsYXdnYXRlLnYxLlVwc3RyZWFtEiwKCGJyZWFrZXJzGAcgAygLMhouY2xhd2dhdGUudjEuQnJlYWtlclBvbGljeRIkCgd0ZW5hbnRzGAggAygLMhMuY2xhd2dhdGUudjEuVGVuYW50EhYKDnJlbW92ZWRfcm91dGVzGAkgAygJEhkKEXJlbW92ZWRfdXBzdHJlYW1zGAogAygJEhgKEHJlbW92ZWRfYnJlYWtlcnMYCyADKAkSFwoPcmVtb3ZlZF90ZW5hbnRzGAwgAygJIuABChdTdHJlYW1TbmFwc2hvdHNSZXNwb25zZRIpCghzbmFwc2hvdBgBIAEoCzIVLmNsYXdnYXRlLnYxLlNuYXBzaG90SAASKwoFZGVsdGEYAiABKAsyGi5jbGF3Z2F0ZS52MS5TbmFwc2hvdERlbHRhSAASLgoLcXVvdGFfZ3JhbnQYAyABKAsyFy5jbGF3Z2F0ZS52MS5RdW90YUdyYW50SAASMgoNcHJvYmVfdmVyZGljdBgEIAEoCzIZLmNsYXdnYXRlLnYxLlByb2JlVmVyZGljdEgAQgkKB21lc3NhZ2UqjAEKCVF1b3RhS2luZBIaChZRVU9UQV9LSU5EX1VOU1BFQ0lGSUVEEAASIgoeUVVPVEFfS0lORF9SRVFVRVNUU19QRVJfTUlOVVRFEAESIAocUVVPVEFfS0lORF9UT0tFTlNfUEVSX01JTlVURRACEh0KGVFVT1RBX0tJTkRfVE9LRU5TX1BFUl9EQVkQAzJzCg9TbmFwc2hvdFNlcnZpY2USYAoPU3RyZWFtU25hcHNob3RzEiMuY2xhd2dhdGUudjEuU3RyZWFtU25hcHNob3RzUmVxdWVzdBokLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1Jlc3BvbnNlKAEwAWIGcHJvdG8z", [file_clawgate_v1_config]);
+  fileDesc("CiJjbGF3Z2F0ZS92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEgtjbGF3Z2F0ZS52MSKUAQoFSGVsbG8SDwoHbm9kZV9pZBgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIYChBzb2Z0d2FyZV92ZXJzaW9uGAMgASgJEhgKEHByb3RvY29sX3ZlcnNpb24YBCABKA0SHAoUbGFzdF9hcHBsaWVkX3ZlcnNpb24YBSABKAQSFgoOYWNjZXB0c19kZWx0YXMYBiABKAgiJQoDQWNrEg8KB3ZlcnNpb24YASABKAQSDQoFbm9uY2UYAiABKAkiWQoETmFjaxIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGVycm9yX2RldGFpbBgDIAEoCRIbChN3YW50c19mdWxsX3NuYXBzaG90GAQgASgIImcKCk5vZGVIZWFsdGgSEAoIdXBzdHJlYW0YASABKAkSDwoHYWRkcmVzcxgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghldmlkZW5jZRgEIAEoCRIVCg1jaGFuZ2VkX2F0X21zGAUgASgEIjoKEE5vZGVIZWFsdGhSZXBvcnQSJgoFbm9kZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5Ob2RlSGVhbHRoIkUKDlZlcnNpb25PdXRjb21lEg8KB3ZlcnNpb24YASABKAQSEAoIcmVxdWVzdHMYAiABKAQSEAoIZmFpbHVyZXMYAyABKAQiPgoNT3V0Y29tZVJlcG9ydBItCgh2ZXJzaW9ucxgBIAMoCzIbLmNsYXdnYXRlLnYxLlZlcnNpb25PdXRjb21lIncKDEJyZWFrZXJTdGF0ZRIQCgh1cHN0cmVhbRgBIAEoCRIoCgVwaGFzZRgCIAEoDjIZLmNsYXdnYXRlLnYxLkJyZWFrZXJQaGFzZRIQCghzaW5jZV9tcxgDIAEoBBIZChFjb29sZG93bl91bnRpbF9tcxgEIAEoBCI8Cg1CcmVha2VyUmVwb3J0EisKCGJyZWFrZXJzGAEgAygLMhkuY2xhd2dhdGUudjEuQnJlYWtlclN0YXRlIv0CChZTdHJlYW1TbmFwc2hvdHNSZXF1ZXN0EiMKBWhlbGxvGAEgASgLMhIuY2xhd2dhdGUudjEuSGVsbG9IABIfCgNhY2sYAiABKAsyEC5jbGF3Z2F0ZS52MS5BY2tIABIhCgRuYWNrGAMgASgLMhEuY2xhd2dhdGUudjEuTmFja0gAEi8KBmhlYWx0aBgEIAEoCzIdLmNsYXdnYXRlLnYxLk5vZGVIZWFsdGhSZXBvcnRIABIuCghvdXRjb21lcxgHIAEoCzIaLmNsYXdnYXRlLnYxLk91dGNvbWVSZXBvcnRIABIuCgtxdW90YV91c2FnZRgFIAEoCzIXLmNsYXdnYXRlLnYxLlF1b3RhVXNhZ2VIABIuCgtwcm9iZV9jbGFpbRgGIAEoCzIXLmNsYXdnYXRlLnYxLlByb2JlQ2xhaW1IABIuCghicmVha2VycxgIIAEoCzIaLmNsYXdnYXRlLnYxLkJyZWFrZXJSZXBvcnRIAEIJCgdtZXNzYWdlIn4KEFF1b3RhQ29uc3VtcHRpb24SDgoGdGVuYW50GAEgASgJEiQKBGtpbmQYAiABKA4yFi5jbGF3Z2F0ZS52MS5RdW90YUtpbmQSDgoGd2luZG93GAMgASgEEhAKCGNvbnN1bWVkGAQgASgEEhIKCndhbnRzX21vcmUYBSABKAgiPAoKUXVvdGFVc2FnZRIuCgdlbnRyaWVzGAEgAygLMh0uY2xhd2dhdGUudjEuUXVvdGFDb25zdW1wdGlvbiKdAQoKUXVvdGFMZWFzZRIOCgZ0ZW5hbnQYASABKAkSJAoEa2luZBgCIAEoDjIWLmNsYXdnYXRlLnYxLlF1b3RhS2luZBIOCgZ3aW5kb3cYAyABKAQSDwoHZ3JhbnRlZBgEIAEoBBIUCgxyZXNldHNfaW5fbXMYBSABKAQSEQoJZXhoYXVzdGVkGAYgASgIEg8KB3Jldm9rZWQYByABKAgiNQoKUXVvdGFHcmFudBInCgZsZWFzZXMYASADKAsyFy5jbGF3Z2F0ZS52MS5RdW90YUxlYXNlIlIKClByb2JlQ2xhaW0SEAoIdXBzdHJlYW0YASABKAkSDwoHZXBpc29kZRgCIAEoBBIQCghyZWxlYXNlZBgDIAEoCBIPCgdzdWNjZXNzGAQgASgIIlMKDFByb2JlVmVyZGljdBIQCgh1cHN0cmVhbRgBIAEoCRIOCgZwcm9iZXIYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRIQCghsZWFzZV9tcxgEIAEoBCLkAgoNU25hcHNob3REZWx0YRIPCgd2ZXJzaW9uGAEgASgEEg0KBW5vbmNlGAIgASgJEhQKDGJhc2VfdmVyc2lvbhgDIAEoBBIVCg1jcmVhdGVkX2F0X21zGAQgASgEEiIKBnJvdXRlcxgFIAMoCzISLmNsYXdnYXRlLnYxLlJvdXRlEigKCXVwc3RyZWFtcxgGIAMoCzIVLmNsYXdnYXRlLnYxLlVwc3RyZWFtEiwKCGJyZWFrZXJzGAcgAygLMhouY2xhd2dhdGUudjEuQnJlYWtlclBvbGljeRIkCgd0ZW5hbnRzGAggAygLMhMuY2xhd2dhdGUudjEuVGVuYW50EhYKDnJlbW92ZWRfcm91dGVzGAkgAygJEhkKEXJlbW92ZWRfdXBzdHJlYW1zGAogAygJEhgKEHJlbW92ZWRfYnJlYWtlcnMYCyADKAkSFwoPcmVtb3ZlZF90ZW5hbnRzGAwgAygJIuABChdTdHJlYW1TbmFwc2hvdHNSZXNwb25zZRIpCghzbmFwc2hvdBgBIAEoCzIVLmNsYXdnYXRlLnYxLlNuYXBzaG90SAASKwoFZGVsdGEYAiABKAsyGi5jbGF3Z2F0ZS52MS5TbmFwc2hvdERlbHRhSAASLgoLcXVvdGFfZ3JhbnQYAyABKAsyFy5jbGF3Z2F0ZS52MS5RdW90YUdyYW50SAASMgoNcHJvYmVfdmVyZGljdBgEIAEoCzIZLmNsYXdnYXRlLnYxLlByb2JlVmVyZGljdEgAQgkKB21lc3NhZ2UqfAoMQnJlYWtlclBoYXNlEh0KGUJSRUFLRVJfUEhBU0VfVU5TUEVDSUZJRUQQABIYChRCUkVBS0VSX1BIQVNFX0NMT1NFRBABEhYKEkJSRUFLRVJfUEhBU0VfT1BFThACEhsKF0JSRUFLRVJfUEhBU0VfSEFMRl9PUEVOEAMqjAEKCVF1b3RhS2luZBIaChZRVU9UQV9LSU5EX1VOU1BFQ0lGSUVEEAASIgoeUVVPVEFfS0lORF9SRVFVRVNUU19QRVJfTUlOVVRFEAESIAocUVVPVEFfS0lORF9UT0tFTlNfUEVSX01JTlVURRACEh0KGVFVT1RBX0tJTkRfVE9LRU5TX1BFUl9EQVkQAzJzCg9TbmFwc2hvdFNlcnZpY2USYAoPU3RyZWFtU25hcHNob3RzEiMuY2xhd2dhdGUudjEuU3RyZWFtU25hcHNob3RzUmVxdWVzdBokLmNsYXdnYXRlLnYxLlN0cmVhbVNuYXBzaG90c1Jlc3BvbnNlKAEwAWIGcHJvdG8z", [file_clawgate_v1_config]);
 
 /**
  * First message on every stream.
@@ -246,6 +246,66 @@ export const OutcomeReportSchema: GenMessage<OutcomeReport> = /*@__PURE__*/
   messageDesc(file_clawgate_v1_snapshot_service, 6);
 
 /**
+ * One upstream's breaker (breakers are per upstream, not per node).
+ *
+ * @generated from message clawgate.v1.BreakerState
+ */
+export type BreakerState = Message<"clawgate.v1.BreakerState"> & {
+  /**
+   * @generated from field: string upstream = 1;
+   */
+  upstream: string;
+
+  /**
+   * @generated from field: clawgate.v1.BreakerPhase phase = 2;
+   */
+  phase: BreakerPhase;
+
+  /**
+   * Unix milliseconds of the breaker's last transition.
+   *
+   * @generated from field: uint64 since_ms = 3;
+   */
+  sinceMs: bigint;
+
+  /**
+   * Unix milliseconds the cooldown of an open breaker ends (it goes half-open on the first
+   * request after that); 0 unless open.
+   *
+   * @generated from field: uint64 cooldown_until_ms = 4;
+   */
+  cooldownUntilMs: bigint;
+};
+
+/**
+ * Describes the message clawgate.v1.BreakerState.
+ * Use `create(BreakerStateSchema)` to create a new message.
+ */
+export const BreakerStateSchema: GenMessage<BreakerState> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 7);
+
+/**
+ * The data plane's breakers that are not closed (state of the world: an upstream missing from
+ * the list is closed), sent when one changes state, coalesced to one report a second, and again
+ * after every Hello.
+ *
+ * @generated from message clawgate.v1.BreakerReport
+ */
+export type BreakerReport = Message<"clawgate.v1.BreakerReport"> & {
+  /**
+   * @generated from field: repeated clawgate.v1.BreakerState breakers = 1;
+   */
+  breakers: BreakerState[];
+};
+
+/**
+ * Describes the message clawgate.v1.BreakerReport.
+ * Use `create(BreakerReportSchema)` to create a new message.
+ */
+export const BreakerReportSchema: GenMessage<BreakerReport> = /*@__PURE__*/
+  messageDesc(file_clawgate_v1_snapshot_service, 8);
+
+/**
  * @generated from message clawgate.v1.StreamSnapshotsRequest
  */
 export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest"> & {
@@ -294,6 +354,12 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
      */
     value: ProbeClaim;
     case: "probeClaim";
+  } | {
+    /**
+     * @generated from field: clawgate.v1.BreakerReport breakers = 8;
+     */
+    value: BreakerReport;
+    case: "breakers";
   } | { case: undefined; value?: undefined };
 };
 
@@ -302,7 +368,7 @@ export type StreamSnapshotsRequest = Message<"clawgate.v1.StreamSnapshotsRequest
  * Use `create(StreamSnapshotsRequestSchema)` to create a new message.
  */
 export const StreamSnapshotsRequestSchema: GenMessage<StreamSnapshotsRequest> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 7);
+  messageDesc(file_clawgate_v1_snapshot_service, 9);
 
 /**
  * What a data plane consumed of one lease since its last report, and whether it wants more.
@@ -346,7 +412,7 @@ export type QuotaConsumption = Message<"clawgate.v1.QuotaConsumption"> & {
  * Use `create(QuotaConsumptionSchema)` to create a new message.
  */
 export const QuotaConsumptionSchema: GenMessage<QuotaConsumption> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 8);
+  messageDesc(file_clawgate_v1_snapshot_service, 10);
 
 /**
  * Data plane to control plane: consumption of its leases, sent when a lease runs low, when a
@@ -366,7 +432,7 @@ export type QuotaUsage = Message<"clawgate.v1.QuotaUsage"> & {
  * Use `create(QuotaUsageSchema)` to create a new message.
  */
 export const QuotaUsageSchema: GenMessage<QuotaUsage> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 9);
+  messageDesc(file_clawgate_v1_snapshot_service, 11);
 
 /**
  * A share of one tenant's fleet-wide budget handed to one data plane, to spend locally.
@@ -429,7 +495,7 @@ export type QuotaLease = Message<"clawgate.v1.QuotaLease"> & {
  * Use `create(QuotaLeaseSchema)` to create a new message.
  */
 export const QuotaLeaseSchema: GenMessage<QuotaLease> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 10);
+  messageDesc(file_clawgate_v1_snapshot_service, 12);
 
 /**
  * Control plane to data plane: answers to QuotaUsage.
@@ -448,7 +514,7 @@ export type QuotaGrant = Message<"clawgate.v1.QuotaGrant"> & {
  * Use `create(QuotaGrantSchema)` to create a new message.
  */
 export const QuotaGrantSchema: GenMessage<QuotaGrant> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 11);
+  messageDesc(file_clawgate_v1_snapshot_service, 13);
 
 /**
  * A data plane whose breaker for an upstream with fleetProbe went half-open asks to be the one
@@ -487,7 +553,7 @@ export type ProbeClaim = Message<"clawgate.v1.ProbeClaim"> & {
  * Use `create(ProbeClaimSchema)` to create a new message.
  */
 export const ProbeClaimSchema: GenMessage<ProbeClaim> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 12);
+  messageDesc(file_clawgate_v1_snapshot_service, 14);
 
 /**
  * Who probes an upstream for the fleet, and how the last probe went.
@@ -528,7 +594,7 @@ export type ProbeVerdict = Message<"clawgate.v1.ProbeVerdict"> & {
  * Use `create(ProbeVerdictSchema)` to create a new message.
  */
 export const ProbeVerdictSchema: GenMessage<ProbeVerdict> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 13);
+  messageDesc(file_clawgate_v1_snapshot_service, 15);
 
 /**
  * What changed between two versions: resources added or changed, sent whole, and the names
@@ -611,7 +677,7 @@ export type SnapshotDelta = Message<"clawgate.v1.SnapshotDelta"> & {
  * Use `create(SnapshotDeltaSchema)` to create a new message.
  */
 export const SnapshotDeltaSchema: GenMessage<SnapshotDelta> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 14);
+  messageDesc(file_clawgate_v1_snapshot_service, 16);
 
 /**
  * @generated from message clawgate.v1.StreamSnapshotsResponse
@@ -652,7 +718,40 @@ export type StreamSnapshotsResponse = Message<"clawgate.v1.StreamSnapshotsRespon
  * Use `create(StreamSnapshotsResponseSchema)` to create a new message.
  */
 export const StreamSnapshotsResponseSchema: GenMessage<StreamSnapshotsResponse> = /*@__PURE__*/
-  messageDesc(file_clawgate_v1_snapshot_service, 15);
+  messageDesc(file_clawgate_v1_snapshot_service, 17);
+
+/**
+ * Where one upstream's circuit breaker stands on one data plane.
+ *
+ * @generated from enum clawgate.v1.BreakerPhase
+ */
+export enum BreakerPhase {
+  /**
+   * @generated from enum value: BREAKER_PHASE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: BREAKER_PHASE_CLOSED = 1;
+   */
+  CLOSED = 1,
+
+  /**
+   * @generated from enum value: BREAKER_PHASE_OPEN = 2;
+   */
+  OPEN = 2,
+
+  /**
+   * @generated from enum value: BREAKER_PHASE_HALF_OPEN = 3;
+   */
+  HALF_OPEN = 3,
+}
+
+/**
+ * Describes the enum clawgate.v1.BreakerPhase.
+ */
+export const BreakerPhaseSchema: GenEnum<BreakerPhase> = /*@__PURE__*/
+  enumDesc(file_clawgate_v1_snapshot_service, 0);
 
 /**
  * Which fleet-wide budget of a tenant a lease draws on.
@@ -691,7 +790,7 @@ export enum QuotaKind {
  * Describes the enum clawgate.v1.QuotaKind.
  */
 export const QuotaKindSchema: GenEnum<QuotaKind> = /*@__PURE__*/
-  enumDesc(file_clawgate_v1_snapshot_service, 0);
+  enumDesc(file_clawgate_v1_snapshot_service, 1);
 
 /**
  * One bidirectional stream per data plane, in the spirit of xDS with its incremental variant:
