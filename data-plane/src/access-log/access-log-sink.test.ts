@@ -42,4 +42,25 @@ describe("the access log written to a file", () => {
     expect(written[0]!.startsWith('{"log":"access","time":')).toBe(true);
     expect(allocated / lines).toBeLessThan(1_024);
   });
+  it("holds a few lines back to write them as one batch, and writes them without more traffic", async () => {
+    dir = await mkdtemp(join(tmpdir(), "clawgate-access-log-"));
+    const path = join(dir, "access.log");
+    const sink = createAccessLogSink({ kind: "file", path }, (error) => {
+      throw error;
+    })!;
+    for (let i = 0; i < 3; i++) sink.write({ log: "access", requestId: `r${i}` });
+    // Written one by one, the first line would be on its way already (a file append is one
+    // fs round trip, the batch waits for a timer): nothing has been handed to the file yet.
+    expect(await readFile(path, "utf8")).toBe("");
+    // No further line and no close: the flush timer writes the batch.
+    let text = "";
+    while (text.split("\n").filter(Boolean).length < 3) text = await readFile(path, "utf8");
+    expect(
+      text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).requestId),
+    ).toEqual(["r0", "r1", "r2"]);
+    await sink.close();
+  });
 });

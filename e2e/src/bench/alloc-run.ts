@@ -22,6 +22,7 @@ import { startNodeProxy } from "./node-proxy-process.js";
  * process sends BENCH_ALLOC_WARMUP GETs (100-byte response from an nginx upstream), opens the
  * probe's window, sends BENCH_ALLOC_REQUESTS more over BENCH_CONNECTIONS connections, closes
  * the window and prints the figures. It measures and reports; it asserts nothing but 200s.
+ * BENCH_BASELINE_DP (another build's clawgate-data-plane.js) adds that build, access log off.
  */
 const requests = count("BENCH_ALLOC_REQUESTS", 20_000);
 const warmupRequests = count("BENCH_ALLOC_WARMUP", 5_000);
@@ -96,7 +97,17 @@ async function main(): Promise<void> {
       CLAWGATE_ACCESS_LOG: join(dir, "access.log"),
     });
     teardown.add("data plane, access log on", () => logged.stop());
-    await waitForConvergence(cp, [dp, logged]);
+    // Another build measured in the same run, as `npm run bench` does (BENCH_BASELINE_DP).
+    const baselineBin = process.env.BENCH_BASELINE_DP;
+    const baseline =
+      baselineBin === undefined
+        ? undefined
+        : await startDataPlane(
+            { ...dpEnv, CLAWGATE_NODE_ID: "alloc-baseline", CLAWGATE_ACCESS_LOG: "off" },
+            { bin: baselineBin },
+          );
+    if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
+    await waitForConvergence(cp, baseline === undefined ? [dp, logged] : [dp, logged, baseline]);
 
     const targets: Target[] = [
       {
@@ -107,6 +118,13 @@ async function main(): Promise<void> {
       { target: "Clawgate, access log off", base: dp.proxyUrl, pid: dp.process.pid },
       { target: "Clawgate, access log to a file", base: logged.proxyUrl, pid: logged.process.pid },
     ];
+    if (baseline !== undefined) {
+      targets.push({
+        target: "Clawgate baseline, access log off",
+        base: baseline.proxyUrl,
+        pid: baseline.process.pid,
+      });
+    }
     log(
       `${warmupRequests} warm-up then ${requests} measured GETs per target, ${connections} connections, node ${process.version}`,
     );

@@ -32,7 +32,8 @@ export async function startNodeProxy(
         proxy.assertRunning();
         return (await httpStatus(`http://127.0.0.1:${port}/`)) === 200;
       },
-      { what: `${script} on 127.0.0.1:${port}` },
+      // Loading fastify and its plugins took over 10 s with the machine's load average at 30.
+      { what: `${script} on 127.0.0.1:${port}`, timeoutMs: 60_000 },
     );
   } catch (error) {
     await proxy.stop();

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { InFlightList } from "./in-flight-list.js";
 
 export interface DrainResult {
   /** True when every request finished before the deadline. */
@@ -18,7 +19,8 @@ type DrainedResponse = ServerResponse & { [kClosed]?: (res: ServerResponse) => v
  */
 export class HttpDrain {
   readonly #server: Server;
-  readonly #responses = new Set<ServerResponse>();
+  // Not a Set: see InFlightList for what a per-request Set costs the garbage collector.
+  readonly #responses = new InFlightList<ServerResponse>();
   #draining = false;
 
   constructor(server: Server) {

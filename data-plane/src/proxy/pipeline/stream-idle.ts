@@ -33,7 +33,8 @@ class StreamIdleHandler extends DecoratorHandler {
   #timer: NodeJS.Timeout | undefined;
   #controller: StageController | undefined;
   #cut = false;
-  readonly #refresh = () => this.#timer?.refresh();
+  /** The client's body listener; made only for a stream whose request is still uploading. */
+  #refresh: (() => void) | undefined;
 
   constructor(
     handler: StreamIdleHandler["handler"],
@@ -54,7 +55,10 @@ class StreamIdleHandler extends DecoratorHandler {
       // The client's body, if it is still coming, keeps the stream alive too. A 'data'
       // listener only observes: undici (or the replay buffer) already reads the request.
       const req = this.exchange.req;
-      if (this.exchange.body !== null && !req.readableEnded) req.on("data", this.#refresh);
+      if (this.exchange.body !== null && !req.readableEnded) {
+        this.#refresh = () => this.#timer?.refresh();
+        req.on("data", this.#refresh);
+      }
     }
     this.handler.onResponseStart(controller, status, headers);
   }
@@ -90,7 +94,11 @@ class StreamIdleHandler extends DecoratorHandler {
   #stop(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.exchange.req.off?.("data", this.#refresh);
+    // Most responses are no stream: they allocate no listener and have none to remove.
+    if (this.#refresh !== undefined) {
+      this.exchange.req.off("data", this.#refresh);
+      this.#refresh = undefined;
+    }
   }
 }
 
