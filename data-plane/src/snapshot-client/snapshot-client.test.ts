@@ -362,6 +362,27 @@ describe("SnapshotClient", () => {
     });
   });
 
+  it("sends a report too big for one turn whole, and one given after it replaces it", async () => {
+    const cp = await controlPlane();
+    const dp = startClient({ addresses: [cp.address] });
+    await cp.until(() => cp.hellos[0]);
+    const big = Array.from({ length: 5_000 }, (_, k) =>
+      nodeHealth(`10.0.${k >> 8}.${k & 255}:80`, "evicted"),
+    );
+    dp.client.sendHealth(big);
+    await cp.until(() => reportsOn(cp, 0).length === 1);
+    expect(reportsOn(cp, 0)[0]).toEqual(big.map((n) => `${n.address} evicted`));
+    // Given while the big one is still being encoded, the small one is the view that counts.
+    dp.client.sendHealth(big.map((n) => nodeHealth(n.address, "healthy")));
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "quarantined")]);
+    await cp.until(() => reportsOn(cp, 0).length === 2);
+    expect(reportsOn(cp, 0)[1]).toEqual(["10.0.0.1:80 quarantined"]);
+    // Another report goes out after it, so the replaced big one would have arrived by then.
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "healthy")]);
+    await cp.until(() => reportsOn(cp, 0).length >= 3);
+    expect(reportsOn(cp, 0).slice(2)).toEqual([["10.0.0.1:80 healthy"]]);
+  });
+
   it("while the control plane does not read, only the latest report waits (no queue of old views)", async () => {
     // A control plane that stops reading: flow control fills the stream, and writes back up.
     const cp = await controlPlane((call) => call.pause());

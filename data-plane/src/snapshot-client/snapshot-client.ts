@@ -25,7 +25,7 @@ import {
 } from "./channel-credentials.js";
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
 import { DECODE_AT_ONCE_BYTES, decodeResponse } from "./decode-in-turns.js";
-import { HealthReportEncoder } from "./health-report-bytes.js";
+import { HEALTH_NODES_PER_TURN, HealthReportEncoder } from "./health-report-bytes.js";
 import { SnapshotParts } from "./snapshot-parts.js";
 
 export type ApplyResult = { ok: true } | { ok: false; reason: string };
@@ -162,6 +162,8 @@ export class SnapshotClient {
   #stopped = false;
   /** The last node-health report, encoded, sent again after every Hello; undefined until one is given. */
   #health: Uint8Array | undefined;
+  /** Counts sendHealth calls, so a report encoded over several turns knows it was replaced. */
+  #healthReports = 0;
   readonly #healthEncoder = new HealthReportEncoder();
 
   constructor(options: SnapshotClientOptions) {
@@ -210,7 +212,20 @@ export class SnapshotClient {
    */
   sendHealth(nodes: readonly NodeHealth[]): void {
     if (this.#stopped) return;
-    this.#health = this.#healthEncoder.encode(nodes);
+    const report = ++this.#healthReports;
+    if (nodes.length <= HEALTH_NODES_PER_TURN) {
+      this.#setHealth(this.#healthEncoder.encode(nodes));
+      return;
+    }
+    // A big view (20,000 nodes) is encoded over several event-loop turns; a report given
+    // meanwhile replaces it, as it would have replaced it in the stream.
+    void this.#healthEncoder.encodeInTurns(nodes).then((bytes) => {
+      if (report === this.#healthReports && !this.#stopped) this.#setHealth(bytes);
+    });
+  }
+
+  #setHealth(bytes: Uint8Array): void {
+    this.#health = bytes;
     const attempt = this.#attempt;
     if (attempt !== undefined && !attempt.ended) this.#writeHealth(attempt);
   }
