@@ -27,7 +27,8 @@ import { SimulatedStreams } from "./simulated-streams.js";
  * CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES, _DATAPLANES (real ones), _STREAMS (simulated),
  * _CHANGES (one-route changes timed on the data planes), _STREAM_CHANGES (on the simulated
  * streams), _BATCH (resources per POST /v1/apply after one apply of everything fails,
- * halved until one goes through), _TIMEOUT_MS (the whole run).
+ * halved until one goes through), _TIMEOUT_MS (the whole run), _DP_BIN (another build's
+ * clawgate-data-plane.js for the real data planes, to compare builds; default this one's).
  */
 const small = process.env.CLAWGATE_BENCH_SIZE === "small";
 const size: ScaleSize = {
@@ -40,6 +41,7 @@ const streamCount = setting("STREAMS", small ? 20 : 200);
 const changes = setting("CHANGES", small ? 10 : 50);
 const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
+const dpBin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 /** Streams and one-route changes that measure bytes on the wire at each config size. */
 const BYTE_STREAMS = 5;
 const BYTE_CHANGES = 5;
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
       startedAt.push(Date.now());
       const dp = await startDataPlane(
         { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_LOG_LEVEL: "info" },
-        { waitUntil: "none" },
+        { waitUntil: "none", ...(dpBin === undefined ? {} : { bin: dpBin }) },
       );
       teardown.add(`data plane ${i}`, () => dp.stop());
       dataPlanes.push(dp);
