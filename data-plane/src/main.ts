@@ -237,16 +237,10 @@ export async function startDataPlane(
   const stopQuotaFlush = startQuotaFlush(quota);
   // The control plane journals, counts and remediates from these reports (state of the world),
   // coalesced to one per second so a burst of changes costs one report, not one per change.
-  // A 20,000-node view is built over several event-loop turns; a report asked for meanwhile
-  // replaces one still being built.
-  let healthReportsAsked = 0;
   const healthReports = new HealthReportPacer({
-    send: (held) => {
-      const asked = ++healthReportsAsked;
-      void health.snapshotInTurns(held).then((nodes) => {
-        if (asked === healthReportsAsked) client.sendHealth(nodes);
-      });
-    },
+    // Built in one turn on purpose: the view is one instant, as the pacer's rule that no
+    // state is skipped needs; the client encodes it over several turns.
+    send: (held) => client.sendHealth(health.snapshot(held)),
   });
   health.onChange((change) => healthReports.request(change));
   // Cumulative counts, so a report lost with a stream costs nothing; once a second at most.

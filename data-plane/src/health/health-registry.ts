@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { NodeHealth } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../clock/clock.js";
@@ -23,9 +22,6 @@ interface ReportedNode {
   readonly evidence: ProbeEvidence;
   readonly message: NodeHealth;
 }
-
-/** Report entries built per event-loop turn by `snapshotInTurns` (a few ms each). */
-const REPORT_NODES_PER_TURN = 1_000;
 
 function nodeHealth(
   upstream: string,
@@ -267,62 +263,35 @@ export class HealthRegistry {
   snapshot(held?: HealthChange): NodeHealth[] {
     const report: NodeHealth[] = [];
     for (const [upstream, byAddress] of this.nodes) {
+      const heldHere = held?.upstream === upstream ? held : undefined;
       for (const [address, tracker] of byAddress) {
-        report.push(this.reportEntry(upstream, address, tracker, held));
-      }
-    }
-    return report;
-  }
-
-  /**
-   * `snapshot(held)` built `REPORT_NODES_PER_TURN` nodes per event-loop turn: the first report
-   * of 20,000 nodes builds every entry (100-370 ms in one turn on a loaded 2-core machine). A
-   * node that changes meanwhile is reported as found; its change asks for the next report.
-   */
-  async snapshotInTurns(held?: HealthChange): Promise<NodeHealth[]> {
-    const report: NodeHealth[] = [];
-    let inTurn = 0;
-    for (const [upstream, byAddress] of this.nodes) {
-      // Map iterators survive changes made while this waits (a removed node is skipped).
-      for (const [address, tracker] of byAddress) {
-        report.push(this.reportEntry(upstream, address, tracker, held));
-        if (++inTurn === REPORT_NODES_PER_TURN) {
-          inTurn = 0;
-          await nextTurn();
+        if (heldHere?.address === address) {
+          report.push(nodeHealth(upstream, address, heldHere.from, tracker));
+          continue;
         }
+        // A report of 20,000 nodes is sent whenever one changes: each node's entry is built
+        // again only when its own state changed, so the sender can reuse its encoding too.
+        const cached = this.reported.get(tracker);
+        if (
+          cached !== undefined &&
+          cached.changedAt === tracker.lastChangeAt &&
+          cached.state === tracker.state &&
+          cached.evidence === tracker.lastEvidence
+        ) {
+          report.push(cached.message);
+          continue;
+        }
+        const message = nodeHealth(upstream, address, tracker.state, tracker);
+        this.reported.set(tracker, {
+          changedAt: tracker.lastChangeAt,
+          state: tracker.state,
+          evidence: tracker.lastEvidence,
+          message,
+        });
+        report.push(message);
       }
     }
     return report;
-  }
-
-  private reportEntry(
-    upstream: string,
-    address: string,
-    tracker: NodeHealthTracker,
-    held: HealthChange | undefined,
-  ): NodeHealth {
-    if (held?.upstream === upstream && held.address === address) {
-      return nodeHealth(upstream, address, held.from, tracker);
-    }
-    // A report of 20,000 nodes is sent whenever one changes: each node's entry is built
-    // again only when its own state changed, so the sender can reuse its encoding too.
-    const cached = this.reported.get(tracker);
-    if (
-      cached !== undefined &&
-      cached.changedAt === tracker.lastChangeAt &&
-      cached.state === tracker.state &&
-      cached.evidence === tracker.lastEvidence
-    ) {
-      return cached.message;
-    }
-    const message = nodeHealth(upstream, address, tracker.state, tracker);
-    this.reported.set(tracker, {
-      changedAt: tracker.lastChangeAt,
-      state: tracker.state,
-      evidence: tracker.lastEvidence,
-      message,
-    });
-    return message;
   }
 
   /** Stops probing; the registry answers `isUsable` from its last state afterwards. */

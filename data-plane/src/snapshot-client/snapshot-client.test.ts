@@ -362,25 +362,24 @@ describe("SnapshotClient", () => {
     });
   });
 
-  it("sends a report too big for one turn whole, and one given after it replaces it", async () => {
+  it("sends a report too big for one turn whole, and later ones after it, in order", async () => {
     const cp = await controlPlane();
     const dp = startClient({ addresses: [cp.address] });
     await cp.until(() => cp.hellos[0]);
-    const big = Array.from({ length: 5_000 }, (_, k) =>
-      nodeHealth(`10.0.${k >> 8}.${k & 255}:80`, "evicted"),
-    );
-    dp.client.sendHealth(big);
-    await cp.until(() => reportsOn(cp, 0).length === 1);
-    expect(reportsOn(cp, 0)[0]).toEqual(big.map((n) => `${n.address} evicted`));
-    // Given while the big one is still being encoded, the small one is the view that counts.
-    dp.client.sendHealth(big.map((n) => nodeHealth(n.address, "healthy")));
+    const big = (state: string) =>
+      Array.from({ length: 5_000 }, (_, k) => nodeHealth(`10.0.${k >> 8}.${k & 255}:80`, state));
+    dp.client.sendHealth(big("evicted"));
+    // Given while the big one is still being encoded: it must not overtake it, nor be lost.
     dp.client.sendHealth([nodeHealth("10.0.0.1:80", "quarantined")]);
-    await cp.until(() => reportsOn(cp, 0).length === 2);
-    expect(reportsOn(cp, 0)[1]).toEqual(["10.0.0.1:80 quarantined"]);
-    // Another report goes out after it, so the replaced big one would have arrived by then.
+    dp.client.sendHealth(big("healthy"));
     dp.client.sendHealth([nodeHealth("10.0.0.1:80", "healthy")]);
-    await cp.until(() => reportsOn(cp, 0).length >= 3);
-    expect(reportsOn(cp, 0).slice(2)).toEqual([["10.0.0.1:80 healthy"]]);
+    await cp.until(() => reportsOn(cp, 0).length === 4);
+    expect(reportsOn(cp, 0).map((r) => [r.length, r[0]])).toEqual([
+      [5_000, "10.0.0.0:80 evicted"],
+      [1, "10.0.0.1:80 quarantined"],
+      [5_000, "10.0.0.0:80 healthy"],
+      [1, "10.0.0.1:80 healthy"],
+    ]);
   });
 
   it("while the control plane does not read, only the latest report waits (no queue of old views)", async () => {

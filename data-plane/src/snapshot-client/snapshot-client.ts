@@ -162,8 +162,9 @@ export class SnapshotClient {
   #stopped = false;
   /** The last node-health report, encoded, sent again after every Hello; undefined until one is given. */
   #health: Uint8Array | undefined;
-  /** Counts sendHealth calls, so a report encoded over several turns knows it was replaced. */
-  #healthReports = 0;
+  /** Reports being encoded over several turns, in order; a small one given meanwhile waits too. */
+  #healthEncoding = 0;
+  #healthQueue: Promise<void> = Promise.resolve();
   readonly #healthEncoder = new HealthReportEncoder();
 
   constructor(options: SnapshotClientOptions) {
@@ -212,15 +213,17 @@ export class SnapshotClient {
    */
   sendHealth(nodes: readonly NodeHealth[]): void {
     if (this.#stopped) return;
-    const report = ++this.#healthReports;
-    if (nodes.length <= HEALTH_NODES_PER_TURN) {
+    if (this.#healthEncoding === 0 && nodes.length <= HEALTH_NODES_PER_TURN) {
       this.#setHealth(this.#healthEncoder.encode(nodes));
       return;
     }
-    // A big view (20,000 nodes) is encoded over several event-loop turns; a report given
-    // meanwhile replaces it, as it would have replaced it in the stream.
-    void this.#healthEncoder.encodeInTurns(nodes).then((bytes) => {
-      if (report === this.#healthReports && !this.#stopped) this.#setHealth(bytes);
+    // A big view (20,000 nodes) is encoded over several event-loop turns. Reports still go in
+    // the order given, none dropped here: the control plane journals each state it sees.
+    this.#healthEncoding += 1;
+    this.#healthQueue = this.#healthQueue.then(async () => {
+      const bytes = await this.#healthEncoder.encodeInTurns(nodes);
+      this.#healthEncoding -= 1;
+      if (!this.#stopped) this.#setHealth(bytes);
     });
   }
 
