@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Registry } from "prom-client";
 
 /**
@@ -26,17 +27,16 @@ export interface MetricsText {
 const LAG_COLLECTOR = "nodejs_eventloop_lag_seconds";
 const LAG_FAMILY = "nodejs_eventloop_lag_";
 
-type RegistryView = Pick<
-  Registry,
-  "metrics" | "contentType" | "getMetricsAsArray" | "getSingleMetricAsString"
->;
+type RegistryView = Pick<Registry, "contentType" | "getMetricsAsArray" | "getSingleMetricAsString">;
 
 /** A registry's series followed by each text source's, filtered by family name when asked. */
 export function metricsSource(registry: RegistryView, ...texts: MetricsText[]): MetricsSource {
   async function* chunks(names?: ReadonlySet<string>): AsyncGenerator<string> {
-    const own = names === undefined ? await registry.metrics() : await picked(registry, names);
-    let written = own !== "";
-    if (written) yield own;
+    let written = false;
+    for await (const family of registryFamilies(registry, names)) {
+      yield written ? `\n${family}` : family;
+      written = true;
+    }
     for (const source of texts) {
       const named = source.families.length === 0 || source.families.some((f) => names?.has(f));
       if (names !== undefined && !named) continue;
@@ -62,18 +62,29 @@ export function metricsSource(registry: RegistryView, ...texts: MetricsText[]): 
   };
 }
 
-/** The named families of `registry`, in its order, in the text format; "" when none. */
-async function picked(registry: RegistryView, names: ReadonlySet<string>): Promise<string> {
+/**
+ * The families of `registry` (those in `names`, when given) in its order and text format, one
+ * per event-loop turn: at 2,000 upstreams the per-upstream breaker series alone are thousands
+ * of lines, and prom-client renders a registry in one turn.
+ */
+async function* registryFamilies(
+  registry: RegistryView,
+  names: ReadonlySet<string> | undefined,
+): AsyncGenerator<string> {
   const present = registry.getMetricsAsArray().map((metric) => metric.name);
-  const lagAsked = present.some((n) => n.startsWith(LAG_FAMILY) && names.has(n));
-  if (lagAsked && !names.has(LAG_COLLECTOR) && present.includes(LAG_COLLECTOR)) {
-    await registry.getSingleMetricAsString(LAG_COLLECTOR);
+  if (names !== undefined) {
+    const lagAsked = present.some((n) => n.startsWith(LAG_FAMILY) && names.has(n));
+    if (lagAsked && !names.has(LAG_COLLECTOR) && present.includes(LAG_COLLECTOR)) {
+      await registry.getSingleMetricAsString(LAG_COLLECTOR);
+    }
   }
-  const families: string[] = [];
+  let first = true;
   for (const name of present) {
-    if (names.has(name)) families.push(await registry.getSingleMetricAsString(name));
+    if (names !== undefined && !names.has(name)) continue;
+    if (!first) await nextTurn();
+    first = false;
+    yield `${await registry.getSingleMetricAsString(name)}\n`;
   }
-  return families.length === 0 ? "" : `${families.join("\n\n")}\n`;
 }
 
 /**
