@@ -24,6 +24,7 @@ import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
+import { metricsSource, renderedText } from "./metrics/metrics-source.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { TenantMetrics } from "./metrics/tenant-metrics.js";
@@ -124,7 +125,8 @@ export async function startDataPlane(
   const pools = new PoolRegistry();
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
-  const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
+  const healthMetrics = new HealthMetrics(registry);
+  const health = new HealthRegistry({ metrics: healthMetrics, logger });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
   // breaker.fleetProbe: one data plane probes a half-open upstream for the fleet, the control
   // plane relays its verdict to the others on the snapshot stream.
@@ -257,6 +259,8 @@ export async function startDataPlane(
   // The control plane journals, counts and remediates from these reports (state of the world),
   // coalesced to one per second so a burst of changes costs one report, not one per change.
   const healthReports = new HealthReportPacer({
+    // Built in one turn on purpose: the view is one instant, as the pacer's rule that no
+    // state is skipped needs; the client encodes it over several turns.
     send: (held) => client.sendHealth(health.snapshot(held)),
   });
   health.onChange((change) => healthReports.request(change));
@@ -433,7 +437,14 @@ export async function startDataPlane(
   const admin = createServer(
     withDrainingReadiness(
       createAdminHandler({
-        registry: workers ? clusterRegistry(registry, workers) : registry,
+        // The per-node series are kept as ready text beside the registry (NodeSeries).
+        registry: workers
+          ? metricsSource(
+              registry,
+              healthMetrics.nodeSeries,
+              renderedText(() => workers.metricsText()),
+            )
+          : metricsSource(registry, healthMetrics.nodeSeries),
         applied,
       }),
       () => stopping,
@@ -559,18 +570,4 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     stop: () => dataPlane.stop(config.drainTimeoutMs, config.drainDelayMs),
     hurry: () => dataPlane.skipDrainDelay(),
   });
-}
-
-/** /metrics of a primary: its own series plus the workers', summed across workers. */
-function clusterRegistry(
-  registry: Registry,
-  workers: WorkerPool,
-): Pick<Registry, "metrics" | "contentType"> {
-  return {
-    contentType: registry.contentType,
-    metrics: async () => {
-      const [own, inWorkers] = await Promise.all([registry.metrics(), workers.metricsText()]);
-      return `${own}\n${inWorkers}`;
-    },
-  };
 }

@@ -2,6 +2,8 @@ import type { AddressInfo } from "node:net";
 import { create, SnapshotSchema } from "@clawgate/proto";
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NodeSeries } from "../health/node-series.js";
+import { metricsSource } from "../metrics/metrics-source.js";
 import { SnapshotMetrics } from "../metrics/snapshot-metrics.js";
 import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
 import { createAdminServer } from "./admin-server.js";
@@ -15,7 +17,9 @@ beforeEach(async () => {
   registry = new Registry();
   new SnapshotMetrics(registry).applied(0, 0);
   applied = new AppliedSnapshot({ now: () => Date.UTC(2025, 0, 2, 3, 4, 5) });
-  const server = createAdminServer({ registry, applied });
+  const nodes = new NodeSeries();
+  nodes.setHealthy("agents", "10.0.0.1:80", true);
+  const server = createAdminServer({ registry: metricsSource(registry, nodes), applied });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   close = () => new Promise((resolve) => server.close(() => resolve()));
@@ -122,6 +126,39 @@ describe("admin server", () => {
     const text = await res.text();
     expect(text).toMatch(/^clawgate_snapshot_version 0$/m);
     expect(text).toContain("process_resident_memory_bytes");
+    expect(text).toContain(
+      'clawgate_upstream_node_healthy{upstream="agents",node="10.0.0.1:80"} 1',
+    );
+  });
+
+  it("serves only the families named by ?name=, from the registry and the per-node series", async () => {
+    const res = await fetch(
+      `${base}/metrics?name=clawgate_snapshot_version&name=clawgate_upstream_node_healthy`,
+    );
+    expect(res.status).toBe(200);
+    const families = [...(await res.text()).matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]);
+    expect(families).toEqual(["clawgate_snapshot_version", "clawgate_upstream_node_healthy"]);
+    // A name nothing carries is an empty answer, as a family with no series would be.
+    const none = await fetch(`${base}/metrics?name=clawgate_no_such_metric`);
+    expect(none.status).toBe(200);
+    expect(await none.text()).toBe("");
+  });
+
+  it("refreshes the event-loop lag gauges when only one of them is asked for", async () => {
+    const text = await (
+      await fetch(`${base}/metrics?name=nodejs_eventloop_lag_max_seconds`)
+    ).text();
+    expect(text).toMatch(/^# TYPE nodejs_eventloop_lag_max_seconds gauge$/m);
+    // prom-client sets the gauge only when the lag collector runs; unset, it would have no sample.
+    expect(text).toMatch(/^nodejs_eventloop_lag_max_seconds \d/m);
+  });
+
+  it("answers 400 naming a ?name= that is not a metric name", async () => {
+    const res = await fetch(`${base}/metrics?name=${encodeURIComponent("up{job}")}`);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("CLAWGATE_ADMIN_BAD_REQUEST");
+    expect(body.error.message).toContain('name "up{job}"');
   });
 
   it("answers 404 for unknown paths and 405 for other methods", async () => {

@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Histogram, type Registry } from "prom-client";
 import type { HealthChange, HealthState } from "./node-health.js";
+import { NodeSeries } from "./node-series.js";
 
 /** What the health registry reports to metrics; `HealthMetrics` implements it. */
 export interface HealthSink {
@@ -15,21 +16,17 @@ export interface HealthSink {
 /**
  * The health metrics: `clawgate_upstream_node_healthy{upstream,node}` (named in DESIGN.md; 1 only
  * while the node is in rotation, so a quarantined node reads 0), `clawgate_probe_duration_ms` and
- * `clawgate_probe_failures_total{upstream,node}`. `node` is the node's address.
+ * `clawgate_probe_failures_total{upstream,node}`. `node` is the node's address. The two per-node
+ * families live in `nodeSeries`, outside the prom-client registry (see `NodeSeries`); serve
+ * them with the registry through `metricsSource`.
  */
 export class HealthMetrics implements HealthSink {
-  private readonly healthy: Gauge<"upstream" | "node">;
+  /** `clawgate_upstream_node_healthy` and `clawgate_probe_failures_total`. */
+  readonly nodeSeries = new NodeSeries();
   private readonly duration: Histogram<string>;
-  private readonly failures: Counter<"upstream" | "node">;
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.healthy = new Gauge({
-      name: "clawgate_upstream_node_healthy",
-      help: "1 while the upstream node is in rotation, 0 while quarantined or evicted.",
-      labelNames: ["upstream", "node"],
-      registers,
-    });
     // No labels: per-node latency series would multiply with the fleet; failures carry the node.
     this.duration = new Histogram({
       name: "clawgate_probe_duration_ms",
@@ -37,16 +34,10 @@ export class HealthMetrics implements HealthSink {
       buckets: [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
       registers,
     });
-    this.failures = new Counter({
-      name: "clawgate_probe_failures_total",
-      help: "Failed active health probes, by upstream and node.",
-      labelNames: ["upstream", "node"],
-      registers,
-    });
   }
 
   track(upstream: string, address: string, state: HealthState): void {
-    this.healthy.set({ upstream, node: address }, state === "healthy" ? 1 : 0);
+    this.nodeSeries.setHealthy(upstream, address, state === "healthy");
   }
 
   change(change: HealthChange): void {
@@ -55,11 +46,10 @@ export class HealthMetrics implements HealthSink {
 
   probe(upstream: string, address: string, ok: boolean, durationMs: number): void {
     this.duration.observe(durationMs);
-    if (!ok) this.failures.inc({ upstream, node: address });
+    if (!ok) this.nodeSeries.failed(upstream, address);
   }
 
   forget(upstream: string, address: string): void {
-    this.healthy.remove({ upstream, node: address });
-    this.failures.remove({ upstream, node: address });
+    this.nodeSeries.forget(upstream, address);
   }
 }

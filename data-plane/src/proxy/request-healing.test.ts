@@ -9,13 +9,21 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
-import { create, type Route, type RouteSchema, SnapshotSchema } from "@clawgate/proto";
+import {
+  create,
+  type Route,
+  type RouteSchema,
+  SnapshotDeltaSchema,
+  SnapshotSchema,
+} from "@clawgate/proto";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../clock/clock.js";
+import { compileDelta } from "../compiler/compile-delta.js";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import { FrozenCompiledSnapshot } from "../compiler/frozen-compiled-snapshot.js";
 import { HealthRegistry, healthTargets, type Prober } from "../health/index.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
@@ -733,3 +741,48 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<v
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe("RequestHealing.sync after a delta", () => {
+  it("keeps the rotation of every upstream the delta did not touch", () => {
+    const base = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        breakers: [{ name: "b" }],
+        upstreams: ["one", "two"].map((name) => ({
+          name,
+          breaker: "b",
+          nodes: [
+            { address: `10.0.0.1:80`, weight: 2 },
+            { address: `10.0.0.2:80`, weight: 1 },
+          ],
+        })),
+        routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "one" }],
+      }),
+    );
+    if (!base.ok || !(base.value instanceof FrozenCompiledSnapshot)) throw new Error("no base");
+    const healing = new RequestHealing({
+      registry: new Registry(),
+      logger: pino({ level: "silent" }),
+    });
+    healing.sync(base.value);
+    const pick = (upstream: string) => healing.upstream(upstream)!.picker.pick()!.address;
+    // Smooth WRR over weights 2:1 goes .1, .2, .1 and then again.
+    expect([pick("one"), pick("two")]).toEqual(["10.0.0.1:80", "10.0.0.1:80"]);
+
+    // A one-route change: upstream "one" is the same compiled object, "two" changed.
+    const next = compileDelta(
+      base.value,
+      create(SnapshotDeltaSchema, {
+        version: 2n,
+        baseVersion: 1n,
+        routes: [{ name: "r", priority: 5, match: { pathPrefix: "/" }, upstream: "one" }],
+        upstreams: [{ name: "two", breaker: "b", nodes: [{ address: "10.0.0.3:80", weight: 1 }] }],
+      }),
+    );
+    if (!next.ok) throw new Error(next.reason);
+    healing.sync(next.value);
+    // Rebuilt, "one" would start over at .1; kept, it goes on where it was.
+    expect(pick("one")).toBe("10.0.0.2:80");
+    expect(pick("two")).toBe("10.0.0.3:80");
+  });
+});

@@ -12,7 +12,11 @@ import type {
 import { KeyedCooldowns } from "../breaker/keyed-cooldowns.js";
 import { type Cooldown, RetryAfterGate } from "../breaker/retry-after-gate.js";
 import { type Clock, systemClock } from "../clock/clock.js";
-import type { CompiledNode, CompiledSnapshot } from "../compiler/compiled-types.js";
+import type {
+  CompiledNode,
+  CompiledSnapshot,
+  CompiledUpstream,
+} from "../compiler/compiled-types.js";
 import { StaleCache, type StaleCacheOptions } from "../fallback/stale-cache.js";
 import { RetryBudget, type RetryBudgetOptions } from "../retry/retry-budget.js";
 import { RetryMetrics } from "./retry-metrics.js";
@@ -45,6 +49,8 @@ export interface UpstreamHealing {
 interface UpstreamRecord extends UpstreamHealing {
   picker: SmoothWrrPicker<CompiledNode>;
   readonly nodes: readonly CompiledNode[];
+  /** The compiled upstream it was built from; a delta that did not touch it keeps the object. */
+  readonly compiled: CompiledUpstream;
 }
 
 export interface RequestHealingOptions {
@@ -146,7 +152,10 @@ export class RequestHealing {
 
   /**
    * Brings the registries in line with an applied snapshot: every upstream gets its breaker
-   * with the policy it names now (state kept), state of upstreams that left is dropped.
+   * with the policy it names now (state kept), state of upstreams that left is dropped. An
+   * upstream a delta did not touch is the same compiled object (compileDelta reuses it, and
+   * recompiles the upstreams of a changed breaker), so its record stays as it is: a one-route
+   * change at 2,000 upstreams and 20,000 nodes rebuilt every picker, asking each node's health.
    */
   sync(snapshot: CompiledSnapshot): void {
     const names = [...snapshot.upstreams.keys()];
@@ -158,6 +167,11 @@ export class RequestHealing {
     const upstreams = new Map<string, UpstreamRecord>();
     for (const upstream of snapshot.upstreams.values()) {
       const name = upstream.name;
+      const previous = this.#upstreams.get(name);
+      if (previous?.compiled === upstream) {
+        upstreams.set(name, previous);
+        continue;
+      }
       let budget = this.#budgets.get(name);
       if (budget === undefined) {
         budget = new RetryBudget(this.#budgetOptions);
@@ -176,6 +190,7 @@ export class RequestHealing {
         tenantCooldowns: keyed.tenants,
         nodes: upstream.nodes,
         picker: this.#usablePicker(upstream.nodes),
+        compiled: upstream,
       });
     }
     this.#upstreams = upstreams;

@@ -362,6 +362,26 @@ describe("SnapshotClient", () => {
     });
   });
 
+  it("sends a report too big for one turn whole, and later ones after it, in order", async () => {
+    const cp = await controlPlane();
+    const dp = startClient({ addresses: [cp.address] });
+    await cp.until(() => cp.hellos[0]);
+    const big = (state: string) =>
+      Array.from({ length: 5_000 }, (_, k) => nodeHealth(`10.0.${k >> 8}.${k & 255}:80`, state));
+    dp.client.sendHealth(big("evicted"));
+    // Given while the big one is still being encoded: it must not overtake it, nor be lost.
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "quarantined")]);
+    dp.client.sendHealth(big("healthy"));
+    dp.client.sendHealth([nodeHealth("10.0.0.1:80", "healthy")]);
+    await cp.until(() => reportsOn(cp, 0).length === 4);
+    expect(reportsOn(cp, 0).map((r) => [r.length, r[0]])).toEqual([
+      [5_000, "10.0.0.0:80 evicted"],
+      [1, "10.0.0.1:80 quarantined"],
+      [5_000, "10.0.0.0:80 healthy"],
+      [1, "10.0.0.1:80 healthy"],
+    ]);
+  });
+
   it("while the control plane does not read, only the latest report waits (no queue of old views)", async () => {
     // A control plane that stops reading: flow control fills the stream, and writes back up.
     const cp = await controlPlane((call) => call.pause());

@@ -26,7 +26,7 @@ import {
 } from "./channel-credentials.js";
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
 import { DECODE_AT_ONCE_BYTES, decodeResponse } from "./decode-in-turns.js";
-import { HealthReportEncoder } from "./health-report-bytes.js";
+import { HEALTH_NODES_PER_TURN, HealthReportEncoder } from "./health-report-bytes.js";
 import { SnapshotParts } from "./snapshot-parts.js";
 
 export type ApplyResult = { ok: true } | { ok: false; reason: string };
@@ -173,6 +173,9 @@ export class SnapshotClient {
   #breakers: BreakerStateInit[] | undefined;
   /** The last node-health report, encoded, sent again after every Hello; undefined until one is given. */
   #health: Uint8Array | undefined;
+  /** Reports being encoded over several turns, in order; a small one given meanwhile waits too. */
+  #healthEncoding = 0;
+  #healthQueue: Promise<void> = Promise.resolve();
   readonly #healthEncoder = new HealthReportEncoder();
 
   constructor(options: SnapshotClientOptions) {
@@ -221,7 +224,22 @@ export class SnapshotClient {
    */
   sendHealth(nodes: readonly NodeHealth[]): void {
     if (this.#stopped) return;
-    this.#health = this.#healthEncoder.encode(nodes);
+    if (this.#healthEncoding === 0 && nodes.length <= HEALTH_NODES_PER_TURN) {
+      this.#setHealth(this.#healthEncoder.encode(nodes));
+      return;
+    }
+    // A big view (20,000 nodes) is encoded over several event-loop turns. Reports still go in
+    // the order given, none dropped here: the control plane journals each state it sees.
+    this.#healthEncoding += 1;
+    this.#healthQueue = this.#healthQueue.then(async () => {
+      const bytes = await this.#healthEncoder.encodeInTurns(nodes);
+      this.#healthEncoding -= 1;
+      if (!this.#stopped) this.#setHealth(bytes);
+    });
+  }
+
+  #setHealth(bytes: Uint8Array): void {
+    this.#health = bytes;
     const attempt = this.#attempt;
     if (attempt !== undefined && !attempt.ended) this.#writeHealth(attempt);
   }

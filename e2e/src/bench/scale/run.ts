@@ -27,7 +27,8 @@ import { SimulatedStreams } from "./simulated-streams.js";
  * CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES, _DATAPLANES (real ones), _STREAMS (simulated),
  * _CHANGES (one-route changes timed on the data planes), _STREAM_CHANGES (on the simulated
  * streams), _BATCH (resources per POST /v1/apply after one apply of everything fails,
- * halved until one goes through), _TIMEOUT_MS (the whole run).
+ * halved until one goes through), _TIMEOUT_MS (the whole run), _DP_BIN (another build's
+ * clawgate-data-plane.js for the real data planes, to compare builds; default this one's).
  */
 const small = process.env.CLAWGATE_BENCH_SIZE === "small";
 const size: ScaleSize = {
@@ -40,10 +41,15 @@ const streamCount = setting("STREAMS", small ? 20 : 200);
 const changes = setting("CHANGES", small ? 10 : 50);
 const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
+const dpBin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 /** Streams and one-route changes that measure bytes on the wire at each config size. */
 const BYTE_STREAMS = 5;
 const BYTE_CHANGES = 5;
 const timeoutMs = setting("TIMEOUT_MS", small ? 180_000 : 1_800_000);
+/** The event-loop block since the last read of it (each read starts a new window). */
+const LAG = "nodejs_eventloop_lag_max_seconds";
+/** Whole /metrics scrapes per data plane whose block is measured. */
+const SCRAPES = 3;
 /** Longest wait for one step (an apply, a snapshot reaching everyone). */
 const STEP_MS = small ? 60_000 : 300_000;
 
@@ -166,7 +172,7 @@ async function main(): Promise<void> {
       startedAt.push(Date.now());
       const dp = await startDataPlane(
         { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_LOG_LEVEL: "info" },
-        { waitUntil: "none" },
+        { waitUntil: "none", ...(dpBin === undefined ? {} : { bin: dpBin }) },
       );
       teardown.add(`data plane ${i}`, () => dp.stop());
       dataPlanes.push(dp);
@@ -179,7 +185,7 @@ async function main(): Promise<void> {
       `p50 ${ms(percentile(boot, 0.5))}, max ${ms(Math.max(...boot))}`,
     );
     // Since the process started: its boot and the full snapshot (the histogram resets per scrape).
-    const bootLag = await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds");
+    const bootLag = await scrapeAll(dataPlanes, LAG);
     row("DP event-loop block, boot + full snapshot", `max ${secondsAsMs(bootLag)}`, "< 250 ms");
 
     // One-route changes reaching the real data planes. A refused change is reported, and
@@ -187,6 +193,7 @@ async function main(): Promise<void> {
     await measureChanges(cp, dataPlanes, appliedVersions, row).catch((error: unknown) =>
       row("one-route changes stopped", firstLine(error), "succeed"),
     );
+    await measureScrapes(dataPlanes, row);
 
     const heap = await scrapeAll(dataPlanes, "nodejs_heap_size_used_bytes");
     row("DP heap used", `max ${bytes(Math.max(...heap))}`, "< 512 MB");
@@ -246,14 +253,14 @@ async function measureChanges(
   const idleLags: number[] = [];
   for (let k = 1; k <= changes; k++) {
     // Resets the lag histograms; then a quiet window as long as a change, for the baseline.
-    await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds");
+    await scrapeAll(dataPlanes, LAG);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    idleLags.push(...(await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds")));
+    idleLags.push(...(await scrapeAll(dataPlanes, LAG)));
     const revision = await changeOneRoute(cp, k);
     const sentAt = revision.sentAt;
     const times = await appliedVersions.waitAll(revision.revision, STEP_MS);
     changeLatencies.push(...times.map((at) => at - sentAt));
-    changeLags.push(...(await scrapeAll(dataPlanes, "nodejs_eventloop_lag_max_seconds")));
+    changeLags.push(...(await scrapeAll(dataPlanes, LAG)));
   }
   const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
   row(
@@ -267,7 +274,7 @@ async function measureChanges(
     "< 20 ms",
   );
   row(
-    "DP event-loop block, idle window (scrape cost)",
+    "DP event-loop block, idle window (no change, no scrape)",
     `p50 ${secondsAsMs(percentile(idleLags, 0.5))}, max ${secondsAsMs(Math.max(...idleLags))}`,
   );
   const wireBytes = (bytesAfter - bytesBefore) / (changes * dataPlaneCount);
@@ -413,17 +420,50 @@ async function changeOneRoute(
   return { revision, sentAt };
 }
 
-/** `name` from every data plane's /metrics (scraping also resets the lag histograms). */
+/**
+ * `name` from every data plane's /metrics, asking for that family alone: a whole scrape at
+ * 20,000 nodes is megabytes, and the block it caused would land in the window the next read
+ * reports (reading the event-loop lag also starts a new window).
+ */
 async function scrapeAll(dataPlanes: DataPlane[], name: string): Promise<number[]> {
   const values: number[] = [];
   // One at a time and with a long deadline: ten busy data planes on two cores answer slowly.
   for (const dp of dataPlanes) {
-    const response = await fetch(`${dp.adminUrl}/metrics`, {
+    const response = await fetch(`${dp.adminUrl}/metrics?name=${name}`, {
       signal: AbortSignal.timeout(STEP_MS),
     });
     values.push(metricValue(await response.text(), name) ?? Number.NaN);
   }
   return values;
+}
+
+/**
+ * The block a whole /metrics scrape (what Prometheus does) causes each data plane, as its own
+ * figure: a new lag window, the scrape, a window for its block to be recorded, the lag read.
+ */
+async function measureScrapes(dataPlanes: DataPlane[], row: Row): Promise<void> {
+  const lags: number[] = [];
+  const idle: number[] = [];
+  for (let k = 0; k < SCRAPES; k++) {
+    for (const dp of dataPlanes) {
+      await scrapeAll([dp], LAG);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      idle.push(...(await scrapeAll([dp], LAG)));
+      await (
+        await fetch(`${dp.adminUrl}/metrics`, { signal: AbortSignal.timeout(STEP_MS) })
+      ).text();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      lags.push(...(await scrapeAll([dp], LAG)));
+    }
+  }
+  row(
+    "DP event-loop block, one whole /metrics scrape",
+    `p50 ${secondsAsMs(percentile(lags, 0.5))}, max ${secondsAsMs(Math.max(...lags))}`,
+  );
+  row(
+    "DP event-loop block, same window without a scrape",
+    `p50 ${secondsAsMs(percentile(idle, 0.5))}, max ${secondsAsMs(Math.max(...idle))}`,
+  );
 }
 
 async function cpMetric(cp: ControlPlane, name: string): Promise<number> {

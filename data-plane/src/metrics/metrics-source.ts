@@ -1,0 +1,115 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Registry } from "prom-client";
+
+/**
+ * What the admin server's /metrics serves: the whole exposition, or some families of it, as
+ * chunks written one event-loop turn apart (a 3 MB text at 20,000 nodes is never one string).
+ */
+export interface MetricsSource {
+  readonly contentType: string;
+  /** The text format in pieces; with `names`, only the metric families named there. */
+  chunks(names?: ReadonlySet<string>): AsyncIterable<string>;
+  /** The chunks joined: for tests and small registries. */
+  metrics(names?: ReadonlySet<string>): Promise<string>;
+}
+
+/** Families rendered outside prom-client (the per-node series, kept as ready lines). */
+export interface MetricsText {
+  /** The families it renders; empty when only its text says (then it is always asked). */
+  readonly families: readonly string[];
+  chunks(names?: ReadonlySet<string>): AsyncIterable<string>;
+}
+
+/**
+ * prom-client refreshes every `nodejs_eventloop_lag_*` gauge (and resets the delay histogram
+ * behind them) when it collects this one, so a filtered scrape of any of them collects it.
+ */
+const LAG_COLLECTOR = "nodejs_eventloop_lag_seconds";
+const LAG_FAMILY = "nodejs_eventloop_lag_";
+
+type RegistryView = Pick<Registry, "contentType" | "getMetricsAsArray" | "getSingleMetricAsString">;
+
+/** A registry's series followed by each text source's, filtered by family name when asked. */
+export function metricsSource(registry: RegistryView, ...texts: MetricsText[]): MetricsSource {
+  async function* chunks(names?: ReadonlySet<string>): AsyncGenerator<string> {
+    let written = false;
+    for await (const family of registryFamilies(registry, names)) {
+      yield written ? `\n${family}` : family;
+      written = true;
+    }
+    for (const source of texts) {
+      const named = source.families.length === 0 || source.families.some((f) => names?.has(f));
+      if (names !== undefined && !named) continue;
+      let first = true;
+      for await (const chunk of source.chunks(names)) {
+        if (chunk === "") continue;
+        // A blank line between sources, as prom-client leaves between families.
+        if (first && written) yield "\n";
+        first = false;
+        written = true;
+        yield chunk;
+      }
+    }
+  }
+  return {
+    contentType: registry.contentType,
+    chunks,
+    metrics: async (names) => {
+      const parts: string[] = [];
+      for await (const chunk of chunks(names)) parts.push(chunk);
+      return parts.join("");
+    },
+  };
+}
+
+/**
+ * The families of `registry` (those in `names`, when given) in its order and text format, one
+ * per event-loop turn: at 2,000 upstreams the per-upstream breaker series alone are thousands
+ * of lines, and prom-client renders a registry in one turn.
+ */
+async function* registryFamilies(
+  registry: RegistryView,
+  names: ReadonlySet<string> | undefined,
+): AsyncGenerator<string> {
+  const present = registry.getMetricsAsArray().map((metric) => metric.name);
+  if (names !== undefined) {
+    const lagAsked = present.some((n) => n.startsWith(LAG_FAMILY) && names.has(n));
+    if (lagAsked && !names.has(LAG_COLLECTOR) && present.includes(LAG_COLLECTOR)) {
+      await registry.getSingleMetricAsString(LAG_COLLECTOR);
+    }
+  }
+  let first = true;
+  for (const name of present) {
+    if (names !== undefined && !names.has(name)) continue;
+    if (!first) await nextTurn();
+    first = false;
+    yield `${await registry.getSingleMetricAsString(name)}\n`;
+  }
+}
+
+/**
+ * Text already rendered elsewhere (the workers' summed series) as a source: its families are
+ * known only from the text, so a filtered scrape keeps the lines of each family named, found
+ * by the `# HELP` / `# TYPE` line that opens every family prom-client writes.
+ */
+export function renderedText(render: () => Promise<string>): MetricsText {
+  return {
+    families: [],
+    chunks: async function* (names) {
+      yield filtered(await render(), names);
+    },
+  };
+}
+
+/** The lines of each family named in `names` (all of `text` when undefined). */
+function filtered(text: string, names: ReadonlySet<string> | undefined): string {
+  if (names === undefined) return text;
+  let keep = false;
+  const kept: string[] = [];
+  for (const line of text.split("\n")) {
+    const opens = /^# (?:HELP|TYPE) (\S+)/.exec(line);
+    if (opens !== null) keep = names.has(opens[1]!);
+    if (keep && line !== "") kept.push(line);
+  }
+  return kept.length === 0 ? "" : `${kept.join("\n")}\n`;
+}
