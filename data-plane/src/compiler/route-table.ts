@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { CompiledRoute } from "./compiled-types.js";
 import { PrefixTree } from "./prefix-tree.js";
 import { normalizeRequestHost } from "./request-host.js";
+import { RouteCandidates } from "./route-candidates.js";
 
 /*
  * Matching order, most specific first (the Gateway API precedence, plus priority):
@@ -22,17 +23,24 @@ import { normalizeRequestHost } from "./request-host.js";
  * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
  * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
  * path and a walk down a trie of its prefixes over path segments (prefix-tree.ts), longest
- * first: one lookup per segment of the request path, at any number of routes. Exact paths sit
- * in such a trie too, so that a delta (update()) copies one path of each tree it touches
- * instead of a map of thousands of paths.
+ * first: one lookup per segment of the request path, at any number of routes. What the routes
+ * found there need (which one wins when none has conditions) is worked out when the table is
+ * built (route-candidates.ts), not per request.
  */
 
+/**
+ * The routes of one host (or wildcard suffix, or of no host), indexed by path. Exact paths sit
+ * in one Map: a request's exact path is one lookup, where a tree walk reads a node, a Map and
+ * a segment per level. A delta copies the Map of a tier it touches (thousands of entries copy
+ * in well under a millisecond); prefixes stay in a persistent tree, of which a delta copies one
+ * path.
+ */
 interface HostTier {
-  readonly exact: PrefixTree<readonly CompiledRoute[]>;
-  readonly prefixes: PrefixTree<readonly CompiledRoute[]>;
+  readonly exact: ReadonlyMap<string, RouteCandidates>;
+  readonly prefixes: PrefixTree<RouteCandidates>;
   /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
   readonly updates: number;
-  /** exact.size and prefixes.size, read here so that a match skips an empty tree. */
+  /** exact.size and prefixes.size, read here so that a match skips an empty index. */
   readonly exactPaths: number;
   readonly prefixPaths: number;
 }
@@ -152,44 +160,21 @@ function matchTier(
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
   // Most tiers hold only prefixes (or only exact paths): the tier's own counts skip the other
-  // tree without reading it, one cache miss less per match in a table of thousands of tiers.
-  const exact = tier.exactPaths === 0 ? undefined : tier.exact.get(path);
-  if (exact !== undefined) {
-    const route = firstSatisfied(exact, method, headers);
+  // index without reading it, one cache miss less per match in a table of thousands of tiers.
+  if (tier.exactPaths > 0) {
+    const route = tier.exact.get(path)?.pick(method, headers);
     if (route !== undefined) return route;
   }
   if (tier.prefixPaths === 0) return undefined;
-  return tier.prefixes.find(path, firstSatisfied, method, headers);
+  return tier.prefixes.find(path, pick, method, headers);
 }
 
-function firstSatisfied(
-  routes: readonly CompiledRoute[],
+function pick(
+  candidates: RouteCandidates,
   method: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  for (const route of routes) {
-    if (route.methods !== undefined && !route.methods.has(method)) continue;
-    if (route.headers.length > 0 && !headersSatisfied(route, headers)) continue;
-    return route;
-  }
-  return undefined;
-}
-
-function headersSatisfied(route: CompiledRoute, headers: IncomingHttpHeaders): boolean {
-  for (const condition of route.headers) {
-    // node:http builds request headers on a plain object: a condition named "constructor" or
-    // "toString" would read Object.prototype, so only the request's own headers count.
-    // (A "__proto__" header never reaches req.headers, so such a condition never matches.)
-    if (!Object.hasOwn(headers, condition.name)) return false;
-    const actual = headers[condition.name];
-    if (actual === undefined) return false;
-    if (typeof actual === "string") {
-      if (actual !== condition.value) return false;
-    } else if (!actual.includes(condition.value)) {
-      return false;
-    }
-  }
-  return true;
+  return candidates.pick(method, headers);
 }
 
 function buildTier(routes: readonly CompiledRoute[]): HostTier {
@@ -201,9 +186,13 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
   }
-  for (const list of exact.values()) Object.freeze(list.sort(byPrecedence));
-  for (const list of prefixes.values()) Object.freeze(list.sort(byPrecedence));
-  return newTier(PrefixTree.build(exact), PrefixTree.build(prefixes), 0);
+  return newTier(candidatesOf(exact), PrefixTree.build(candidatesOf(prefixes)), 0);
+}
+
+function candidatesOf(lists: Map<string, CompiledRoute[]>): Map<string, RouteCandidates> {
+  const result = new Map<string, RouteCandidates>();
+  for (const [path, list] of lists) result.set(path, RouteCandidates.of(list) as RouteCandidates);
+  return result;
 }
 
 /** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
@@ -230,37 +219,39 @@ function updateTier(
       value: route.pathValue,
     });
   }
-  let exact = tier?.exact ?? PrefixTree.build<readonly CompiledRoute[]>([]);
-  let prefixes = tier?.prefixes ?? PrefixTree.build<readonly CompiledRoute[]>([]);
+  let exact: Map<string, RouteCandidates> | undefined;
+  let prefixes = tier?.prefixes ?? PrefixTree.build<RouteCandidates>([]);
   for (const { kind, value } of paths.values()) {
-    const tree = kind === "exact" ? exact : prefixes;
-    const list = (tree.get(value) ?? []).filter((route) => !removed.has(route));
+    if (kind === "exact") exact ??= new Map(tier?.exact);
+    const now = kind === "exact" ? exact?.get(value) : prefixes.get(value);
+    const list = (now?.routes ?? []).filter((route) => !removed.has(route));
     for (const route of added) {
       if (route.pathKind === kind && route.pathValue === value) list.push(route);
     }
-    const next = tree.with(
-      value,
-      list.length === 0 ? undefined : Object.freeze(list.sort(byPrecedence)),
-    );
-    if (kind === "exact") exact = next;
-    else prefixes = next;
+    const next = RouteCandidates.of(list);
+    if (kind === "prefix") prefixes = prefixes.with(value, next);
+    else if (next === undefined) exact?.delete(value);
+    else exact?.set(value, next);
   }
-  if (exact.size === 0 && prefixes.size === 0) return undefined;
+  const exactPaths: ReadonlyMap<string, RouteCandidates> = exact ?? tier?.exact ?? new Map();
+  if (exactPaths.size === 0 && prefixes.size === 0) return undefined;
   const updates = (tier?.updates ?? 0) + paths.size;
-  // Removed paths may leave empty nodes behind: once the tier has changed as often as it has
+  // Removed prefixes may leave empty nodes behind: once the tier has changed as often as it has
   // paths, it is rebuilt from its routes, so its size stays bounded by the config.
-  if (updates > exact.size + prefixes.size) {
+  if (updates > exactPaths.size + prefixes.size) {
     const routes = new Set<CompiledRoute>();
-    for (const list of exact.values()) for (const route of list) routes.add(route);
-    for (const list of prefixes.values()) for (const route of list) routes.add(route);
+    for (const candidates of exactPaths.values())
+      for (const route of candidates.routes) routes.add(route);
+    for (const candidates of prefixes.values())
+      for (const route of candidates.routes) routes.add(route);
     return buildTier([...routes]);
   }
-  return newTier(exact, prefixes, updates);
+  return newTier(exactPaths, prefixes, updates);
 }
 
 function newTier(
-  exact: PrefixTree<readonly CompiledRoute[]>,
-  prefixes: PrefixTree<readonly CompiledRoute[]>,
+  exact: ReadonlyMap<string, RouteCandidates>,
+  prefixes: PrefixTree<RouteCandidates>,
   updates: number,
 ): HostTier {
   return Object.freeze({
@@ -270,18 +261,4 @@ function newTier(
     exactPaths: exact.size,
     prefixPaths: prefixes.size,
   });
-}
-
-function byPrecedence(a: CompiledRoute, b: CompiledRoute): number {
-  const methods = Number(b.methods !== undefined) - Number(a.methods !== undefined);
-  if (methods !== 0) return methods;
-  const headers = b.headers.length - a.headers.length;
-  if (headers !== 0) return headers;
-  const priority = b.priority - a.priority;
-  if (priority !== 0) return priority;
-  return compare(a.name, b.name);
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
