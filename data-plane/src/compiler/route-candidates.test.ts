@@ -1,19 +1,28 @@
 import { describe, expect, it } from "vitest";
-import { compileRouteTable, type RouteInit } from "../testing/route-table-fixture.js";
+import { compileRouteTable } from "../testing/route-table-fixture.js";
 import type { CompiledRoute } from "./compiled-types.js";
 import { RouteCandidates } from "./route-candidates.js";
 
+interface Init {
+  name: string;
+  priority?: number;
+  methods?: string[];
+  headers?: { name: string; value: string }[];
+}
+
 /** Compiled routes, each reached by its own path "/<name>" with a method and headers it takes. */
-function compiled(routes: (RouteInit & { name: string })[]): Map<string, CompiledRoute> {
+function compiled(routes: Init[]): Map<string, CompiledRoute> {
   const snapshot = compileRouteTable(
-    routes.map((route) => ({ ...route, match: { ...route.match, path: `/${route.name}` } })),
+    routes.map(({ name, priority, methods, headers }) => ({
+      name,
+      priority: priority ?? 0,
+      match: { path: `/${name}`, methods: methods ?? [], headers: headers ?? [] },
+    })),
   );
   const byName = new Map<string, CompiledRoute>();
   for (const route of routes) {
-    const method = route.match?.methods?.[0] ?? "GET";
-    const headers = Object.fromEntries(
-      (route.match?.headers ?? []).map((h) => [h.name?.toLowerCase(), h.value]),
-    );
+    const method = route.methods?.[0] ?? "GET";
+    const headers = Object.fromEntries((route.headers ?? []).map((h) => [h.name, h.value]));
     const found = snapshot.match(method, "h", `/${route.name}`, headers);
     if (found === undefined) throw new Error(`route ${route.name} did not compile`);
     byName.set(route.name, found);
@@ -23,10 +32,10 @@ function compiled(routes: (RouteInit & { name: string })[]): Map<string, Compile
 
 describe("route candidates (the routes sharing one path)", () => {
   const routes = compiled([
-    { name: "plain", match: {} },
-    { name: "plain-high", match: {}, priority: 3 },
-    { name: "posts", match: { methods: ["POST"] } },
-    { name: "beta", match: { headers: [{ name: "x-beta", value: "1" }] } },
+    { name: "plain" },
+    { name: "plain-high", priority: 3 },
+    { name: "posts", methods: ["POST"] },
+    { name: "beta", headers: [{ name: "x-beta", value: "1" }] },
   ]);
   const get = (name: string) => routes.get(name) as CompiledRoute;
 
