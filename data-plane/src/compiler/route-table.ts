@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { CompiledRoute } from "./compiled-types.js";
-import { PrefixTree } from "./prefix-tree.js";
+import { type PathChange, PrefixTree } from "./prefix-tree.js";
 import { normalizeRequestHost } from "./request-host.js";
 import { RouteCandidates } from "./route-candidates.js";
 
@@ -29,20 +29,13 @@ import { RouteCandidates } from "./route-candidates.js";
  */
 
 /**
- * The routes of one host (or wildcard suffix, or of no host), indexed by path. Exact paths sit
- * in one Map: a request's exact path is one lookup, where a tree walk reads a node, a Map and
- * a segment per level. A delta copies the Map of a tier it touches (thousands of entries copy
- * in well under a millisecond); prefixes stay in a persistent tree, of which a delta copies one
- * path.
+ * The routes of one host (or wildcard suffix, or of no host), indexed by path: exact paths and
+ * prefixes in one tree (prefix-tree.ts), so that one walk down the request path finds both.
  */
 interface HostTier {
-  readonly exact: ReadonlyMap<string, RouteCandidates>;
-  readonly prefixes: PrefixTree<RouteCandidates>;
+  readonly paths: PrefixTree<RouteCandidates>;
   /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
   readonly updates: number;
-  /** exact.size and prefixes.size, read here so that a match skips an empty index. */
-  readonly exactPaths: number;
-  readonly prefixPaths: number;
 }
 
 /** Key of the tier of routes that name no host. */
@@ -159,14 +152,7 @@ function matchTier(
   path: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  // Most tiers hold only prefixes (or only exact paths): the tier's own counts skip the other
-  // index without reading it, one cache miss less per match in a table of thousands of tiers.
-  if (tier.exactPaths > 0) {
-    const route = tier.exact.get(path)?.pick(method, headers);
-    if (route !== undefined) return route;
-  }
-  if (tier.prefixPaths === 0) return undefined;
-  return tier.prefixes.find(path, pick, method, headers);
+  return tier.paths.find(path, pick, method, headers);
 }
 
 function pick(
@@ -186,13 +172,11 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
   }
-  return newTier(candidatesOf(exact), PrefixTree.build(candidatesOf(prefixes)), 0);
+  return newTier(PrefixTree.build(candidatesOf(prefixes), candidatesOf(exact)), 0);
 }
 
-function candidatesOf(lists: Map<string, CompiledRoute[]>): Map<string, RouteCandidates> {
-  const result = new Map<string, RouteCandidates>();
-  for (const [path, list] of lists) result.set(path, RouteCandidates.of(list) as RouteCandidates);
-  return result;
+function candidatesOf(lists: Map<string, CompiledRoute[]>): [string, RouteCandidates][] {
+  return [...lists].map(([path, list]) => [path, RouteCandidates.of(list) as RouteCandidates]);
 }
 
 /** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
@@ -219,46 +203,31 @@ function updateTier(
       value: route.pathValue,
     });
   }
-  let exact: Map<string, RouteCandidates> | undefined;
-  let prefixes = tier?.prefixes ?? PrefixTree.build<RouteCandidates>([]);
-  for (const { kind, value } of paths.values()) {
-    if (kind === "exact") exact ??= new Map(tier?.exact);
-    const now = kind === "exact" ? exact?.get(value) : prefixes.get(value);
+  const before = tier?.paths ?? PrefixTree.build<RouteCandidates>([]);
+  const changes: PathChange<RouteCandidates>[] = [];
+  for (const { kind, value: path } of paths.values()) {
+    const now = kind === "exact" ? before.getExact(path) : before.get(path);
     const list = (now?.routes ?? []).filter((route) => !removed.has(route));
     for (const route of added) {
-      if (route.pathKind === kind && route.pathValue === value) list.push(route);
+      if (route.pathKind === kind && route.pathValue === path) list.push(route);
     }
-    const next = RouteCandidates.of(list);
-    if (kind === "prefix") prefixes = prefixes.with(value, next);
-    else if (next === undefined) exact?.delete(value);
-    else exact?.set(value, next);
+    changes.push({ kind, path, value: RouteCandidates.of(list) });
   }
-  const exactPaths: ReadonlyMap<string, RouteCandidates> = exact ?? tier?.exact ?? new Map();
-  if (exactPaths.size === 0 && prefixes.size === 0) return undefined;
+  const after = before.withAll(changes);
+  const size = after.size + after.exactSize;
+  if (size === 0) return undefined;
   const updates = (tier?.updates ?? 0) + paths.size;
-  // Removed prefixes may leave empty nodes behind: once the tier has changed as often as it has
+  // Removed paths may leave empty nodes behind: once the tier has changed as often as it has
   // paths, it is rebuilt from its routes, so its size stays bounded by the config.
-  if (updates > exactPaths.size + prefixes.size) {
+  if (updates > size) {
     const routes = new Set<CompiledRoute>();
-    for (const candidates of exactPaths.values())
-      for (const route of candidates.routes) routes.add(route);
-    for (const candidates of prefixes.values())
+    for (const candidates of after.values())
       for (const route of candidates.routes) routes.add(route);
     return buildTier([...routes]);
   }
-  return newTier(exactPaths, prefixes, updates);
+  return newTier(after, updates);
 }
 
-function newTier(
-  exact: ReadonlyMap<string, RouteCandidates>,
-  prefixes: PrefixTree<RouteCandidates>,
-  updates: number,
-): HostTier {
-  return Object.freeze({
-    exact,
-    prefixes,
-    updates,
-    exactPaths: exact.size,
-    prefixPaths: prefixes.size,
-  });
+function newTier(paths: PrefixTree<RouteCandidates>, updates: number): HostTier {
+  return Object.freeze({ paths, updates });
 }
