@@ -135,6 +135,16 @@ describe("exact paths in the prefix tree", () => {
     expect(seen).toEqual(["abc-exact", "abc-prefix", "a-dir-prefix", "a-prefix", "root-prefix"]);
   });
 
+  it("counts the keys changed since it was built", () => {
+    expect(tree.changes).toBe(0);
+    const once = tree.withAll([
+      { kind: "exact", path: "/a", value: undefined },
+      { kind: "prefix", path: "/z", value: "z" },
+    ]);
+    expect(once.changes).toBe(2);
+    expect(once.with("/z", undefined).changes).toBe(3);
+  });
+
   it("answers itself when asked to remove what it does not hold", () => {
     expect(tree.withAll([{ kind: "exact", path: "/nothing/here", value: undefined }])).toBe(tree);
   });

@@ -78,6 +78,8 @@ interface Arrays<T> {
   root: number;
   prefixes: number;
   exacts: number;
+  /** Keys set or removed by withAll since the tree was built. */
+  changes: number;
 }
 
 export class PrefixTree<T> {
@@ -92,6 +94,11 @@ export class PrefixTree<T> {
   readonly size: number;
   /** Exact paths holding a value. */
   readonly exactSize: number;
+  /**
+   * Keys set or removed by with() and withAll() since build(): removed keys may leave empty
+   * nodes behind, so an owner rebuilds the tree once this passes its size.
+   */
+  readonly changes: number;
 
   private constructor(arrays: Arrays<T>) {
     this.#arrays = arrays;
@@ -103,6 +110,7 @@ export class PrefixTree<T> {
     this.#root = arrays.root;
     this.size = arrays.prefixes;
     this.exactSize = arrays.exacts;
+    this.changes = arrays.changes;
     Object.freeze(this);
   }
 
@@ -148,8 +156,7 @@ export class PrefixTree<T> {
   /**
    * A new tree with every change made; this one is unchanged. The arrays are copied once for
    * all the changes. A removed key may leave an empty node behind, which a match passes
-   * through; the route table rebuilds a tier whole when it has changed as many times as it has
-   * paths.
+   * through (see `changes`).
    */
   withAll(changes: Iterable<PathChange<T>>): PrefixTree<T> {
     let builder: Builder<T> | undefined;
@@ -160,6 +167,7 @@ export class PrefixTree<T> {
       checkKey(path);
       builder ??= new Builder<T>(copyArrays(this.#arrays), false);
       builder.set(kind, path, value, false);
+      builder.arrays.changes += 1;
     }
     return builder === undefined ? this : new PrefixTree(builder.arrays);
   }
@@ -343,6 +351,7 @@ function emptyArrays<T>(nodes: number, chars: number): Arrays<T> {
     root: 0,
     prefixes: 0,
     exacts: 0,
+    changes: 0,
   };
   arrays.root = place(arrays, ROOT_PARENT, 0, 0, 0);
   return arrays;

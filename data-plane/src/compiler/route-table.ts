@@ -31,12 +31,9 @@ import { RouteCandidates } from "./route-candidates.js";
 /**
  * The routes of one host (or wildcard suffix, or of no host), indexed by path: exact paths and
  * prefixes in one tree (prefix-tree.ts), so that one walk down the request path finds both.
+ * The tree itself, with no object around it: one object fewer to read per match.
  */
-interface HostTier {
-  readonly paths: PrefixTree<RouteCandidates>;
-  /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
-  readonly updates: number;
-}
+type HostTier = PrefixTree<RouteCandidates>;
 
 /** Key of the tier of routes that name no host. */
 const ANY_HOST = "";
@@ -152,7 +149,7 @@ function matchTier(
   path: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  return tier.paths.find(path, pick, method, headers);
+  return tier.find(path, pick, method, headers);
 }
 
 function pick(
@@ -172,7 +169,7 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
   }
-  return newTier(PrefixTree.build(candidatesOf(prefixes), candidatesOf(exact)), 0);
+  return PrefixTree.build(candidatesOf(prefixes), candidatesOf(exact));
 }
 
 function candidatesOf(lists: Map<string, CompiledRoute[]>): [string, RouteCandidates][] {
@@ -203,7 +200,7 @@ function updateTier(
       value: route.pathValue,
     });
   }
-  const before = tier?.paths ?? PrefixTree.build<RouteCandidates>([]);
+  const before = tier ?? PrefixTree.build<RouteCandidates>([]);
   const changes: PathChange<RouteCandidates>[] = [];
   for (const { kind, value: path } of paths.values()) {
     const now = kind === "exact" ? before.getExact(path) : before.get(path);
@@ -216,18 +213,13 @@ function updateTier(
   const after = before.withAll(changes);
   const size = after.size + after.exactSize;
   if (size === 0) return undefined;
-  const updates = (tier?.updates ?? 0) + paths.size;
   // Removed paths may leave empty nodes behind: once the tier has changed as often as it has
   // paths, it is rebuilt from its routes, so its size stays bounded by the config.
-  if (updates > size) {
+  if (after.changes > size) {
     const routes = new Set<CompiledRoute>();
     for (const candidates of after.values())
       for (const route of candidates.routes) routes.add(route);
     return buildTier([...routes]);
   }
-  return newTier(after, updates);
-}
-
-function newTier(paths: PrefixTree<RouteCandidates>, updates: number): HostTier {
-  return Object.freeze({ paths, updates });
+  return after;
 }
