@@ -169,3 +169,36 @@ describe("a prefix tree grown by changes", () => {
     expect([...small.values()]).toEqual(["keep"]);
   });
 });
+
+describe("copies of a tree of many pages", () => {
+  it("share what they do not change, and never see each other's changes", () => {
+    const paths = Array.from({ length: 3_000 }, (_, i) => [`/p/${i}`, `v${i}`] as const);
+    const original = PrefixTree.build(paths);
+    const one = original.withAll([
+      { kind: "prefix", path: "/p/7", value: "one" },
+      { kind: "prefix", path: "/q/new", value: "one-new" },
+    ]);
+    const two = original.withAll([
+      { kind: "prefix", path: "/p/7", value: "two" },
+      { kind: "exact", path: "/p/8", value: "two-exact" },
+    ]);
+    expect([longest(original, "/p/7/x"), longest(one, "/p/7/x"), longest(two, "/p/7/x")]).toEqual([
+      "v7",
+      "one",
+      "two",
+    ]);
+    expect([longest(original, "/q/new"), longest(one, "/q/new"), longest(two, "/q/new")]).toEqual([
+      undefined,
+      "one-new",
+      undefined,
+    ]);
+    expect([original.getExact("/p/8"), one.getExact("/p/8"), two.getExact("/p/8")]).toEqual([
+      undefined,
+      undefined,
+      "two-exact",
+    ]);
+    for (const i of [0, 511, 512, 1_999, 2_999]) {
+      for (const tree of [original, one, two]) expect(longest(tree, `/p/${i}`)).toBe(`v${i}`);
+    }
+  });
+});
