@@ -172,7 +172,7 @@ describe("a prefix tree grown by changes", () => {
 
 describe("copies of a tree of many pages", () => {
   it("share what they do not change, and never see each other's changes", () => {
-    const paths = Array.from({ length: 3_000 }, (_, i) => [`/p/${i}`, `v${i}`] as const);
+    const paths = Array.from({ length: 3_000 }, (_, i): [string, string] => [`/p/${i}`, `v${i}`]);
     const original = PrefixTree.build(paths);
     const one = original.withAll([
       { kind: "prefix", path: "/p/7", value: "one" },
