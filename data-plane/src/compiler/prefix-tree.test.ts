@@ -81,3 +81,124 @@ describe("prefix tree over path segments", () => {
     expect(PrefixTree.build<number>([]).get("api")).toBeUndefined();
   });
 });
+
+describe("exact paths in the prefix tree", () => {
+  const tree = PrefixTree.build(
+    [
+      ["/", "root-prefix"],
+      ["/a", "a-prefix"],
+      ["/a/", "a-dir-prefix"],
+    ],
+    [
+      ["/", "root-exact"],
+      ["/a", "a-exact"],
+      ["/a/", "a-dir-exact"],
+      ["/a/b/c", "abc-exact"],
+    ],
+  );
+  // Every value that holds for `path`, in the order a match tries them.
+  const all = (path: string) => {
+    const seen: string[] = [];
+    tree.find(path, (value) => void seen.push(value), undefined, undefined);
+    return seen;
+  };
+
+  it("tries the exact path first, then prefixes from the longest", () => {
+    expect(all("/a")).toEqual(["a-exact", "a-prefix", "root-prefix"]);
+    expect(all("/a/")).toEqual(["a-dir-exact", "a-dir-prefix", "a-prefix", "root-prefix"]);
+    expect(all("/")).toEqual(["root-exact", "root-prefix"]);
+    expect(all("/a/b/c")).toEqual(["abc-exact", "a-dir-prefix", "a-prefix", "root-prefix"]);
+  });
+
+  it("holds an exact path only for the whole request path", () => {
+    expect(all("/a/b")).toEqual(["a-dir-prefix", "a-prefix", "root-prefix"]);
+    expect(all("/a/b/c/d")).toEqual(["a-dir-prefix", "a-prefix", "root-prefix"]);
+    expect(all("/ab")).toEqual(["root-prefix"]);
+  });
+
+  it("keeps exact paths and prefixes apart in get, sizes and changes", () => {
+    expect(tree.getExact("/a")).toBe("a-exact");
+    expect(tree.get("/a")).toBe("a-prefix");
+    expect(tree.getExact("/a/b")).toBeUndefined();
+    expect([tree.size, tree.exactSize]).toEqual([3, 4]);
+    const changed = tree.withAll([
+      { kind: "exact", path: "/a", value: undefined },
+      { kind: "exact", path: "/a/b", value: "ab-exact" },
+      { kind: "prefix", path: "/a/b/c", value: "abc-prefix" },
+    ]);
+    expect(changed.getExact("/a")).toBeUndefined();
+    expect(changed.get("/a")).toBe("a-prefix");
+    expect([changed.size, changed.exactSize]).toEqual([4, 4]);
+    expect(all("/a")).toEqual(["a-exact", "a-prefix", "root-prefix"]);
+    const seen: string[] = [];
+    changed.find("/a/b/c", (value) => void seen.push(value), undefined, undefined);
+    expect(seen).toEqual(["abc-exact", "abc-prefix", "a-dir-prefix", "a-prefix", "root-prefix"]);
+  });
+
+  it("counts the keys changed since it was built", () => {
+    expect(tree.changes).toBe(0);
+    const once = tree.withAll([
+      { kind: "exact", path: "/a", value: undefined },
+      { kind: "prefix", path: "/z", value: "z" },
+    ]);
+    expect(once.changes).toBe(2);
+    expect(once.with("/z", undefined).changes).toBe(3);
+  });
+
+  it("answers itself when asked to remove what it does not hold", () => {
+    expect(tree.withAll([{ kind: "exact", path: "/nothing/here", value: undefined }])).toBe(tree);
+  });
+});
+
+describe("a prefix tree grown by changes", () => {
+  it("finds every path added after it outgrew its table, and the original still its own", () => {
+    const small = PrefixTree.build([["/keep", "keep"]]);
+    const changes = Array.from({ length: 2_000 }, (_, i) => ({
+      kind: (i % 2 === 0 ? "prefix" : "exact") as "prefix" | "exact",
+      path: `/g/${i % 7}/n${i}`,
+      value: `v${i}`,
+    }));
+    const big = small.withAll(changes);
+    for (const [i, change] of changes.entries()) {
+      const found = longest(big, change.kind === "prefix" ? `${change.path}/more` : change.path);
+      expect(found).toBe(`v${i}`);
+    }
+    expect(longest(big, "/keep/x")).toBe("keep");
+    expect([big.size, big.exactSize]).toEqual([1_001, 1_000]);
+    expect(longest(small, "/g/0/n0")).toBeUndefined();
+    expect([...small.values()]).toEqual(["keep"]);
+  });
+});
+
+describe("copies of a tree of many pages", () => {
+  it("share what they do not change, and never see each other's changes", () => {
+    const paths = Array.from({ length: 3_000 }, (_, i): [string, string] => [`/p/${i}`, `v${i}`]);
+    const original = PrefixTree.build(paths);
+    const one = original.withAll([
+      { kind: "prefix", path: "/p/7", value: "one" },
+      { kind: "prefix", path: "/q/new", value: "one-new" },
+    ]);
+    const two = original.withAll([
+      { kind: "prefix", path: "/p/7", value: "two" },
+      { kind: "exact", path: "/p/8", value: "two-exact" },
+    ]);
+    expect([longest(original, "/p/7/x"), longest(one, "/p/7/x"), longest(two, "/p/7/x")]).toEqual([
+      "v7",
+      "one",
+      "two",
+    ]);
+    expect([longest(original, "/q/new"), longest(one, "/q/new"), longest(two, "/q/new")]).toEqual([
+      undefined,
+      "one-new",
+      undefined,
+    ]);
+    expect([original.getExact("/p/8"), one.getExact("/p/8"), two.getExact("/p/8")]).toEqual([
+      undefined,
+      undefined,
+      "two-exact",
+    ]);
+    for (const i of [0, 511, 512, 1_999, 2_999]) {
+      for (const tree of [original, one, two]) expect(longest(tree, `/p/${i}`)).toBe(`v${i}`);
+    }
+  });
+});

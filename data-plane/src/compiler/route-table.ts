@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { CompiledRoute } from "./compiled-types.js";
-import { PrefixTree } from "./prefix-tree.js";
+import { type PathChange, PrefixTree } from "./prefix-tree.js";
 import { normalizeRequestHost } from "./request-host.js";
+import { RouteCandidates } from "./route-candidates.js";
 
 /*
  * Matching order, most specific first (the Gateway API precedence, plus priority):
@@ -22,20 +23,17 @@ import { normalizeRequestHost } from "./request-host.js";
  * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
  * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
  * path and a walk down a trie of its prefixes over path segments (prefix-tree.ts), longest
- * first: one lookup per segment of the request path, at any number of routes. Exact paths sit
- * in such a trie too, so that a delta (update()) copies one path of each tree it touches
- * instead of a map of thousands of paths.
+ * first: one lookup per segment of the request path, at any number of routes. What the routes
+ * found there need (which one wins when none has conditions) is worked out when the table is
+ * built (route-candidates.ts), not per request.
  */
 
-interface HostTier {
-  readonly exact: PrefixTree<readonly CompiledRoute[]>;
-  readonly prefixes: PrefixTree<readonly CompiledRoute[]>;
-  /** Paths changed by update() since the tier was built; past its size the tier is rebuilt. */
-  readonly updates: number;
-  /** exact.size and prefixes.size, read here so that a match skips an empty tree. */
-  readonly exactPaths: number;
-  readonly prefixPaths: number;
-}
+/**
+ * The routes of one host (or wildcard suffix, or of no host), indexed by path: exact paths and
+ * prefixes in one tree (prefix-tree.ts), so that one walk down the request path finds both.
+ * The tree itself, with no object around it: one object fewer to read per match.
+ */
+type HostTier = PrefixTree<RouteCandidates>;
 
 /** Key of the tier of routes that name no host. */
 const ANY_HOST = "";
@@ -151,45 +149,15 @@ function matchTier(
   path: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  // Most tiers hold only prefixes (or only exact paths): the tier's own counts skip the other
-  // tree without reading it, one cache miss less per match in a table of thousands of tiers.
-  const exact = tier.exactPaths === 0 ? undefined : tier.exact.get(path);
-  if (exact !== undefined) {
-    const route = firstSatisfied(exact, method, headers);
-    if (route !== undefined) return route;
-  }
-  if (tier.prefixPaths === 0) return undefined;
-  return tier.prefixes.find(path, firstSatisfied, method, headers);
+  return tier.find(path, pick, method, headers);
 }
 
-function firstSatisfied(
-  routes: readonly CompiledRoute[],
+function pick(
+  candidates: RouteCandidates,
   method: string,
   headers: IncomingHttpHeaders,
 ): CompiledRoute | undefined {
-  for (const route of routes) {
-    if (route.methods !== undefined && !route.methods.has(method)) continue;
-    if (route.headers.length > 0 && !headersSatisfied(route, headers)) continue;
-    return route;
-  }
-  return undefined;
-}
-
-function headersSatisfied(route: CompiledRoute, headers: IncomingHttpHeaders): boolean {
-  for (const condition of route.headers) {
-    // node:http builds request headers on a plain object: a condition named "constructor" or
-    // "toString" would read Object.prototype, so only the request's own headers count.
-    // (A "__proto__" header never reaches req.headers, so such a condition never matches.)
-    if (!Object.hasOwn(headers, condition.name)) return false;
-    const actual = headers[condition.name];
-    if (actual === undefined) return false;
-    if (typeof actual === "string") {
-      if (actual !== condition.value) return false;
-    } else if (!actual.includes(condition.value)) {
-      return false;
-    }
-  }
-  return true;
+  return candidates.pick(method, headers);
 }
 
 function buildTier(routes: readonly CompiledRoute[]): HostTier {
@@ -201,9 +169,11 @@ function buildTier(routes: readonly CompiledRoute[]): HostTier {
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
   }
-  for (const list of exact.values()) Object.freeze(list.sort(byPrecedence));
-  for (const list of prefixes.values()) Object.freeze(list.sort(byPrecedence));
-  return newTier(PrefixTree.build(exact), PrefixTree.build(prefixes), 0);
+  return PrefixTree.build(candidatesOf(prefixes), candidatesOf(exact));
+}
+
+function candidatesOf(lists: Map<string, CompiledRoute[]>): [string, RouteCandidates][] {
+  return [...lists].map(([path, list]) => [path, RouteCandidates.of(list) as RouteCandidates]);
 }
 
 /** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
@@ -230,58 +200,26 @@ function updateTier(
       value: route.pathValue,
     });
   }
-  let exact = tier?.exact ?? PrefixTree.build<readonly CompiledRoute[]>([]);
-  let prefixes = tier?.prefixes ?? PrefixTree.build<readonly CompiledRoute[]>([]);
-  for (const { kind, value } of paths.values()) {
-    const tree = kind === "exact" ? exact : prefixes;
-    const list = (tree.get(value) ?? []).filter((route) => !removed.has(route));
+  const before = tier ?? PrefixTree.build<RouteCandidates>([]);
+  const changes: PathChange<RouteCandidates>[] = [];
+  for (const { kind, value: path } of paths.values()) {
+    const now = kind === "exact" ? before.getExact(path) : before.get(path);
+    const list = (now?.routes ?? []).filter((route) => !removed.has(route));
     for (const route of added) {
-      if (route.pathKind === kind && route.pathValue === value) list.push(route);
+      if (route.pathKind === kind && route.pathValue === path) list.push(route);
     }
-    const next = tree.with(
-      value,
-      list.length === 0 ? undefined : Object.freeze(list.sort(byPrecedence)),
-    );
-    if (kind === "exact") exact = next;
-    else prefixes = next;
+    changes.push({ kind, path, value: RouteCandidates.of(list) });
   }
-  if (exact.size === 0 && prefixes.size === 0) return undefined;
-  const updates = (tier?.updates ?? 0) + paths.size;
+  const after = before.withAll(changes);
+  const size = after.size + after.exactSize;
+  if (size === 0) return undefined;
   // Removed paths may leave empty nodes behind: once the tier has changed as often as it has
   // paths, it is rebuilt from its routes, so its size stays bounded by the config.
-  if (updates > exact.size + prefixes.size) {
+  if (after.changes > size) {
     const routes = new Set<CompiledRoute>();
-    for (const list of exact.values()) for (const route of list) routes.add(route);
-    for (const list of prefixes.values()) for (const route of list) routes.add(route);
+    for (const candidates of after.values())
+      for (const route of candidates.routes) routes.add(route);
     return buildTier([...routes]);
   }
-  return newTier(exact, prefixes, updates);
-}
-
-function newTier(
-  exact: PrefixTree<readonly CompiledRoute[]>,
-  prefixes: PrefixTree<readonly CompiledRoute[]>,
-  updates: number,
-): HostTier {
-  return Object.freeze({
-    exact,
-    prefixes,
-    updates,
-    exactPaths: exact.size,
-    prefixPaths: prefixes.size,
-  });
-}
-
-function byPrecedence(a: CompiledRoute, b: CompiledRoute): number {
-  const methods = Number(b.methods !== undefined) - Number(a.methods !== undefined);
-  if (methods !== 0) return methods;
-  const headers = b.headers.length - a.headers.length;
-  if (headers !== 0) return headers;
-  const priority = b.priority - a.priority;
-  if (priority !== 0) return priority;
-  return compare(a.name, b.name);
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return after;
 }

@@ -11,11 +11,18 @@ export interface RouteMatchResult {
 
 const REQUESTS = 1_000;
 const ROUNDS = 9;
+/**
+ * Route i of every table is bench:scale's route BASE + i, so paths carry numbers of the same
+ * width at every size ("/api/v0/svc-10003/..." at 10 routes as at 10,000, where "svc-3" would
+ * give the small table shorter segments to hash and compare). Hosts keep bench:scale's
+ * numbering (BASE is a multiple of its 500 hosts and 50 wildcard domains).
+ */
+const BASE = 100_000;
 
 /**
  * Nanoseconds per RouteTable.match on tables of `sizes` routes shaped as bench:scale makes
  * them (exact paths, shared prefixes, exact and wildcard hosts), for requests that reach
- * routes spread over each table plus one in ten that match nothing. Every size gets the same
+ * routes spread over each table plus one in eleven that match nothing. Every size gets the same
  * request mix, and the sizes take turns round by round, so a neighbour thrashing the CPU
  * caches for a while slows each size alike instead of one of them; each figure is the median
  * of its rounds (the process's CPU time) after one warm-up round per size (the JIT has then
@@ -29,7 +36,9 @@ export function measureRouteMatch(
   const headers = {};
   let found = 0;
   for (let round = 0; round <= ROUNDS; round++) {
-    for (const bench of benches) {
+    // Every other round in the other order, so neither size always runs right after the
+    // other has filled the caches with its own table.
+    for (const bench of round % 2 === 0 ? benches : [...benches].reverse()) {
       const { table, requests } = bench;
       // CPU time, not elapsed time: on a shared machine the process is descheduled for whole
       // time slices, which elapsed time would count as matching.
@@ -49,7 +58,7 @@ export function measureRouteMatch(
 
 /** The compiled table of `routes` routes and the requests to match against it. */
 function prepare(routes: number): { table: CompiledSnapshot; requests: Request[] } {
-  const shapes = Array.from({ length: routes }, (_, i) => routeShape(i, 1));
+  const shapes = Array.from({ length: routes }, (_, i) => routeShape(BASE + i, 1));
   const compiled = compileSnapshot(
     create(SnapshotSchema, {
       version: 1n,
@@ -69,23 +78,25 @@ function prepare(routes: number): { table: CompiledSnapshot; requests: Request[]
   const table = compiled.value;
   const requests: Request[] = [];
   for (let r = 0; r < REQUESTS; r++) {
-    // Spread over the table, but every size gets the same mix of route shapes (shape i % 10,
-    // one in ten matching nothing): an exact path costs one map lookup and a wildcard host a
-    // few, so comparing one size's mix against another's would measure the mix, not the size.
+    // Spread over the table, but every size gets the same mix of route shapes (each of the ten
+    // shapes, wildcard hosts included, and one in eleven matching nothing): an exact path costs
+    // less than a prefix and a wildcard host more than an exact one, so comparing one size's
+    // mix against another's would measure the mix, not the size.
     const spread = Math.floor((r * routes) / REQUESTS);
-    const request =
-      r % 10 === 9
-        ? { host: "gw.bench.test", path: `/nothing/${r}/here` }
-        : shapes[(spread - (spread % 10) + (r % 10)) % routes]!.request;
+    const shape = r % 11;
+    const target = shape === 10 ? undefined : shapes[(spread - (spread % 10) + shape) % routes]!;
+    const request = target?.request ?? { host: "gw.bench.test", path: `/nothing/${BASE + r}/here` };
     // A string of its own per request, as the HTTP parser hands over: at 10 routes the same
     // few strings would otherwise sit in the CPU cache and flatter the small table.
-    requests.push({ host: fresh(request.host), path: fresh(request.path) });
-  }
-  for (const request of requests) {
-    if (request.path.startsWith("/nothing")) continue;
-    if (table.match("GET", request.host, request.path, {}) === undefined) {
-      throw new Error(`${request.host}${request.path} matched no route: the benchmark is wrong`);
+    const fresher = { host: fresh(request.host), path: fresh(request.path) };
+    const matched = table.match("GET", fresher.host, fresher.path, {});
+    if (matched?.name !== target?.name) {
+      throw new Error(
+        `${request.host}${request.path} matched ${matched?.name ?? "no route"}, not ` +
+          `${target?.name ?? "no route"}: the benchmark is wrong`,
+      );
     }
+    requests.push(fresher);
   }
   return { table, requests };
 }
