@@ -54,6 +54,7 @@ import {
   createProxyTlsListener,
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
+import { createNodeResolver } from "./upstream/node-resolver.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
 import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
@@ -122,7 +123,13 @@ export async function startDataPlane(
   // Counts per config version, reported to the control plane for its progressive rollouts.
   const outcomes = new VersionOutcomes();
   const proxyMetrics = new ProxyMetrics(requestRegistry, (status) => outcomes.record(status));
-  const pools = new PoolRegistry();
+  // Node names resolved with dnsServers when set, again every dnsRefreshMs (busy connections).
+  const pools = new PoolRegistry({
+    resolver: createNodeResolver(config.dnsServers),
+    dnsRefreshMs: config.dnsRefreshMs,
+    onDnsChange: (addresses) =>
+      logger.info({ nodes: addresses }, "node name resolves to new addresses; reconnecting"),
+  });
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
   const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
