@@ -28,6 +28,11 @@ export function acceptExtendedConnect(server: Http2SecureServer): void {
       (socketOrResponse as Duplex).destroy();
       return;
     }
+    if (server.listenerCount("upgrade") === 0) {
+      // Nothing tunnels here (a server built without the upgrade handler): no hanging stream.
+      req.stream.respond({ ":status": 501 }, { endStream: true });
+      return;
+    }
     Object.defineProperty(req, "headers", { value: handshakeHeaders(req), configurable: true });
     Object.defineProperty(req, "method", { value: "GET", configurable: true });
     server.emit("upgrade", req, req.stream, NO_HEAD);
