@@ -132,7 +132,11 @@ export async function startDataPlane(
   });
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
-  const health = new HealthRegistry({ metrics: new HealthMetrics(registry), logger });
+  const health = new HealthRegistry({
+    metrics: new HealthMetrics(registry),
+    logger,
+    dnsServers: config.dnsServers,
+  });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
   // breaker.fleetProbe: one data plane probes a half-open upstream for the fleet, the control
   // plane relays its verdict to the others on the snapshot stream.

@@ -5,6 +5,7 @@ import {
   type ControlPlane,
   type DataPlane,
   freePort,
+  metricValue,
   send,
   startControlPlane,
   startDataPlane,
@@ -15,14 +16,19 @@ import {
   waitForConvergence,
 } from "../support/index.js";
 
-/** An upstream on one loopback address: answers its name; /slow waits until released. */
+/**
+ * An upstream on one loopback address: answers its name; /slow waits until released; counts
+ * the probes' /healthz.
+ */
 async function startBackend(name: string, host: string, port: number) {
   const held: ServerResponse[] = [];
+  let probes = 0;
   let slowArrived: () => void = () => {};
   const arrived = new Promise<void>((resolve) => {
     slowArrived = resolve;
   });
   const server: Server = createServer((req, res) => {
+    if (req.url === "/healthz") probes++;
     if (req.url === "/api/slow") {
       held.push(res);
       slowArrived();
@@ -34,6 +40,9 @@ async function startBackend(name: string, host: string, port: number) {
   await once(server, "listening");
   return {
     server,
+    get probes() {
+      return probes;
+    },
     /** Resolves once a /slow request is being held. */
     slowArrived: arrived,
     release: () => {
@@ -58,9 +67,10 @@ describe("upstream nodes named by DNS", () => {
   let dp: DataPlane;
   let a: Awaited<ReturnType<typeof startBackend>>;
   let b: Awaited<ReturnType<typeof startBackend>>;
+  let port: number;
 
   beforeAll(async () => {
-    const port = await freePort();
+    port = await freePort();
     a = await startBackend("a", "127.0.0.2", port);
     teardown.add("backend a", () => a.close());
     b = await startBackend("b", "127.0.0.3", port);
@@ -82,8 +92,8 @@ describe("upstream nodes named by DNS", () => {
         name: "named",
         spec: {
           nodes: [{ address: `backend.test:${port}` }],
-          // Probes are not under test (the backends serve no /healthz).
-          healthCheck: { intervalMs: 3_600_000, path: "/healthz" },
+          // Probes resolve the name through dnsServers too, or they would evict the node.
+          healthCheck: { intervalMs: 200, path: "/healthz" },
         },
       },
       { kind: "route", name: "api", spec: { match: { pathPrefix: "/api" }, upstream: "named" } },
@@ -94,6 +104,15 @@ describe("upstream nodes named by DNS", () => {
   });
 
   afterAll(() => teardown.run());
+
+  it("probes the node at the address its name resolves to, through the same DNS servers", async () => {
+    await waitFor(() => a.probes >= 3, { what: "three probes to reach 127.0.0.2" });
+    const healthy = metricValue(await dp.metrics(), "clawgate_upstream_node_healthy", {
+      upstream: "named",
+      node: `backend.test:${port}`,
+    });
+    expect(healthy).toBe(1);
+  });
 
   it("follows a changed record on a busy connection, finishing the request in flight", async () => {
     const url = `${dp.proxyUrl}/api/who`;
