@@ -56,6 +56,7 @@ import {
   createProxyTlsListener,
   loadProxyTlsCertificates,
 } from "./tls-listener/proxy-tls-listener.js";
+import { createNodeResolver } from "./upstream/node-resolver.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
 import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
@@ -122,11 +123,21 @@ export async function startDataPlane(
   // Counts per config version, reported to the control plane for its progressive rollouts.
   const outcomes = new VersionOutcomes();
   const proxyMetrics = new ProxyMetrics(requestRegistry, (status) => outcomes.record(status));
-  const pools = new PoolRegistry();
+  // Node names resolved with dnsServers when set, again every dnsRefreshMs (busy connections).
+  const pools = new PoolRegistry({
+    resolver: createNodeResolver(config.dnsServers),
+    dnsRefreshMs: config.dnsRefreshMs,
+    onDnsChange: (addresses) =>
+      logger.info({ nodes: addresses }, "node name resolves to new addresses; reconnecting"),
+  });
   const applied = new AppliedSnapshot();
   // Layer 2: probe-gated eviction and quarantine per node, probes on a worker thread.
   const healthMetrics = new HealthMetrics(registry);
-  const health = new HealthRegistry({ metrics: healthMetrics, logger });
+  const health = new HealthRegistry({
+    metrics: healthMetrics,
+    logger,
+    dnsServers: config.dnsServers,
+  });
   // Layer 3: breakers, cooldowns, retry budgets, stale cache; it asks layer 2 which nodes to use.
   // breaker.fleetProbe: one data plane probes a half-open upstream for the fleet, the control
   // plane relays its verdict to the others on the snapshot stream.

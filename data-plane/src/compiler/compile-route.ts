@@ -141,6 +141,12 @@ function settingsFor(
       keepAliveTimeoutMs,
       tls,
       http2,
+      // undici cannot send a WebSocket handshake on an HTTP/2 connection (nor an extended
+      // CONNECT), so handshakes to an http2 upstream use the same TLS settings offering
+      // HTTP/1.1 only, the pool an http2: false upstream with these files would have.
+      ...(http2
+        ? { http1: settingsFor(cache, connectTimeoutMs, { ...upstream, http2: false }) }
+        : {}),
     });
     cache.set(key, settings);
   }

@@ -49,6 +49,31 @@ describe("compiling an upstream's tls", () => {
     );
   });
 
+  it("gives an http2 upstream an HTTP/1.1 pool for WebSocket handshakes, kept with its own", () => {
+    const result = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [
+          {
+            name: "api",
+            nodes: [{ address: "api.example.com:443", weight: 1 }],
+            tls: { enabled: true, caFile: pki.caCert },
+            http2: true,
+          },
+        ],
+        routes: [{ name: "r", match: { pathPrefix: "/" }, upstream: "api" }],
+      }),
+    );
+    if (!result.ok) throw new Error(result.reason);
+    const settings = result.value.match("GET", "a.test", "/", {})!.targets[0]!.poolSettings;
+    expect(settings.http2).toBe(true);
+    // undici cannot upgrade on an HTTP/2 connection: the handshake pool offers HTTP/1.1 only.
+    expect(settings.http1).toMatchObject({ http2: false, tls: settings.tls });
+    expect([...result.value.poolKeys().get("api.example.com:443")!].sort()).toEqual(
+      [settings.key, settings.http1!.key].sort(),
+    );
+  });
+
   it("keeps plaintext http when tls is absent or disabled", () => {
     for (const tls of [undefined, { enabled: false, caFile: pki.caCert }]) {
       const result = compileWith(tls);

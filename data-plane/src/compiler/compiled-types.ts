@@ -71,6 +71,8 @@ export interface PoolSettings {
   readonly tls?: UpstreamTlsOptions | undefined;
   /** Offer HTTP/2 in ALPN (the upstream's `http2`); part of `key`. */
   readonly http2?: boolean;
+  /** With http2: the same settings offering HTTP/1.1 only, for WebSocket handshakes. */
+  readonly http1?: PoolSettings;
 }
 
 /** One upstream a route can send to, with its share of a split. */

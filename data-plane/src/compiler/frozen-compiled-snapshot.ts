@@ -92,6 +92,8 @@ export class FrozenCompiledSnapshot implements CompiledSnapshot {
           if (target.upstream.name !== upstream) continue;
           keys ??= new Set();
           keys.add(target.poolSettings.key);
+          // The pool WebSocket handshakes to an http2 upstream use is kept as long.
+          if (target.poolSettings.http1 !== undefined) keys.add(target.poolSettings.http1.key);
         }
       }
     }

@@ -5,6 +5,7 @@ import {
   WATCHDOG_SETTINGS,
 } from "@clawgate/runtime";
 import { z } from "zod";
+import { isDnsServer } from "./dns-server.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -109,6 +110,27 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     doc: "How long an idle client connection stays open; above the 60 s idle timeout of common load balancers.",
     type: z.int().min(1_000).max(3_600_000),
     default: 65_000,
+  },
+  dnsRefreshMs: {
+    variable: "CLAWGATE_DNS_REFRESH_MS",
+    flag: "dns-refresh-ms",
+    // Envoy's dns_refresh_rate default. A busy keep-alive connection never resolves again by
+    // itself; this is how long it may stay on an address its node's name no longer has.
+    doc: "How often upstream nodes given as DNS names are resolved again; a changed answer retires their connections gracefully (0 = off).",
+    type: z.int().min(0).max(3_600_000),
+    default: 5_000,
+  },
+  dnsServers: {
+    variable: "CLAWGATE_DNS_SERVERS",
+    flag: "dns-servers",
+    doc: "DNS servers that resolve upstream node names, ip or ip:port (comma list), instead of the system resolver.",
+    type: z.array(
+      z
+        .string()
+        .refine((server) => isDnsServer(server), "must be an IP address, ip:port or [ipv6]:port"),
+    ),
+    default: [],
+    defaultText: "none: the system resolver (/etc/resolv.conf, /etc/hosts)",
   },
   cacheFallbackAfterMs: {
     variable: "CLAWGATE_CACHE_FALLBACK_AFTER_MS",

@@ -51,6 +51,8 @@ describe("loadConfig", () => {
       accessLog: "stdout",
       accessLogSample: 1,
       proxyKeepAliveTimeoutMs: 65_000,
+      dnsRefreshMs: 5_000,
+      dnsServers: [],
       cacheFallbackAfterMs: 5_000,
       watchdogMaxEventLoopDelayMs: 5_000,
       watchdogMaxHeapRatio: 0.9,
@@ -96,6 +98,21 @@ describe("loadConfig", () => {
     expect(load({ env, argv })).toMatchObject({ drainDelayMs: 250, replayBodyLimitBytes: 0 });
     expect(() => load({ env: { CLAWGATE_DRAIN_DELAY_MS: "-1" } })).toThrow(/drainDelayMs/);
     expect(() => load({ argv: ["--replay-body-limit-bytes=64k"] })).toThrow(/replayBodyLimitBytes/);
+  });
+
+  it("reads the DNS settings, and names dnsServers when an entry is no IP address", () => {
+    expect(load()).toMatchObject({ dnsRefreshMs: 5_000, dnsServers: [] });
+    const env = {
+      CLAWGATE_DNS_SERVERS: "10.0.0.2,127.0.0.1:5353,[::1]:53",
+      CLAWGATE_DNS_REFRESH_MS: "0",
+    };
+    expect(load({ env })).toMatchObject({
+      dnsRefreshMs: 0,
+      dnsServers: ["10.0.0.2", "127.0.0.1:5353", "[::1]:53"],
+    });
+    expect(() => load({ env: { CLAWGATE_DNS_SERVERS: "dns.example:53" } })).toThrow(/dnsServers/);
+    expect(() => load({ env: { CLAWGATE_DNS_SERVERS: "10.0.0.2:99999" } })).toThrow(/dnsServers/);
+    expect(() => load({ env: { CLAWGATE_DNS_REFRESH_MS: "-5" } })).toThrow(/dnsRefreshMs/);
   });
 
   it("reads the process settings, a fractional heap ratio included", () => {

@@ -56,6 +56,8 @@ export interface HealthRegistryOptions {
   syncTurnMs?: number;
   /** Clock in ms for `syncTurnMs`; default performance.now. */
   turnClock?: () => number;
+  /** DNS servers the probes resolve node names with (dnsServers); default the system's. */
+  dnsServers?: readonly string[];
 }
 
 /**
@@ -91,6 +93,7 @@ export class HealthRegistry {
       new ProbeWorker({
         onResult,
         onError: (err) => options.logger?.error({ err }, "probe worker failed"),
+        ...(options.dnsServers === undefined ? {} : { dnsServers: options.dnsServers }),
       });
   }
 

@@ -2,13 +2,16 @@ import type { RequestListener } from "node:http";
 import { createSecureServer, type Http2SecureServer } from "node:http2";
 import type { Logger } from "pino";
 import type { DataPlaneConfig } from "../config/config-schema.js";
+import { acceptExtendedConnect } from "./extended-connect.js";
 import { acceptHttp2 } from "./h2-request.js";
 import { ProxyTlsCertificates, parseCertificateFiles } from "./proxy-tls-certificates.js";
 import { SecureDrain } from "./secure-drain.js";
 
 /**
  * The HTTPS listener beside the plaintext one: same handler, its own certificates and drain.
- * It speaks HTTP/2 to clients that offer `h2` in ALPN and HTTP/1.1 to the others.
+ * It speaks HTTP/2 to clients that offer `h2` in ALPN and HTTP/1.1 to the others, and takes
+ * WebSocket handshakes of both: HTTP/1.1 Upgrade and HTTP/2 extended CONNECT (RFC 8441), each
+ * handed to the server's 'upgrade' listeners.
  */
 export interface ProxyTlsListener {
   readonly server: Http2SecureServer;
@@ -43,7 +46,12 @@ export function createProxyTlsListener(
   keepAliveTimeoutMs: number,
 ): ProxyTlsListener {
   const server = createSecureServer(
-    { ...certificates.serverOptions(), allowHTTP1: true },
+    {
+      ...certificates.serverOptions(),
+      allowHTTP1: true,
+      // SETTINGS_ENABLE_CONNECT_PROTOCOL: clients may open WebSockets over HTTP/2.
+      settings: { enableConnectProtocol: true },
+    },
     acceptHttp2(handler) as never,
   );
   // The HTTP/1.1 side: node:http reads these from the server, as on the plaintext listener.
@@ -53,6 +61,7 @@ export function createProxyTlsListener(
   // An idle HTTP/2 connection is closed as an idle HTTP/1.1 one would be; close() is a GOAWAY,
   // so a stream still open (a quiet SSE stream) finishes first.
   server.on("session", (session) => session.setTimeout(keepAliveTimeoutMs, () => session.close()));
+  acceptExtendedConnect(server);
   certificates.watch(server);
   const drain = new SecureDrain(server);
   return { server, drain, certificates };

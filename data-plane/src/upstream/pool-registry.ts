@@ -1,5 +1,7 @@
 import { Pool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
+import { DnsRefresh } from "./dns-refresh.js";
+import { createNodeResolver, type NodeResolver } from "./node-resolver.js";
 import { tlsConnector } from "./tls-connector.js";
 
 /** Per node address, the settings keys to keep; a ReadonlyMap fits, so does a lookup. */
@@ -14,6 +16,15 @@ export interface PoolRegistryOptions {
   connectTimeoutMs?: number;
   /** Builds a pool; tests inject one. Default: `new Pool(origin, options)`. */
   factory?: (origin: string, options: Pool.Options) => Pool;
+  /** How node names are resolved (the dnsServers setting); default the system resolver. */
+  resolver?: NodeResolver;
+  /**
+   * How often the names of nodes given as DNS names are resolved again, so busy keep-alive
+   * connections follow a changed record (the dnsRefreshMs setting); default 5000, 0 is off.
+   */
+  dnsRefreshMs?: number;
+  /** Told when a node's name resolves to other addresses and its pools are retired. */
+  onDnsChange?: (addresses: readonly string[]) => void;
 }
 
 /**
@@ -27,11 +38,17 @@ export interface PoolRegistryOptions {
  * control plane's defaults, so this is one pool per node; two routes with different connect
  * timeouts to the same node get one pool each. A snapshot that changes a setting makes new
  * requests use a new pool; retain() closes the old one once its requests are done.
+ *
+ * A node given as a DNS name is resolved by each new connection; its pools are retired the
+ * same way when a periodic re-resolution (DnsRefresh) finds another address set, so even a
+ * connection kept busy forever moves to the new address once its requests in flight are done.
  */
 export class PoolRegistry {
   readonly #pools = new Map<string, Map<string, Pool>>();
   readonly #defaultSettings: PoolSettings;
   readonly #factory: (origin: string, options: Pool.Options) => Pool;
+  readonly #lookup: NodeResolver["lookup"];
+  readonly #dns: DnsRefresh;
   #closed = false;
 
   constructor(options: PoolRegistryOptions = {}) {
@@ -44,6 +61,16 @@ export class PoolRegistry {
       keepAliveTimeoutMs,
     });
     this.#factory = options.factory ?? ((origin, poolOptions) => new Pool(origin, poolOptions));
+    const resolver = options.resolver ?? createNodeResolver();
+    this.#lookup = resolver.lookup;
+    this.#dns = new DnsRefresh({
+      resolver,
+      refreshMs: options.dnsRefreshMs ?? DEFAULT_DNS_REFRESH_MS,
+      changed: (addresses) => {
+        for (const address of addresses) this.#retire(address);
+        options.onDnsChange?.(addresses);
+      },
+    });
   }
 
   /** The pool for a node address ("host:port"), created on first use. Throws once closed. */
@@ -57,8 +84,10 @@ export class PoolRegistry {
     if (bySettings === undefined) {
       bySettings = new Map();
       this.#pools.set(address, bySettings);
+      this.#dns.watch(address);
     }
     const tls = settings.tls;
+    const lookup = this.#lookup;
     const pool = this.#factory(`${tls === undefined ? "http" : "https"}://${address}`, {
       // 0 on the wire means off; undici reads null as "no limit".
       connections: settings.connections > 0 ? settings.connections : null,
@@ -69,8 +98,12 @@ export class PoolRegistry {
       keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
       pipelining: 1,
       ...(tls === undefined
-        ? {}
-        : { connect: tlsConnector(tls, settings.connectTimeoutMs, settings.http2 === true) }),
+        ? lookup === undefined
+          ? {}
+          : { connect: { lookup } }
+        : {
+            connect: tlsConnector(tls, settings.connectTimeoutMs, settings.http2 === true, lookup),
+          }),
       // HTTP/2 when the node picks it in ALPN; then one connection carries many requests.
       ...(settings.http2 === true ? { allowH2: true } : {}),
     });
@@ -106,12 +139,25 @@ export class PoolRegistry {
       bySettings.delete(key);
       void pool.close().catch(ignore);
     }
-    if (bySettings.size === 0) this.#pools.delete(address);
+    if (bySettings.size === 0) {
+      this.#pools.delete(address);
+      this.#dns.unwatch(address);
+    }
+  }
+
+  /** Closes every pool of an address (requests in flight finish); the next get() makes one. */
+  #retire(address: string): void {
+    const bySettings = this.#pools.get(address);
+    if (bySettings === undefined) return;
+    this.#pools.delete(address);
+    this.#dns.unwatch(address);
+    for (const pool of bySettings.values()) void pool.close().catch(ignore);
   }
 
   /** Closes every pool, letting requests in flight finish. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#dns.close();
     const closing: Promise<void>[] = [];
     for (const bySettings of this.#pools.values()) {
       for (const pool of bySettings.values()) closing.push(pool.close().catch(ignore));
@@ -127,3 +173,6 @@ export class PoolRegistry {
 }
 
 function ignore(): void {}
+
+/** Envoy's dns_refresh_rate default: a changed record is followed within seconds. */
+export const DEFAULT_DNS_REFRESH_MS = 5_000;

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { buildConnector } from "undici";
 import { isTlsFailureCode } from "../errors/tls-failure-code.js";
+import type { LookupFunction } from "./node-resolver.js";
 import type { UpstreamTlsOptions } from "./upstream-tls.js";
 
 /**
@@ -14,6 +15,8 @@ export function tlsConnector(
   tls: UpstreamTlsOptions,
   timeoutMs: number,
   http2 = false,
+  /** How the node's name is resolved (the dnsServers setting); default the system's. */
+  lookup?: LookupFunction,
 ): buildConnector.connector {
   const connect = buildConnector({
     // A custom connector must offer h2 itself: undici's allowH2 only sets it on its own one.
@@ -27,7 +30,8 @@ export function tlsConnector(
     // The same floor as the proxy's own TLS listener.
     minVersion: "TLSv1.2",
     timeout: timeoutMs,
-  });
+    ...(lookup === undefined ? {} : { lookup }),
+  } as buildConnector.BuildOptions);
   return (options, callback) =>
     connect(options, (error, socket) => {
       // On a failed connect there is no socket: the error is the request's already.

@@ -23,6 +23,7 @@ import {
   createProxyTlsListener,
   loadProxyTlsCertificates,
 } from "../tls-listener/proxy-tls-listener.js";
+import { createNodeResolver } from "../upstream/node-resolver.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
 import { WorkerSnapshots } from "./worker-snapshots.js";
@@ -49,7 +50,13 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     process.send?.(message);
     return true;
   };
-  const pools = new PoolRegistry();
+  // The same name resolution as a single process: dnsServers, and again every dnsRefreshMs.
+  const pools = new PoolRegistry({
+    resolver: createNodeResolver(config.dnsServers),
+    dnsRefreshMs: config.dnsRefreshMs,
+    onDnsChange: (addresses) =>
+      logger.info({ nodes: addresses }, "node name resolves to new addresses; reconnecting"),
+  });
   const snapshots = new WorkerSnapshots();
   const unusable = new Set<string>();
   const healthListeners = new Set<(change: { readonly upstream: string }) => void>();

@@ -1,6 +1,7 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { httpStatus } from "../support/http-probe.js";
+import { httpsGet } from "../support/https-get.js";
 import { ManagedProcess } from "../support/managed-process.js";
 import { waitFor } from "../support/wait-for.js";
 
@@ -17,6 +18,8 @@ export interface NginxOptions {
   serverBody: string;
   /** Extra http-level directives, e.g. an upstream block. */
   httpExtra?: string;
+  /** HTTPS with HTTP/2 (ALPN h2) on `port` instead of plaintext; the CA checks readiness. */
+  tls?: { certFile: string; keyFile: string; caFile: string };
 }
 
 /** Starts nginx in the foreground with a config of its own and waits until `/` answers 200. */
@@ -43,7 +46,7 @@ http {
   scgi_temp_path ${temp}/scgi;
 ${options.httpExtra ?? ""}
   server {
-    listen 127.0.0.1:${port};
+${listen(port, options.tls)}
 ${options.serverBody}
   }
 }
@@ -59,7 +62,11 @@ ${options.serverBody}
     await waitFor(
       async () => {
         nginx.assertRunning();
-        return (await httpStatus(`http://127.0.0.1:${port}/`)) === 200;
+        if (options.tls === undefined) {
+          return (await httpStatus(`http://127.0.0.1:${port}/`)) === 200;
+        }
+        const ca = await readFile(options.tls.caFile, "utf8");
+        return (await httpsGet(port, "/", ca, "localhost").catch(() => undefined))?.status === 200;
       },
       { what: `${name} on 127.0.0.1:${port}` },
     );
@@ -68,6 +75,16 @@ ${options.serverBody}
     throw error;
   }
   return nginx;
+}
+
+/** The listen directive: plaintext, or TLS with HTTP/2 (nginx 1.22's form, as Debian 12 ships). */
+function listen(port: number, tls: NginxOptions["tls"]): string {
+  if (tls === undefined) return `    listen 127.0.0.1:${port};`;
+  return `    listen 127.0.0.1:${port} ssl http2;
+    ssl_certificate ${tls.certFile};
+    ssl_certificate_key ${tls.keyFile};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    http2_max_concurrent_streams 128;`;
 }
 
 /** A body of exactly `bytes` bytes of JSON, safe inside an nginx single-quoted string. */

@@ -1,16 +1,21 @@
+import { readFile } from "node:fs/promises";
 import { cpus } from "node:os";
+import { makeTestPki } from "@clawgate/runtime/testing";
 import { startControlPlane } from "../support/control-plane-process.js";
 import { waitForConvergence } from "../support/convergence.js";
 import { startDataPlane } from "../support/data-plane-process.js";
 import { freePorts } from "../support/free-port.js";
+import { httpsGet } from "../support/https-get.js";
 import { send } from "../support/proxy-client.js";
 import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
+import { runH2load } from "./h2load-process.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
 import { benchWorkers, perWorkerLine } from "./per-worker.js";
 import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
+import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
 import { sseBody, writePostScript } from "./wrk-scripts.js";
 
@@ -30,7 +35,13 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
  * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline"),
  * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
- * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it).
+ * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it),
+ * BENCH_H2_CLIENTS and BENCH_H2_STREAMS (the HTTP/2 table: h2load connections, default 5, and
+ * streams in flight on each, default 10).
+ *
+ * A third table is HTTP/2 from clients (h2load, from Debian's nghttp2-client): the small GET
+ * over TLS to an nginx static server (direct), to nginx's http2 listener proxying to the same
+ * upstream as above, and to Clawgate's TLS listener, both of them speaking HTTP/1.1 upstream.
  */
 const duration = seconds(process.env.BENCH_DURATION ?? "5s");
 const warmup = seconds(process.env.BENCH_WARMUP ?? "1s");
@@ -44,6 +55,8 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
 const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "100");
 const SSE_EVENTS = 100;
 const workers = benchWorkers(process.env.BENCH_WORKERS);
+const h2Clients = Number(process.env.BENCH_H2_CLIENTS ?? "5");
+const h2Streams = Number(process.env.BENCH_H2_STREAMS ?? "10");
 
 interface Target {
   target: string;
@@ -64,7 +77,11 @@ async function main(): Promise<void> {
   try {
     const dir = await makeWorkDir("bench");
     teardown.add("bench dir", () => removeWorkDir(dir));
-    const [upstreamPort, nginxPort, minimalPort, fastifyPort] = await freePorts(4);
+    const [upstreamPort, nginxPort, minimalPort, fastifyPort, h2DirectPort, h2NginxPort, h2DpPort] =
+      await freePorts(7);
+    const pki = await makeTestPki();
+    teardown.add("test PKI", () => pki.remove());
+    const tls = { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.caCert };
     const origin = `http://127.0.0.1:${upstreamPort}`;
 
     log(`starting the upstream (nginx static) on 127.0.0.1:${upstreamPort}`);
@@ -94,6 +111,29 @@ async function main(): Promise<void> {
     }`,
     });
     teardown.add("nginx proxy", () => nginx.stop());
+
+    log(`starting nginx over TLS with HTTP/2: static on ${h2DirectPort}, proxy on ${h2NginxPort}`);
+    const h2Direct = await startNginx({
+      name: "upstream-h2",
+      dir,
+      port: h2DirectPort!,
+      tls,
+      serverBody: `    location / { default_type application/json; return 200 '${body}'; }`,
+    });
+    teardown.add("upstream nginx h2", () => h2Direct.stop());
+    const h2Nginx = await startNginx({
+      name: "nginx-proxy-h2",
+      dir,
+      port: h2NginxPort!,
+      tls,
+      httpExtra: `  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }`,
+      serverBody: `    location / {
+      proxy_pass http://bench;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }`,
+    });
+    teardown.add("nginx proxy h2", () => h2Nginx.stop());
 
     log("starting the minimal undici dispatch proxy and @fastify/http-proxy");
     const minimal = await startNodeProxy("minimal-proxy", minimalPort!, origin);
@@ -131,6 +171,10 @@ async function main(): Promise<void> {
       CLAWGATE_NODE_ID: "bench",
       CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
       CLAWGATE_WORKERS: workers.setting,
+      // The HTTP/2 table's target: the same data plane, on its TLS listener.
+      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2DpPort}`,
+      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
     });
     teardown.add("data plane", () => dp.stop());
     const logOff = await startDataPlane({
@@ -183,9 +227,35 @@ async function main(): Promise<void> {
       `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, median of ${rounds} rounds, ${cpus().length} cores, node ${process.version}`,
     );
     const postScript = await writePostScript(dir);
-    const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, undefined);
-    const post = await measureAll(targets, "/upload", "POST 64 KiB", postScript);
-    const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, undefined);
+    const wrk =
+      (script: string | undefined) =>
+      (url: string, seconds: number): Promise<WrkResult> =>
+        runWrk(url, { connections, duration: `${seconds}s`, script });
+    const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, wrk(undefined));
+    const post = await measureAll(targets, "/upload", "POST 64 KiB", wrk(postScript));
+    const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, wrk(undefined));
+    const h2Targets: Target[] = [
+      { target: "direct-h2", base: `https://127.0.0.1:${h2DirectPort}`, pid: undefined },
+      { target: "nginx-h2", base: `https://127.0.0.1:${h2NginxPort}`, pid: h2Nginx.pid },
+      { target: "clawgate-h2", base: `https://127.0.0.1:${h2DpPort}`, pid: dp.process.pid },
+    ];
+    // The same check over TLS (HTTP/1.1 here; h2load counts any non-2xx as an error).
+    const ca = await readFile(pki.caCert, "utf8");
+    for (const { target, base } of h2Targets) {
+      const reply = await httpsGet(Number(new URL(base).port), "/", ca, "localhost");
+      if (reply.status !== 200 || reply.body !== body) {
+        throw new Error(`${target} at ${base}/ answered ${reply.status}, another body`);
+      }
+    }
+    log(`h2load -t1 -c${h2Clients} -m${h2Streams}, the same warm-up, duration and rounds`);
+    const h2 = await measureAll(h2Targets, "/", `HTTP/2 GET ${bodyBytes} B`, (url, seconds) =>
+      runH2load(url, {
+        clients: h2Clients,
+        streams: h2Streams,
+        durationSeconds: seconds,
+        logFile: `${dir}/h2load.log`,
+      }),
+    );
     // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
     const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
     process.stdout.write(
@@ -195,7 +265,10 @@ async function main(): Promise<void> {
       `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
     );
     process.stdout.write(
-      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n\n`,
+      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n`,
+    );
+    process.stdout.write(
+      `\nHTTP/2 over TLS, GET ${bodyBytes}-byte response (h2load -c${h2Clients} -m${h2Streams}; HTTP/1.1 upstream)\n${formatReport(h2)}\n\n`,
     );
   } finally {
     await teardown.run();
@@ -211,17 +284,17 @@ async function measureAll(
   targets: readonly Target[],
   path: string,
   what: string,
-  script: string | undefined,
+  load: (url: string, seconds: number) => Promise<WrkResult>,
 ): Promise<Measured[]> {
   const runs = new Map<string, Measured[]>(targets.map(({ target }) => [target, []]));
   for (let round = 1; round <= rounds; round++) {
     for (const { target, base, pid } of targets) {
       const url = `${base}${path}`;
-      if (warmup > 0) await runWrk(url, { connections, duration: `${warmup}s`, script });
+      if (warmup > 0) await load(url, warmup);
       log(`measuring ${target}: ${what}, round ${round} of ${rounds}`);
       const pids = pid === undefined ? [] : processTree(pid);
       const cpuBefore = cpuSeconds(pids);
-      const result = await runWrk(url, { connections, duration: `${duration}s`, script });
+      const result = await load(url, duration);
       const cpuUsed = cpuSeconds(pids) - cpuBefore;
       runs.get(target)!.push({
         target,

@@ -5,7 +5,8 @@ import {
   type Http2ServerResponse,
   type Http2Session,
 } from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import { echoWebSockets } from "../websocket/echo-upstream.js";
 
 /** What the HTTP/2 upstream answers: how the request reached it. */
 export interface H2UpstreamReply {
@@ -20,13 +21,16 @@ export interface H2UpstreamReply {
 export interface H2Upstream {
   /** host:port, as an upstream node address. */
   address: string;
+  /** WebSocket tunnels open now. */
+  readonly webSockets: number;
   close(): Promise<void>;
 }
 
 /**
  * An HTTPS upstream that speaks HTTP/2 (and HTTP/1.1 to clients that do not offer h2), and
  * answers each request with the protocol it came over, so a test sees which one the data
- * plane chose. GET /healthz answers {"status":"ok"} for the probes.
+ * plane chose. GET /healthz answers {"status":"ok"} for the probes. A WebSocket handshake
+ * (HTTP/1.1 Upgrade) gets the echo of websocket/echo-upstream.ts.
  */
 export async function startH2Upstream(tls: {
   certFile: string;
@@ -61,15 +65,27 @@ export async function startH2Upstream(tls: {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
+  // HTTP/1.1 connections (WebSocket tunnels among them), closed with the server too.
+  const sockets = new Set<Socket>();
+  server.on("secureConnection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  // WebSocket handshakes come as HTTP/1.1 Upgrade (an HTTP/2 connection cannot carry one).
+  const echo = echoWebSockets(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     address: `127.0.0.1:${port}`,
+    get webSockets() {
+      return echo.open;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Sessions kept open by the data plane's pool would hold close() until they idle out.
         for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
       }),
   };
 }

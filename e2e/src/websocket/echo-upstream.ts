@@ -1,4 +1,5 @@
-import { createServer } from "node:http";
+import type { EventEmitter } from "node:events";
+import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { acceptKey, readFrames, serverText } from "./ws-frames.js";
 
@@ -16,7 +17,6 @@ export interface EchoUpstream {
  */
 export async function startEchoUpstream(): Promise<EchoUpstream> {
   const sockets = new Set<Socket>();
-  let open = 0;
   const server = createServer((request, response) => {
     response.writeHead(request.url === "/healthz" ? 200 : 426, {
       "content-type": "application/json",
@@ -27,7 +27,30 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  server.on("upgrade", (request, socket: Socket, head: Buffer) => {
+  const echo = echoWebSockets(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    address: `127.0.0.1:${port}`,
+    get open() {
+      return echo.open;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * The echo itself, on any server that emits 'upgrade' (node:http, or node:http2 with
+ * allowHTTP1): 101, then every text frame back prefixed with "echo: "; a close frame is
+ * answered and ends the socket. Counts the connections open.
+ */
+export function echoWebSockets(server: EventEmitter): { readonly open: number } {
+  let open = 0;
+  server.on("upgrade", (request: IncomingMessage, socket: Socket, head: Buffer) => {
     const key = request.headers["sec-websocket-key"] ?? "";
     socket.write(
       "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n" +
@@ -36,6 +59,8 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
     open++;
     socket.on("close", () => open--);
     socket.on("error", () => socket.destroy());
+    // node:http leaves an upgraded socket half-open when the peer ends: end ours too.
+    socket.on("end", () => socket.end());
     let pending = head;
     socket.on("data", (chunk: Buffer) => {
       const { frames, rest } = readFrames(Buffer.concat([pending, chunk]));
@@ -49,17 +74,9 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    address: `127.0.0.1:${port}`,
     get open() {
       return open;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
   };
 }

@@ -23,6 +23,8 @@ export interface ProbeWorkerOptions {
   restartDelayMs?: number;
   /** Worker script; default `probeWorkerUrl()`. */
   url?: URL;
+  /** DNS servers probes resolve node names with (dnsServers); default the system resolver. */
+  dnsServers?: readonly string[];
 }
 
 interface PendingProbeNow {
@@ -94,7 +96,9 @@ export class ProbeWorker implements Prober {
   }
 
   private start(): Worker {
-    const worker = new Worker(this.url);
+    const worker = new Worker(this.url, {
+      workerData: { dnsServers: [...(this.options.dnsServers ?? [])] },
+    });
     // The proxy's servers keep the process alive; a prober alone must not.
     worker.unref();
     worker.on("message", (message: FromWorker) => this.options.onResult(message));

@@ -3,13 +3,18 @@
  * main loop is busy with large bodies cannot delay them (seed 000 section 5.2: probes that share
  * the proxy's loop stretched detection from 10 s to over 30 s).
  */
-import { parentPort } from "node:worker_threads";
-import { probeNode } from "./probe.js";
+import { parentPort, workerData } from "node:worker_threads";
+import { createNodeResolver } from "../../upstream/node-resolver.js";
+import { probeNode, setProbeLookup } from "./probe.js";
 import type { FromWorker, ToWorker } from "./probe-protocol.js";
 import { ProbeScheduler } from "./probe-scheduler.js";
 
 const port = parentPort;
 if (port === null) throw new Error("probe-worker.js must run in a worker thread");
+
+// The data plane's dnsServers: probes resolve node names as its connections do.
+const dnsServers = (workerData as { dnsServers?: string[] } | undefined)?.dnsServers ?? [];
+setProbeLookup(createNodeResolver(dnsServers).lookup);
 
 const scheduler = new ProbeScheduler({
   probe: probeNode,

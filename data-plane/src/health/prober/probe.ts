@@ -6,7 +6,20 @@ import { connect as tlsConnect } from "node:tls";
 // (zod schemas, protobuf descriptors), about 18 MiB of resident memory in the probe thread.
 import { requestPathProblem } from "@clawgate/proto/origin-form";
 import { isTlsFailureCode } from "../../errors/tls-failure-code.js";
+import type { LookupFunction } from "../../upstream/node-resolver.js";
 import type { ProbeEvidence, ProbeSpec, ProbeTls } from "./probe-protocol.js";
+
+/**
+ * How probes resolve node names: the lookup over the dnsServers setting, so a probe reaches
+ * the address requests reach; undefined (the system resolver) without the setting. Set once
+ * when the probe thread starts (setProbeLookup), before any probe runs.
+ */
+let nameLookup: { lookup?: LookupFunction } = {};
+
+/** Probes resolve names with `lookup` from now on (the probe thread's dnsServers). */
+export function setProbeLookup(lookup: LookupFunction | undefined): void {
+  nameLookup = lookup === undefined ? {} : { lookup };
+}
 
 /** Largest health body read; a health endpoint has no reason to send more. */
 export const MAX_PROBE_BODY_BYTES = 64 * 1024;
@@ -74,7 +87,7 @@ export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
 function tcpConnect(host: string, port: number, timeoutMs: number): Promise<Stage<number>> {
   return new Promise((resolve) => {
     const started = performance.now();
-    const socket = connect({ host, port });
+    const socket = connect({ host, port, ...nameLookup });
     let settled = false;
     const finish = (result: Stage<number>) => {
       if (settled) return;
@@ -124,6 +137,7 @@ function httpCheck(
       method: "GET",
       agent: false as const,
       headers,
+      ...nameLookup,
     };
     const req =
       tls === undefined ? request(options) : httpsRequest({ ...options, ...tlsOptions(tls) });
@@ -172,7 +186,7 @@ function tlsHandshake(
   timeoutMs: number,
 ): Promise<Stage<undefined>> {
   return new Promise((resolve) => {
-    const socket = tlsConnect({ host, port, ...tlsOptions(tls) });
+    const socket = tlsConnect({ host, port, ...tlsOptions(tls), ...nameLookup });
     let settled = false;
     const finish = (result: Stage<undefined>) => {
       if (settled) return;

@@ -1,7 +1,8 @@
-import { type IncomingHttpHeaders, STATUS_CODES } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Dispatcher } from "undici";
 import { clientResponseHeaders } from "../forward-headers.js";
+import type { HandshakeClient } from "./handshake-client.js";
 
 /** How a handshake sent upstream ended, reported once. */
 export interface UpgradeOutcome {
@@ -22,8 +23,8 @@ export interface UpgradeOutcome {
  * undici's handler of one WebSocket handshake (a request sent with `upgrade: "websocket"`).
  * undici's own upgrade() API turns any answer but 101 into a bare "bad upgrade" error, which
  * would hide the node's 401, 403 or 404 from the client; this handler relays such an answer
- * as it came (status, end-to-end headers, body) on the client's raw socket, then closes it, as
- * Envoy and nginx do, so a client sees why the node said no.
+ * as it came (status, end-to-end headers, body) to the client, then closes its socket (or its
+ * HTTP/2 stream), as Envoy and nginx do, so a client sees why the node said no.
  */
 export class UpgradeAttempt implements Dispatcher.DispatchHandler {
   #status = 0;
@@ -37,12 +38,15 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
     this.#controller?.abort(new Error("client left during the handshake"));
   };
 
+  private readonly client: Duplex;
+
   constructor(
-    private readonly client: Duplex,
+    private readonly handshake: HandshakeClient,
     private readonly requestId: string,
     private readonly outcome: UpgradeOutcome,
   ) {
-    client.once("close", this.#onClientClose);
+    this.client = handshake.stream;
+    this.client.once("close", this.#onClientClose);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -77,12 +81,7 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
       controller.abort(new Error("client left during the handshake"));
       return;
     }
-    // The client's connection ends with this answer (it asked to leave HTTP, so nothing may
-    // follow on it): the body is delimited by the close, whatever framing the node used.
-    const fields = clientResponseHeaders(headers, this.requestId);
-    let head = `HTTP/1.1 ${status} ${statusMessage || STATUS_CODES[status] || ""}\r\n`;
-    for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
-    client.write(`${head}connection: close\r\n\r\n`);
+    this.handshake.relayHead(status, statusMessage, clientResponseHeaders(headers, this.requestId));
     // Backpressure: a slow client pauses the node's body instead of growing a buffer.
     client.on("drain", () => controller.resume());
   }

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
+import type { ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { CompiledSnapshot } from "../../compiler/compiled-types.js";
@@ -20,7 +21,8 @@ import type { RequestHealing } from "../request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "../request-id.js";
 import { upstreamPath } from "../rewrite-path.js";
 import { routeRequest } from "../route-request.js";
-import { answerRaw } from "./raw-answer.js";
+import { http2HandshakeClient } from "./h2-handshake-client.js";
+import { type HandshakeClient, http1HandshakeClient } from "./handshake-client.js";
 import type { Tunnels } from "./tunnels.js";
 import { UpgradeAttempt } from "./upgrade-attempt.js";
 
@@ -48,6 +50,11 @@ export interface UpgradeHandlerOptions {
  * upstream's TLS settings apply: wss), and on 101 the two sockets become a tunnel. The breaker
  * and passive health learn the handshake's outcome; the tunnel's life teaches them nothing.
  * Not retried: a handshake is a GET, but the client may already have sent frames behind it.
+ *
+ * The TLS listener hands an HTTP/2 extended CONNECT (RFC 8441) to the same listener, with the
+ * HTTP/1.1 handshake's header view and its stream in place of a socket (see
+ * tls-listener/extended-connect.ts): it is sent to the node as an HTTP/1.1 Upgrade, and the
+ * client reads 200 on its stream where an HTTP/1.1 client reads 101.
  */
 export function createUpgradeHandler(
   options: UpgradeHandlerOptions,
@@ -62,16 +69,20 @@ export function createUpgradeHandler(
     const requestId = incomingRequestId(req.headers["x-request-id"]) ?? nextRequestId();
     // A client that resets mid-handshake must not crash the process.
     socket.on("error", () => socket.destroy());
+    const client =
+      req.httpVersionMajor === 2
+        ? http2HandshakeClient(socket as ServerHttp2Stream)
+        : http1HandshakeClient(socket);
     try {
-      upgrade(req, socket, head, requestId, startedAt);
+      upgrade(req, client, head, requestId, startedAt);
     } catch (error) {
       logger.error({ requestId, err: { message: (error as Error).message } }, "upgrade failed");
-      refuse(socket, "CLAWGATE_INTERNAL", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      refuse(client, "CLAWGATE_INTERNAL", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
     }
   };
 
   function refuse(
-    socket: Duplex,
+    client: HandshakeClient,
     code: ErrorCode,
     requestId: string,
     route: string,
@@ -79,33 +90,34 @@ export function createUpgradeHandler(
     startedAt: number,
     retryAfterMs?: number,
   ): number {
-    const status = answerRaw(socket, code, requestId, retryAfterMs);
+    const status = client.refuse(code, requestId, retryAfterMs);
     metrics.request(route, upstream, status, (performance.now() - startedAt) / 1000);
     return status;
   }
 
   function upgrade(
     req: IncomingMessage,
-    socket: Duplex,
+    client: HandshakeClient,
     head: Buffer,
     requestId: string,
     startedAt: number,
   ): void {
     const headers = req.headers;
+    const socket: Duplex = client.stream;
     if (headers.upgrade?.toLowerCase() !== "websocket") {
-      refuse(socket, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      refuse(client, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const routed = routeRequest(req, current());
     if (typeof routed === "string") {
-      refuse(socket, routed, requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
+      refuse(client, routed, requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
     const { snapshot, route, path, queryAt } = routed;
     const url = req.url ?? "";
     const target = route.pickTarget();
     if (target === undefined) {
-      refuse(socket, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
+      refuse(client, "CLAWGATE_NO_HEALTHY_NODE", requestId, route.name, NO_UPSTREAM, startedAt);
       return;
     }
     const chosen = target;
@@ -114,7 +126,7 @@ export function createUpgradeHandler(
     const record = healing.upstream(upstream)!;
     const policies = route.policies;
     const end = (code: ErrorCode, retryAfterMs?: number) => {
-      const status = refuse(socket, code, requestId, route.name, upstream, startedAt, retryAfterMs);
+      const status = refuse(client, code, requestId, route.name, upstream, startedAt, retryAfterMs);
       settled(status);
     };
     // The policies learn how the handshake ended (clawgate_tenant_requests_total by code).
@@ -192,24 +204,27 @@ export function createUpgradeHandler(
 
       let pool: ReturnType<PoolRegistry["get"]>;
       try {
-        pool = pools.get(node.address, target.poolSettings);
+        // An http2 upstream's handshakes go over HTTP/1.1 (PoolSettings.http1).
+        const settings = target.poolSettings;
+        pool = pools.get(node.address, settings.http1 ?? settings);
       } catch {
         record.breaker.release(permit);
         end("CLAWGATE_NO_HEALTHY_NODE"); // only after pools.close(): shutting down
         return;
       }
       let answeredStatus = 0;
-      const attempt = new UpgradeAttempt(socket, requestId, {
+      const attempt = new UpgradeAttempt(client, requestId, {
         upgraded(answered, upstreamSocket) {
           record.breaker.record(permit, "success");
           if (socket.destroyed) {
             upstreamSocket.destroy();
             return;
           }
-          socket.write(switchingProtocols(answered, requestId));
+          client.accept(answered, requestId);
           if (head.length > 0) upstreamSocket.write(head);
-          metrics.request(route.name, upstream, 101, (performance.now() - startedAt) / 1000);
-          settled(101);
+          const status = client.acceptedStatus;
+          metrics.request(route.name, upstream, status, (performance.now() - startedAt) / 1000);
+          settled(status);
           tunnels.open(route.name, socket, upstreamSocket);
         },
         // The node said no (401, 403, 404, 426...): the client reads its answer, and the breaker
@@ -257,16 +272,4 @@ export function createUpgradeHandler(
       );
     }
   }
-}
-
-/** The node's 101, relayed with the request id added (its handshake headers kept as sent). */
-function switchingProtocols(headers: IncomingHttpHeaders, requestId: string): string {
-  let out = "HTTP/1.1 101 Switching Protocols\r\n";
-  for (const name in headers) {
-    if (name === "x-request-id") continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) out += `${name}: ${item}\r\n`;
-  }
-  return `${out}x-request-id: ${requestId}\r\n\r\n`;
 }
