@@ -28,6 +28,7 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: 0.9,
       drainTimeoutMs: 10_000,
       leaderTtlSeconds: 10,
+      applyLeaseTtlSeconds: 5,
       grpcMaxStreams: 1024,
     });
     expect(settings.adminToken).toBeUndefined();
