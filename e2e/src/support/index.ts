@@ -2,6 +2,7 @@ export * from "./admin-client.js";
 export * from "./control-plane-process.js";
 export * from "./convergence.js";
 export * from "./data-plane-process.js";
+export * from "./etcd-keys.js";
 export * from "./free-port.js";
 export * from "./http-probe.js";
 export * from "./https-get.js";
