@@ -92,6 +92,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     // Only one live control plane can listen on this host's admin address: a big apply left
     // by an owner at the same place with another boot is this one's dead predecessor's.
     applyOwnerSlot: `${hostname()}/${settings.adminListen}`,
+    applyLeaseTtlSeconds: settings.applyLeaseTtlSeconds,
   });
   const builder = new SnapshotBuilder({
     store,

@@ -28,6 +28,7 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: 0.9,
       drainTimeoutMs: 10_000,
       leaderTtlSeconds: 10,
+      applyLeaseTtlSeconds: 5,
       grpcMaxStreams: 1024,
     });
     expect(settings.adminToken).toBeUndefined();
@@ -85,6 +86,7 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: "0.5",
       drainTimeoutMs: "6",
       leaderTtlSeconds: "7",
+      applyLeaseTtlSeconds: "4",
       grpcTlsCertFile: "/c",
       grpcTlsKeyFile: "/k",
       grpcTlsClientCaFile: "/ca",
@@ -104,6 +106,7 @@ describe("loadControlPlaneSettings", () => {
       watchdogMaxHeapRatio: 0.5,
       drainTimeoutMs: 6,
       leaderTtlSeconds: 7,
+      applyLeaseTtlSeconds: 4,
       grpcMaxStreams: 8,
       historyLimit: 9,
       quotaMinuteMs: 2000,

@@ -101,6 +101,13 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1).max(600),
     default: 10,
   },
+  applyLeaseTtlSeconds: {
+    variable: "CLAWGATE_APPLY_LEASE_TTL_SECONDS",
+    flag: "apply-lease-ttl-seconds",
+    doc: "etcd lease of a big apply's owner, renewed while it runs: how long a crashed apply blocks writes.",
+    type: z.int().min(1).max(600),
+    default: 5,
+  },
   grpcTlsCertFile: {
     variable: "CLAWGATE_GRPC_TLS_CERT_FILE",
     flag: "grpc-tls-cert-file",

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 /**
  * Who runs a big apply, as its owner key records it (staged-apply.ts), so that a control plane
  * restarted after dying half-way through an apply can take that apply over at once instead of
- * leaving every writer refused until the dead process's lease runs out (30 s).
+ * leaving every writer refused until the dead process's lease runs out (applyLeaseTtlSeconds).
  *
  * `slot` names a place only one live control plane can hold: its host name and admin listen
  * address (two live processes cannot both listen on one address of one host), and it is the

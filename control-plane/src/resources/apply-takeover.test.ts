@@ -8,7 +8,7 @@ import { ConfigService, type ResourceChange } from "./config-service.js";
 
 // A control plane killed half-way through a big apply and restarted at the same place takes
 // its own abandoned apply over at its first write, instead of refusing writes (409) until the
-// dead process's 30 s owner lease runs out. Anyone else still waits for the lease.
+// dead process's owner lease runs out. Anyone else still waits for the lease.
 let etcd: EtcdProcess;
 let store: Store;
 
@@ -44,8 +44,8 @@ it("lets a restarted control plane take over the apply it left half-way, at once
   expect((await seed.apply(upstreams(10, 5))).ok).toBe(true);
   const before = await configDump(prefix);
 
-  // The first process, with its own etcd connection; it stops for good at its fourth batch,
-  // its owner lease still alive for the default 30 s.
+  // The first process, with its own etcd connection; it stops for good at its fourth batch, its
+  // connection left open, so its timer keeps its owner lease alive as a slow owner's would.
   const dyingStore = await openEtcdStore({ endpoints: [etcd.endpoint] });
   let reached!: () => void;
   const atBatch = new Promise<void>((resolve) => {

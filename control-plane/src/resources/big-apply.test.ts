@@ -161,7 +161,7 @@ describe("apply bigger than one etcd transaction", () => {
     expect((await config.apply([{ kind: "breakers", name: "b", document: {} }])).ok).toBe(true);
   }, 120_000);
 
-  it("rolls back an apply whose control plane stopped half-way, once its lease runs out", async () => {
+  it("rolls back an apply whose control plane crashed half-way, once its lease runs out", async () => {
     const prefix = freshPrefix();
     const seed = resources(20, "seed");
     const other = new ConfigService(store, prefix);
@@ -169,18 +169,22 @@ describe("apply bigger than one etcd transaction", () => {
     const before = await configDump(prefix);
     const seedRoute = await other.get("routes", "r-3");
 
+    // The dying control plane has its own etcd connection, closed half-way as a crash closes
+    // it: nothing renews its lease any more (a live owner's timer would keep it, however long
+    // the hook below waits), and it writes nothing more.
+    const dyingStore = await openEtcdStore({ endpoints: [etcd.endpoint] });
     let frozen!: () => void;
     let reachedBatch!: () => void;
     const atBatch = new Promise<void>((resolve) => {
       reachedBatch = resolve;
     });
-    const dying = new ConfigService(store, prefix, {
+    const dying = new ConfigService(dyingStore, prefix, {
       applyLeaseTtlSeconds: 1,
       stagedHooks: {
         async beforeBatch(index) {
           if (index !== 3) return;
+          await dyingStore.close();
           reachedBatch();
-          // A hung control plane: it writes nothing more and renews nothing.
           await new Promise<void>((resolve) => {
             frozen = resolve;
           });
@@ -213,6 +217,7 @@ describe("apply bigger than one etcd transaction", () => {
     expect(result.ok).toBe(false);
     expect(await configDump(prefix)).toEqual(before);
     expect(await coordinationKeys(prefix)).toEqual([]);
+    await Promise.all([dying.close(), other.close()]);
   }, 120_000);
 
   it("never lets a snapshot builder publish part of an apply", async () => {

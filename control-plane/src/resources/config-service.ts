@@ -99,7 +99,7 @@ export interface ConfigServiceOptions {
   maxAttempts?: number;
   /** Hooks into applies too big for one transaction (tests fail them half-way). */
   stagedHooks?: StagedApplyHooks;
-  /** Owner lease of such an apply: how long a dead control plane blocks writes; default 30 s. */
+  /** Owner lease of such an apply, renewed while it runs: how long a dead control plane blocks writes; default 5 s. */
   applyLeaseTtlSeconds?: number;
   /**
    * Where this control plane runs, unique among live ones and kept across restarts (main.ts:

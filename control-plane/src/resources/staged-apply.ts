@@ -19,10 +19,12 @@
  * 4. Or roll back: on any failure, each undo record is replayed (previous values put back,
  *    created keys deleted) and removed in one transaction, then the gate is deleted.
  *
- * A control plane that dies half-way stops renewing its lease; etcd deletes the owner key, so
- * its remaining batches could not commit even if it came back, and any control plane's sweep
- * (recoverAbandonedApply) finds a gate without an owner and rolls it back from the undo
- * records. Rolling back twice is harmless: each record is removed by the transaction that
+ * The owner lease is short (a few seconds) and kept alive by a timer while the apply runs
+ * (apply-lease-keeper.ts), so a slow but live owner keeps its gate however long a batch takes.
+ * A control plane that dies half-way stops renewing it; within one TTL etcd deletes the owner
+ * key, so its remaining batches could not commit even if it came back, and any control plane's
+ * sweep or next write (recoverAbandonedApply) finds a gate without an owner and rolls it back
+ * from the undo records. Rolling back twice is harmless: each record is removed by the transaction that
  * replays it, guarded by that record's revision.
  *
  * Other writers: every API write checks the gate is absent in its own transaction, so while an
@@ -39,6 +41,7 @@ import {
   encodeGate,
   findGate,
 } from "./apply-gate.js";
+import { keepApplyLeaseAlive } from "./apply-lease-keeper.js";
 import { type ApplyOwner, encodeOwner, parseOwner } from "./apply-owner.js";
 import { parseUndo, type UndoEntry } from "./undo-record.js";
 
@@ -60,7 +63,7 @@ export interface StagedApplyInput {
   guard: Compare;
   writes: readonly StagedWrite[];
   hooks?: StagedApplyHooks;
-  /** Lifetime of the owner lease without renewal; default 30 s. */
+  /** Lifetime of the owner lease without renewal: how long a dead owner blocks others; default 5 s. */
   leaseTtlSeconds?: number;
   /** Written in the commit that closes the gate (the audit event), so only a whole apply has them. */
   closeOperations?: readonly Operation[];
@@ -75,7 +78,11 @@ export type StagedApplyResult =
   /** Failed after the gate opened; rolled back (or left to the sweep if that failed too). */
   | { ok: false; reason: "failed"; error: unknown };
 
-const DEFAULT_LEASE_TTL_SECONDS = 30;
+/**
+ * Short, since a timer renews it whatever the apply is doing: a crashed owner blocks other
+ * writers for this long, and two renewals (every third of it) may fail before a live one loses it.
+ */
+export const DEFAULT_APPLY_LEASE_TTL_SECONDS = 5;
 /** Batch transactions sent before waiting for one to finish. */
 const BATCHES_IN_FLIGHT = 4;
 /** Per undo entry: the JSON punctuation around key and value, and its two revisions. */
@@ -83,7 +90,7 @@ const UNDO_ENTRY_OVERHEAD = 96;
 
 export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyResult> {
   const { store, prefix, writes } = input;
-  const ttl = input.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS;
+  const ttl = input.leaseTtlSeconds ?? DEFAULT_APPLY_LEASE_TTL_SECONDS;
   const id = randomBytes(8).toString("hex");
   const gateKey = applyGateKey(prefix);
   const ownerKey = applyOwnerKey(prefix, id);
@@ -117,7 +124,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
     { key: gateKey, modRevision: opened.revision },
     { key: ownerKey, modRevision: opened.revision },
   ];
-  const renew = leaseRenewer(store, lease, ttl);
+  const keeper = keepApplyLeaseAlive(store, lease, ttl);
   const revisions = new Map<string, number>();
   try {
     const batches = splitBatches(writes, store.txnLimits, held.length);
@@ -157,7 +164,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
       if (failure !== undefined) break;
       try {
         await input.hooks?.beforeBatch?.(index);
-        await renew();
+        keeper.check();
       } catch (error) {
         failure = { error };
         break;
@@ -180,6 +187,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
       ...(input.closeOperations ?? []),
     ]);
     if (!closed.succeeded) throw new Error("this control plane lost its lease before the end");
+    keeper.stop();
     await revoke();
     // Garbage once the gate is gone; a failure here is swept by recoverAbandonedApply.
     await deleteUndoRecords(store, prefix, id).catch(() => undefined);
@@ -188,6 +196,7 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
     // The undo records are the truth about what was written; replay them now rather than
     // waiting for the lease to run out. If etcd is unreachable, the sweep does it later.
     await rollBack(store, prefix, input.guard.key, gate).catch(() => undefined);
+    keeper.stop();
     await revoke();
     return { ok: false, reason: "failed", error };
   }
@@ -346,14 +355,4 @@ async function deleteUndoRecords(store: Store, prefix: string, id: string): Prom
       records.items.slice(i, i + batchSize).map((item) => ({ type: "delete", key: item.key })),
     );
   }
-}
-
-/** Renews the lease once a third of its TTL has passed since the last renewal. */
-function leaseRenewer(store: Store, lease: string, ttlSeconds: number): () => Promise<void> {
-  let renewedAt = Date.now();
-  return async () => {
-    if (Date.now() - renewedAt < (ttlSeconds * 1000) / 3) return;
-    if (!(await store.refreshLease(lease))) throw new Error("the apply's lease expired");
-    renewedAt = Date.now();
-  };
 }

@@ -3,6 +3,7 @@ export * from "./control-plane-process.js";
 export * from "./convergence.js";
 export * from "./data-plane-process.js";
 export * from "./dns-server.js";
+export * from "./etcd-keys.js";
 export * from "./free-port.js";
 export * from "./http-probe.js";
 export * from "./https-get.js";
