@@ -45,7 +45,7 @@ export function addStatusCommand(program: Command, ctx: CommandContext): void {
   program
     .command("status")
     .description(
-      "show the published version, each data plane's applied version, state, lag and last NACK, nodes evicted and breakers open fleet-wide",
+      "show the published version, each data plane's applied version, state, lag, replica and last NACK, nodes evicted and breakers open fleet-wide",
     )
     .addOption(
       new Option("-o, --output <format>", "output format")
@@ -147,13 +147,14 @@ function statusText(status: FleetStatus, now: number): string {
   else {
     text.push(
       renderTable(
-        ["NODE ID", "STATE", "APPLIED", "LAG", "LAST SEEN", "LAST NACK"],
+        ["NODE ID", "STATE", "APPLIED", "LAG", "LAST SEEN", "REPLICA", "LAST NACK"],
         status.dataPlanes.map((dp) => [
           dp.nodeId,
           dp.state,
           String(dp.appliedVersion),
           dp.lag === null ? "-" : String(dp.lag),
           formatAge(dp.lastSeen, now),
+          dp.replica ?? "-",
           dp.lastNack === undefined
             ? "-"
             : `version ${dp.lastNack.version}: ${dp.lastNack.error.replace(/\s+/g, " ").slice(0, 80)}`,
