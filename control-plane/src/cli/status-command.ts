@@ -88,13 +88,17 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
       }
     }
   }
-  const published = snapshot.publishedVersion ?? null;
-  const dataPlanes = fleet.items.map((dp) => ({
-    ...dp,
-    // Versions are store revisions: the lag is how many revisions behind the published one it
-    // is (journal and registry writes move the revision too, so it is an upper bound on edits).
-    lag: published === null ? null : Math.max(0, published - dp.appliedVersion),
-  }));
+  const dataPlanes = fleet.items.map((dp) => {
+    // Against the version its own replica publishes (a replica started later numbers the same
+    // config higher); a control plane older than the fleet-wide list: this one's.
+    const published = dp.publishedVersion ?? snapshot.publishedVersion ?? null;
+    return {
+      ...dp,
+      // Versions are store revisions: the lag is how many revisions behind the published one it
+      // is (journal and registry writes move the revision too, so it is an upper bound on edits).
+      lag: published === null ? null : Math.max(0, published - dp.appliedVersion),
+    };
+  });
   const rollout = await readRollout(api).catch((error: unknown) => {
     // A control plane without rollouts: the rest of the screen still helps.
     if (!(error instanceof ClawctlError)) throw error;

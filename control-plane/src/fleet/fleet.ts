@@ -188,9 +188,9 @@ export class Fleet implements FleetSource {
     );
   }
 
-  /** The version published now; null before the first publish. */
-  publishedVersion(): number | null {
-    return this.published;
+  /** When the data plane fell behind the published version; undefined while caught up. */
+  behindSince(nodeId: string): number | undefined {
+    return this.records.get(nodeId)?.behindSince;
   }
 
   get(nodeId: string): DataPlaneView | undefined {

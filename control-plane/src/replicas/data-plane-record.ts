@@ -36,6 +36,14 @@ export const sharedDataPlaneSchema = z.object({
   lastNack: z
     .object({ version: z.int().min(0), error: z.string(), atMs: z.int().min(0) })
     .optional(),
+  /**
+   * The version its replica publishes, null before the first: a replica that started later read
+   * the store at a later revision, so versions of one config may differ between replicas and
+   * the data plane is judged against the replica it streams from.
+   */
+  publishedVersion: z.int().min(0).nullable(),
+  /** Unix milliseconds it fell behind its replica's published version; absent while caught up. */
+  behindSinceMs: z.int().min(0).optional(),
 });
 export type SharedDataPlane = z.infer<typeof sharedDataPlaneSchema>;
 

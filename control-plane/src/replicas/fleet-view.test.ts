@@ -88,7 +88,11 @@ describe("FleetView: every replica lists the whole fleet", () => {
     // A publish dp-a has not applied yet: behind, within the grace period, on either replica.
     for (const { fleet } of [one, two]) fleet.setPublished(9);
     expect(row(one.view, "dp-a")?.state).toBe("SYNCING");
-    expect(row(two.view, "dp-a")?.state).toBe("SYNCING");
+    await until(
+      two.view,
+      "cp-2 to see dp-a behind",
+      () => row(two.view, "dp-a")?.state === "SYNCING",
+    );
     one.fleet.acked("dp-a", 9);
     await until(
       two.view,
@@ -96,6 +100,23 @@ describe("FleetView: every replica lists the whole fleet", () => {
       () => row(two.view, "dp-a")?.appliedVersion === 9,
     );
     expect(row(two.view, "dp-a")?.state).toBe("SYNCED");
+  });
+
+  it("judges a data plane against the version its own replica publishes", async () => {
+    // cp-2 read the store later: the same config is version 7 there, 5 on cp-1.
+    const prefix = `${PREFIX}versions/`;
+    const one = await replica("cp-1", prefix);
+    const two = await replica("cp-2", prefix);
+    one.fleet.setPublished(5);
+    two.fleet.setPublished(7);
+    one.fleet.connected("dp-e", HELLO);
+    one.fleet.acked("dp-e", 5);
+    await until(
+      two.view,
+      "cp-2 to list dp-e at 5",
+      () => row(two.view, "dp-e")?.appliedVersion === 5,
+    );
+    expect(row(two.view, "dp-e")).toMatchObject({ state: "SYNCED", publishedVersion: 5 });
   });
 
   it("announces another replica's changes and shows a data plane that left it as disconnected", async () => {

@@ -6,7 +6,7 @@ import type { DataPlaneRecords } from "./data-plane-records.js";
 
 export interface FleetViewOptions {
   /** This replica's own data planes. */
-  fleet: Pick<Fleet, "list" | "get" | "onChange" | "publishedVersion">;
+  fleet: Pick<Fleet, "list" | "get" | "onChange">;
   /** Every replica's shared records. */
   records: Pick<DataPlaneRecords, "nodes" | "remote" | "onChange">;
   /** This replica's id, shown as the replica its own data planes stream from. */
@@ -19,7 +19,7 @@ export interface FleetViewOptions {
 }
 
 /** What a replica shares of one of its data planes: the facts its state follows from. */
-export function sharedDataPlane(view: DataPlaneView): SharedDataPlane {
+export function sharedDataPlane(view: DataPlaneView, behindSinceMs?: number): SharedDataPlane {
   return {
     hostname: view.hostname,
     softwareVersion: view.softwareVersion,
@@ -34,23 +34,28 @@ export function sharedDataPlane(view: DataPlaneView): SharedDataPlane {
             atMs: Date.parse(view.lastNack.at),
           },
         }),
+    publishedVersion: view.publishedVersion,
+    ...(behindSinceMs === undefined ? {} : { behindSinceMs: Math.round(behindSinceMs) }),
   };
 }
 
 /**
  * Keeps this replica's record of each of its data planes in step with its fleet: written while
  * the data plane is connected here (on change only, batched by the records), dropped when it
- * leaves. Returns the unsubscribe function.
+ * leaves; a publish changes what each one lags. Returns the unsubscribe function.
  */
 export function shareFleet(
-  fleet: Pick<Fleet, "onChange" | "get">,
+  fleet: Pick<Fleet, "onChange" | "get" | "list" | "behindSince">,
   records: Pick<DataPlaneRecords, "status" | "disconnected">,
 ): () => void {
-  return fleet.onChange((nodeId) => {
-    if (nodeId === null) return;
-    const view = fleet.get(nodeId);
-    if (view?.connected === true) records.status(nodeId, sharedDataPlane(view));
+  const share = (view: DataPlaneView | undefined, nodeId: string) => {
+    if (view?.connected === true)
+      records.status(nodeId, sharedDataPlane(view, fleet.behindSince(nodeId)));
     else records.disconnected(nodeId);
+  };
+  return fleet.onChange((nodeId) => {
+    if (nodeId !== null) share(fleet.get(nodeId), nodeId);
+    else for (const view of fleet.list()) if (view.connected) share(view, view.nodeId);
   });
 }
 
@@ -58,8 +63,8 @@ export function shareFleet(
  * The whole fleet as any replica shows it (GET /v1/dataplanes, clawctl status, the console):
  * this replica's data planes from its own fleet, merged on read with the ones other replicas
  * share through the store. A data plane connected here wins; else the newest other replica's
- * record; else this replica's memory of it, DISCONNECTED. Each is computed against this
- * replica's published version, the same store revision everywhere.
+ * record; else this replica's memory of it, DISCONNECTED. Each is judged against the version
+ * its own replica publishes (a replica started later may number the same config higher).
  */
 export class FleetView implements FleetSource {
   readonly #fleet: FleetViewOptions["fleet"];
@@ -68,8 +73,6 @@ export class FleetView implements FleetSource {
   readonly #graceMs: number;
   readonly #forgetAfterMs: number;
   readonly #clock: () => number;
-  /** When each other replica's data plane was first seen behind the published version. */
-  readonly #behindSince = new Map<string, number>();
   /** The last view of each data plane another replica shares, to tell a change from a repeat. */
   readonly #lastRemote = new Map<string, { view: DataPlaneView; json: string }>();
   /** Data planes another replica stopped sharing (disconnected, or the replica died). */
@@ -85,10 +88,7 @@ export class FleetView implements FleetSource {
     this.#clock = options.clock ?? Date.now;
     for (const nodeId of this.#records.nodes()) this.#remoteChanged(nodeId);
     this.#records.onChange((nodeId) => this.#remoteChanged(nodeId));
-    this.#fleet.onChange((nodeId) => {
-      if (nodeId === null) this.#published();
-      this.#emit(nodeId);
-    });
+    this.#fleet.onChange((nodeId) => this.#emit(nodeId));
   }
 
   /** Calls `listener` after any data plane changed (its node id) or a publish (null). */
@@ -131,7 +131,8 @@ export class FleetView implements FleetSource {
     const shared = remote?.record.dataPlane;
     // A record from a replica older than the fleet-wide list carries no state to show.
     if (remote === undefined || shared === undefined) return undefined;
-    const published = this.#fleet.publishedVersion();
+    // Judged against the version its own replica publishes.
+    const published = shared.publishedVersion;
     const view: DataPlaneView = {
       nodeId,
       hostname: shared.hostname,
@@ -142,7 +143,7 @@ export class FleetView implements FleetSource {
         appliedVersion: shared.appliedVersion,
         published,
         refusedPublished: shared.lastNack !== undefined && shared.lastNack.version === published,
-        behindSince: this.#behindSince.get(nodeId),
+        behindSince: shared.behindSinceMs,
         now: this.#clock(),
         graceMs: this.#graceMs,
       }),
@@ -165,7 +166,6 @@ export class FleetView implements FleetSource {
     const view = this.#remoteView(nodeId);
     const last = this.#lastRemote.get(nodeId);
     if (view === undefined) {
-      this.#behindSince.delete(nodeId);
       if (last === undefined) return;
       this.#lastRemote.delete(nodeId);
       const { replica: _replica, ...rest } = last.view;
@@ -177,25 +177,11 @@ export class FleetView implements FleetSource {
       return;
     }
     this.#gone.delete(nodeId);
-    this.#trackLag(nodeId, view.appliedVersion);
+    // The state alone moves with time (SYNCING to STALE): not a change anyone shared.
     const json = JSON.stringify({ ...view, state: undefined });
     if (last?.json === json) return;
     this.#lastRemote.set(nodeId, { view, json });
     this.#emit(nodeId);
-  }
-
-  #published(): void {
-    for (const [nodeId, { view }] of this.#lastRemote) this.#trackLag(nodeId, view.appliedVersion);
-  }
-
-  /** The grace period of a lagging data plane starts when this replica first sees it behind. */
-  #trackLag(nodeId: string, applied: number): void {
-    const published = this.#fleet.publishedVersion();
-    if (published !== null && applied < published) {
-      if (!this.#behindSince.has(nodeId)) this.#behindSince.set(nodeId, this.#clock());
-    } else {
-      this.#behindSince.delete(nodeId);
-    }
   }
 
   #emit(nodeId: string | null): void {
