@@ -35,6 +35,7 @@ import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
 import { DataPlaneRecords } from "./replicas/data-plane-records.js";
 import { FleetBreakers } from "./replicas/fleet-breakers.js";
+import { FleetView, shareFleet } from "./replicas/fleet-view.js";
 import { startApplySweeper } from "./resources/apply-sweeper.js";
 import { ConfigService } from "./resources/config-service.js";
 import { OutcomeBoard } from "./rollout/outcome-board.js";
@@ -193,10 +194,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     logger,
   });
   await records.start();
-  fleet.onChange((nodeId) => {
-    if (nodeId === null) return;
-    if (fleet.get(nodeId)?.connected === true) records.connected(nodeId);
-    else records.disconnected(nodeId);
+  shareFleet(fleet, records);
+  // GET /v1/dataplanes, clawctl status and the console list every replica's data planes.
+  const fleetView = new FleetView({
+    fleet,
+    records,
+    replicaId: settings.instanceId,
+    graceMs: settings.staleGraceMs,
   });
   const outcomes = new OutcomeBoard(records);
   const breakers = new FleetBreakers(records);
@@ -252,7 +256,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     draining: () => draining,
     config,
     snapshot: builder,
-    fleet,
+    fleet: fleetView,
     tokens,
     audit,
     history,
@@ -268,7 +272,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     // The console's live updates, from the same fleet, health view, journal and breakers.
     live: new LiveFeed({
       snapshot: builder,
-      fleet,
+      fleet: fleetView,
       health: fleetHealth,
       journal: journalFeed ?? journal,
       breakers,

@@ -151,9 +151,15 @@ export async function startDataPlane(
   // `clawctl status`: on each transition, coalesced to one report a second like health's.
   const breakerStates = new BreakerStates();
   const breakerReports = new HealthReportPacer({
+    // With workers they hold the breakers (they answer the requests): the report merges theirs,
+    // for the upstreams the served config still has (this process has no breakers to ask).
     send: () =>
       client.sendBreakers(
-        breakerStates.report((upstream) => healing.breakers.find(upstream) !== undefined),
+        workers === undefined
+          ? breakerStates.report((upstream) => healing.breakers.find(upstream) !== undefined)
+          : workers.breakers.report(
+              (upstream) => applied.current()?.upstreams.has(upstream) === true,
+            ),
       ),
   });
   const healing: RequestHealing = new RequestHealing({
@@ -179,6 +185,7 @@ export async function startDataPlane(
           onRefused: (upstream, address) => health.reportRefused(upstream, address),
           onCoordination: (worker, message) => coordination?.message(worker, message),
           onGone: (worker) => coordination?.gone(worker),
+          onBreakers: () => breakerReports.request(),
           applyTimeoutMs: config.workerApplyTimeoutMs,
           pingIntervalMs: config.workerPingIntervalMs,
           maxMissedPings: config.workerMaxMissedPings,

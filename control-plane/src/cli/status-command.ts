@@ -45,7 +45,7 @@ export function addStatusCommand(program: Command, ctx: CommandContext): void {
   program
     .command("status")
     .description(
-      "show the published version, each data plane's applied version, state, lag and last NACK, nodes evicted and breakers open fleet-wide",
+      "show the published version, each data plane's applied version, state, lag, replica and last NACK, nodes evicted and breakers open fleet-wide",
     )
     .addOption(
       new Option("-o, --output <format>", "output format")
@@ -88,13 +88,17 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
       }
     }
   }
-  const published = snapshot.publishedVersion ?? null;
-  const dataPlanes = fleet.items.map((dp) => ({
-    ...dp,
-    // Versions are store revisions: the lag is how many revisions behind the published one it
-    // is (journal and registry writes move the revision too, so it is an upper bound on edits).
-    lag: published === null ? null : Math.max(0, published - dp.appliedVersion),
-  }));
+  const dataPlanes = fleet.items.map((dp) => {
+    // Against the version its own replica publishes (a replica started later numbers the same
+    // config higher); a control plane older than the fleet-wide list: this one's.
+    const published = dp.publishedVersion ?? snapshot.publishedVersion ?? null;
+    return {
+      ...dp,
+      // Versions are store revisions: the lag is how many revisions behind the published one it
+      // is (journal and registry writes move the revision too, so it is an upper bound on edits).
+      lag: published === null ? null : Math.max(0, published - dp.appliedVersion),
+    };
+  });
   const rollout = await readRollout(api).catch((error: unknown) => {
     // A control plane without rollouts: the rest of the screen still helps.
     if (!(error instanceof ClawctlError)) throw error;
@@ -147,13 +151,14 @@ function statusText(status: FleetStatus, now: number): string {
   else {
     text.push(
       renderTable(
-        ["NODE ID", "STATE", "APPLIED", "LAG", "LAST SEEN", "LAST NACK"],
+        ["NODE ID", "STATE", "APPLIED", "LAG", "LAST SEEN", "REPLICA", "LAST NACK"],
         status.dataPlanes.map((dp) => [
           dp.nodeId,
           dp.state,
           String(dp.appliedVersion),
           dp.lag === null ? "-" : String(dp.lag),
           formatAge(dp.lastSeen, now),
+          dp.replica ?? "-",
           dp.lastNack === undefined
             ? "-"
             : `version ${dp.lastNack.version}: ${dp.lastNack.error.replace(/\s+/g, " ").slice(0, 80)}`,

@@ -20,6 +20,8 @@ export interface DataPlaneView {
   /** ISO time of the last message from the data plane. */
   lastSeen: string;
   connectedAt?: string;
+  /** The control-plane replica it streams from (its instanceId); absent while disconnected. */
+  replica?: string;
 }
 
 export interface FleetSource {

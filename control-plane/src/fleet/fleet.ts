@@ -1,3 +1,4 @@
+import { dataPlaneState } from "./data-plane-state.js";
 import type { DataPlaneState, DataPlaneView, FleetSource } from "./data-plane-view.js";
 
 /** What the fleet keeps from a data plane's Hello; versions may come as the wire's bigint. */
@@ -187,6 +188,11 @@ export class Fleet implements FleetSource {
     );
   }
 
+  /** When the data plane fell behind the published version; undefined while caught up. */
+  behindSince(nodeId: string): number | undefined {
+    return this.records.get(nodeId)?.behindSince;
+  }
+
   get(nodeId: string): DataPlaneView | undefined {
     this.forgetOld();
     const record = this.records.get(nodeId);
@@ -219,12 +225,15 @@ export class Fleet implements FleetSource {
   }
 
   private stateOf(record: DataPlaneRecord): DataPlaneState {
-    if (record.stream === undefined) return "DISCONNECTED";
-    // Nothing published yet means there is nothing to lag behind.
-    if (!this.isBehind(record.appliedVersion)) return "SYNCED";
-    if (this.published !== null && this.refused(record.nodeId, this.published)) return "NACKED";
-    const since = record.behindSince ?? this.clock();
-    return this.clock() - since < this.graceMs ? "SYNCING" : "STALE";
+    return dataPlaneState({
+      connected: record.stream !== undefined,
+      appliedVersion: record.appliedVersion,
+      published: this.published,
+      refusedPublished: this.published !== null && this.refused(record.nodeId, this.published),
+      behindSince: record.behindSince,
+      now: this.clock(),
+      graceMs: this.graceMs,
+    });
   }
 
   private view(record: DataPlaneRecord): DataPlaneView {

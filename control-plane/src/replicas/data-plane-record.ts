@@ -23,6 +23,31 @@ export const reportedBreakerSchema = z.object({
 export type ReportedBreaker = z.infer<typeof reportedBreakerSchema>;
 
 /**
+ * Where a data plane stands on the replica it streams from (its Hello, acks and NACKs), so an
+ * SRE opening any replica sees the whole fleet. Written on change only: the last-seen time
+ * moves with every report and is not shared.
+ */
+export const sharedDataPlaneSchema = z.object({
+  hostname: z.string(),
+  softwareVersion: z.string(),
+  appliedVersion: z.int().min(0),
+  /** Unix milliseconds its stream opened. */
+  connectedAtMs: z.int().min(0),
+  lastNack: z
+    .object({ version: z.int().min(0), error: z.string(), atMs: z.int().min(0) })
+    .optional(),
+  /**
+   * The version its replica publishes, null before the first: a replica that started later read
+   * the store at a later revision, so versions of one config may differ between replicas and
+   * the data plane is judged against the replica it streams from.
+   */
+  publishedVersion: z.int().min(0).nullable(),
+  /** Unix milliseconds it fell behind its replica's published version; absent while caught up. */
+  behindSinceMs: z.int().min(0).optional(),
+});
+export type SharedDataPlane = z.infer<typeof sharedDataPlaneSchema>;
+
+/**
  * What the replica a data plane streams from knows of it beyond its health report, shared with
  * the other replicas: its request outcomes per version (progressive rollouts judge them) and its
  * breakers (the console shows them). Present in the store while the data plane is connected.
@@ -32,6 +57,8 @@ export const dataPlaneRecordSchema = z.object({
   changedAtMs: z.int().min(0),
   outcomes: z.array(reportedOutcomeSchema),
   breakers: z.array(reportedBreakerSchema),
+  /** Absent from a record a replica older than the fleet-wide list wrote. */
+  dataPlane: sharedDataPlaneSchema.optional(),
 });
 export type DataPlaneRecord = z.infer<typeof dataPlaneRecordSchema>;
 

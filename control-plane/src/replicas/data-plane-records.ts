@@ -10,6 +10,7 @@ import {
   parseDataPlaneRecordKey,
   type ReportedBreaker,
   type ReportedOutcome,
+  type SharedDataPlane,
 } from "./data-plane-record.js";
 
 export interface DataPlaneRecordsOptions {
@@ -129,6 +130,12 @@ export class DataPlaneRecords {
     this.#set(nodeId, { ...current, breakers: [...breakers], changedAtMs: this.#clock() });
   }
 
+  /** Where the data plane stands on this replica (applied version, last NACK) replaces the last. */
+  status(nodeId: string, dataPlane: SharedDataPlane): void {
+    const current = this.#local.get(nodeId)?.record ?? EMPTY;
+    this.#set(nodeId, { ...current, dataPlane, changedAtMs: this.#clock() });
+  }
+
   /** Every data plane some replica holds a record of (a connected one), sorted. */
   nodes(): string[] {
     const ids = new Set(this.#local.keys());
@@ -147,6 +154,20 @@ export class DataPlaneRecords {
     return newest;
   }
 
+  /** The newest record of `nodeId` among the other replicas, with the replica that wrote it. */
+  remote(nodeId: string): { replica: string; record: DataPlaneRecord } | undefined {
+    let newest: { replica: string; record: DataPlaneRecord } | undefined;
+    for (const [replica, records] of this.#remote) {
+      const record = records.get(nodeId);
+      if (
+        record !== undefined &&
+        (newest === undefined || record.changedAtMs > newest.record.changedAtMs)
+      )
+        newest = { replica, record };
+    }
+    return newest;
+  }
+
   /** Calls `listener` after any replica's record of a data plane changed; returns the unsubscribe. */
   onChange(listener: (nodeId: string) => void): () => void {
     this.#listeners.add(listener);
@@ -154,7 +175,11 @@ export class DataPlaneRecords {
   }
 
   #set(nodeId: string, record: DataPlaneRecord): void {
-    const json = JSON.stringify({ outcomes: record.outcomes, breakers: record.breakers });
+    const json = JSON.stringify({
+      outcomes: record.outcomes,
+      breakers: record.breakers,
+      dataPlane: record.dataPlane,
+    });
     // Only a change is written: a data plane repeating itself costs the store nothing.
     if (this.#local.get(nodeId)?.json === json) return;
     this.#local.set(nodeId, { record, json });

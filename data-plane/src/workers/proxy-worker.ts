@@ -5,8 +5,10 @@ import { HttpDrain, installTestHooks } from "@clawgate/runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
+import { BreakerStates } from "../breaker/breaker-states.js";
 import { FleetProbes } from "../breaker/fleet-probes.js";
 import { workerProberId } from "../breaker/probe-relay.js";
+import { toWorkerBreakers } from "../breaker/worker-breakers.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { TenantMetrics } from "../metrics/tenant-metrics.js";
@@ -89,6 +91,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     now: () => performance.now(),
     verdict: (upstream, success) => healing.breakers.find(upstream)?.fleetVerdict(success),
   });
+  const breakerStates = new BreakerStates();
   const healing: RequestHealing = new RequestHealing({
     registry,
     probeGate: fleetProbes,
@@ -96,6 +99,14 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     nodeUsable: (upstream, address) => !unusable.has(nodeKey(upstream, address)),
     healthChanges: (listener) => healthListeners.add(listener),
     reportRefused: (upstream, address) => send({ type: "clawgate:refused", upstream, address }),
+    // The primary merges every worker's breakers into the data plane's one BreakerReport.
+    onBreakerTransition: (event) => {
+      breakerStates.transition(event);
+      const report = breakerStates.report(
+        (upstream) => healing.breakers.find(upstream) !== undefined,
+      );
+      send({ type: "clawgate:breakers", breakers: toWorkerBreakers(report) });
+    },
   });
   // Each worker appends its own lines to the same target (O_APPEND keeps lines whole).
   const accessLog = createAccessLogSink(

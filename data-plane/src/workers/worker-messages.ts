@@ -1,3 +1,4 @@
+import type { WorkerBreaker } from "../breaker/worker-breakers.js";
 import type { VersionCounts } from "../outcomes/version-outcomes.js";
 
 /**
@@ -44,6 +45,8 @@ export type FromWorker =
   | { type: "clawgate:pong" }
   /** Requests answered and 5xx per config version, cumulative since the worker started. */
   | { type: "clawgate:outcomes"; versions: readonly VersionCounts[] }
+  /** The worker's breakers that are not closed, all of them, after each transition. */
+  | { type: "clawgate:breakers"; breakers: readonly WorkerBreaker[] }
   /** prom-client's MetricObjectWithValues[] of the worker's registry. */
   | { type: "clawgate:metrics-reply"; id: number; metrics: unknown[] }
   /** A connection to this node was refused: the primary's health registry decides. */

@@ -9,6 +9,7 @@ import {
 import { CLOSE_GRACE_MS } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
+import { WorkerBreakers } from "../breaker/worker-breakers.js";
 import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
@@ -60,6 +61,9 @@ export class WorkerPool {
   readonly #liveness: WorkerLiveness;
   /** The workers' request outcomes per version, summed for the snapshot stream. */
   readonly outcomes = new WorkerOutcomes();
+  /** The workers' breakers that are not closed, merged for the snapshot stream. */
+  readonly breakers = new WorkerBreakers();
+  readonly #onBreakers: () => void;
   /** Workers killed as hung, with why, until their exit is seen. */
   readonly #killed = new Map<number, RestartReason>();
   readonly #restarts: Counter<"reason">;
@@ -77,6 +81,8 @@ export class WorkerPool {
     onCoordination?: (worker: number, message: CoordinationMessage) => void;
     /** A worker died: what it held of leases and probes goes back. */
     onGone?: (worker: number) => void;
+    /** A worker's breakers changed, or it exited with some not closed: `breakers` moved. */
+    onBreakers?: () => void;
     /** How long an apply waits for a worker's prepare or commit answer (workerApplyTimeoutMs). */
     applyTimeoutMs: number;
     /** Time between liveness pings to each worker (workerPingIntervalMs). */
@@ -90,6 +96,7 @@ export class WorkerPool {
     this.#served = options.served;
     this.#onCoordination = options.onCoordination ?? (() => {});
     this.#onGone = options.onGone ?? (() => {});
+    this.#onBreakers = options.onBreakers ?? (() => {});
     this.#firstListening = new Promise((resolve) => {
       this.#resolveListening = resolve;
     });
@@ -283,6 +290,9 @@ export class WorkerPool {
       this.#applies.gone(worker.id);
       this.#metrics.gone(worker.id);
       this.#onGone(worker.id);
+      // Its breakers died with it; the worker that replaces it starts with them closed.
+      this.breakers.gone(worker.id);
+      this.#onBreakers();
       this.#liveness.gone(worker.id);
       const killed = this.#killed.get(worker.id);
       this.#killed.delete(worker.id);
@@ -334,6 +344,10 @@ export class WorkerPool {
         return;
       case "clawgate:outcomes":
         this.outcomes.reported(worker.id, message.versions);
+        return;
+      case "clawgate:breakers":
+        this.breakers.reported(worker.id, message.breakers);
+        this.#onBreakers();
         return;
       case "clawgate:pong":
         this.#liveness.pong(worker.id);

@@ -22,6 +22,9 @@ export const PROBE = {
   expectStatus: "ok",
 };
 
+/** The instanceId of the cluster's control plane: the replica its data planes stream from. */
+export const CONSOLE_REPLICA = "cp-console";
+
 /** What the console shows: one control plane on etcd, two data planes, one upstream of two nodes. */
 export interface ConsoleCluster {
   etcd: EtcdProcess;
@@ -44,7 +47,10 @@ export async function startConsoleCluster(
   teardown.add("etcd", () => etcd.stop());
   const nodes = await Promise.all(["a", "b"].map((name) => spawnNode(name)));
   for (const node of nodes) teardown.add(`node ${node.name}`, () => node.process.stop());
-  const cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
+  const cp = await startControlPlane({
+    CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint,
+    CLAWGATE_INSTANCE_ID: CONSOLE_REPLICA,
+  });
   teardown.add("control plane", () => cp.stop());
   const write = await cp.admin.apply([
     {

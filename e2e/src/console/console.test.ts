@@ -5,9 +5,9 @@ import {
   type ScriptedUpstream,
   startScriptedUpstream,
 } from "../request-healing/scripted-upstream.js";
-import { runClawctl, send, Teardown, waitFor } from "../support/index.js";
+import { runClawctl, send, startControlPlane, Teardown, waitFor } from "../support/index.js";
 import { launchChromium } from "./browser.js";
-import { type ConsoleCluster, startConsoleCluster } from "./console-cluster.js";
+import { CONSOLE_REPLICA, type ConsoleCluster, startConsoleCluster } from "./console-cluster.js";
 
 /** How long the page may take to show a change; a bound on a wait, not a timed assertion. */
 const SHOWN_WITHIN_MS = 15_000;
@@ -48,11 +48,11 @@ describe("the fleet console in a browser", () => {
 
   afterAll(() => teardown.run());
 
-  async function openPage(fragment: string): Promise<Page> {
+  async function openPage(fragment: string, adminUrl = cluster.cp.adminUrl): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     teardown.add("browser context", () => context.close());
     const page = await context.newPage();
-    await page.goto(`${cluster.cp.adminUrl}/ui/${fragment}`);
+    await page.goto(`${adminUrl}/ui/${fragment}`);
     return page;
   }
 
@@ -183,6 +183,27 @@ describe("the fleet console in a browser", () => {
     const section = status.stdout.slice(status.stdout.indexOf("BREAKERS OPEN OR HALF-OPEN"));
     const line = section.split("\n").find((l) => l.includes(tripping.nodeId));
     expect(line).toMatch(/^\s*failing\s+\S+\s+open\s/);
+  });
+
+  it("shows the whole fleet on another replica, each data plane with the replica it streams from", async () => {
+    const { etcd, dataPlanes, version } = cluster;
+    // A second replica no data plane streams from.
+    const other = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-console-2" },
+      { name: "cp-console-2" },
+    );
+    teardown.add("cp-console-2", () => other.stop());
+    const page = await openPage(`#token=${encodeURIComponent(other.token)}`, other.adminUrl);
+    for (const dp of dataPlanes) {
+      const row = page.locator(`tr[data-node-id="${dp.nodeId}"]`);
+      await row.locator(`[data-replica]:text-is("${CONSOLE_REPLICA}")`).waitFor({
+        timeout: SHOWN_WITHIN_MS,
+      });
+      expect(await row.getAttribute("data-state")).toBe("SYNCED");
+      expect(Number(await row.locator("[data-applied]").textContent())).toBeGreaterThanOrEqual(
+        version,
+      );
+    }
   });
 
   it("refuses a wrong token with a clear message and keeps nothing", async () => {

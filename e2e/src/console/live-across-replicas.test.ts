@@ -33,9 +33,15 @@ describe("GET /v1/live carries heal events journaled by another replica", () => 
   beforeAll(async () => {
     etcd = await startEtcd();
     teardown.add("etcd", () => etcd.stop());
-    first = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint }, { name: "cp-1" });
+    first = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-1" },
+      { name: "cp-1" },
+    );
     teardown.add("cp-1", () => first.stop());
-    second = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint }, { name: "cp-2" });
+    second = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-2" },
+      { name: "cp-2" },
+    );
     teardown.add("cp-2", () => second.stop());
   }, 60_000);
   afterAll(() => {
@@ -62,7 +68,7 @@ describe("GET /v1/live carries heal events journaled by another replica", () => 
       return e.type === "heal" && heal.action === "evict" && heal.node === deadNode;
     });
     expect(event.data).toMatchObject({ upstream: "probed", source: "dp-1" });
-    // It was cp-1 that heard the data plane and journaled it.
-    expect(await second.admin.dataplanes()).toEqual([]);
+    // It was cp-1 that heard the data plane and journaled it: cp-2 lists it as cp-1's.
+    expect(await second.admin.dataplanes()).toMatchObject([{ nodeId: "dp-1", replica: "cp-1" }]);
   }, 60_000);
 });

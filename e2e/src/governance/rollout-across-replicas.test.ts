@@ -46,7 +46,10 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
   beforeAll(async () => {
     etcd = await startEtcd();
     teardown.add("etcd", () => etcd.stop());
-    leader = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint }, { name: "cp-1" });
+    leader = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-1" },
+      { name: "cp-1" },
+    );
     teardown.add("cp-1", () => leader.stop());
     // The first replica up wins the election; cp-2 starts only once it has.
     await waitFor(() => leader.process.output.grep("elected leader").length > 0, {
@@ -54,7 +57,7 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
       timeoutMs: 20_000,
     });
     follower = await startControlPlane(
-      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint },
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-2" },
       { name: "cp-2" },
     );
     teardown.add("cp-2", () => follower.stop());
@@ -74,7 +77,14 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
     await waitForConvergence(follower, [dpA, dpB], {
       atLeast: (applied.body as { revision: number }).revision,
     });
-    expect(await leader.admin.dataplanes()).toEqual([]);
+    // Both stream from cp-2; the leader lists them as cp-2's.
+    await waitFor(
+      async () => {
+        const planes = await leader.admin.dataplanes();
+        return planes.length === 2 && planes.every((dp) => dp.replica === "cp-2");
+      },
+      { what: "the leader to list both data planes as cp-2's" },
+    );
   }, 90_000);
   afterAll(() => teardown.run());
 

@@ -30,9 +30,15 @@ describe("two control planes on one etcd: losing one changes nothing for traffic
     teardown.add("etcd", () => etcd.stop());
     upstream = await startNamedUpstream("a");
     teardown.add("upstream", () => upstream.close());
-    first = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint }, { name: "cp-1" });
+    first = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-1" },
+      { name: "cp-1" },
+    );
     teardown.add("cp-1", () => first.stop());
-    second = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint }, { name: "cp-2" });
+    second = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_INSTANCE_ID: "cp-2" },
+      { name: "cp-2" },
+    );
     teardown.add("cp-2", () => second.stop());
     await first.admin.putUpstream("agents", { nodes: [{ address: upstream.address, weight: 1 }] });
     await first.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "agents" });
@@ -57,8 +63,18 @@ describe("two control planes on one etcd: losing one changes nothing for traffic
   it("both replicas publish the same version (the etcd revision)", async () => {
     const version = await waitForConvergence(first, dataPlanes);
     expect((await second.admin.snapshot()).version).toBe(version);
-    // Only cp-1 has streams so far.
-    expect(await second.admin.dataplanes()).toEqual([]);
+    // Only cp-1 has streams so far: cp-2 lists both as streaming from cp-1.
+    const listed = await waitFor(
+      async () => {
+        const planes = await second.admin.dataplanes();
+        return planes.length === 2 && planes.every((dp) => dp.replica === "cp-1") && planes;
+      },
+      { what: "cp-2 to list both data planes as cp-1's" },
+    );
+    expect(listed.map((dp) => [dp.nodeId, dp.state])).toEqual([
+      ["dp-1", "SYNCED"],
+      ["dp-2", "SYNCED"],
+    ]);
   });
 
   it("both replicas show the same node health, though only cp-1 has the streams", async () => {

@@ -20,6 +20,8 @@ export interface DataPlaneItem {
   nodeId: string;
   state: "SYNCED" | "SYNCING" | "STALE" | "NACKED" | "DISCONNECTED";
   appliedVersion: number;
+  /** The control-plane replica it streams from; absent while disconnected. */
+  replica?: string;
   [field: string]: unknown;
 }
 

@@ -8,7 +8,10 @@ import { useLoad } from "./use-load.js";
 const STATES = ["SYNCED", "SYNCING", "STALE", "NACKED", "DISCONNECTED"];
 const PAGE = 50;
 
-/** The published version and every data plane: applied version, state, lag, last NACK. */
+/**
+ * The published version and every data plane of every control-plane replica: applied version,
+ * state, lag, last NACK and the replica it streams from.
+ */
 export function FleetView({ token, bus, epoch }) {
   const [query, setQuery] = useState("");
   const [state, setState] = useState("");
@@ -97,7 +100,7 @@ export function FleetView({ token, bus, epoch }) {
         <thead><tr>
           <th scope="col">Node id</th><th scope="col">Host</th><th scope="col">State</th>
           <th scope="col">Applied</th><th scope="col">Lag</th><th scope="col">Last NACK</th>
-          <th scope="col">Last seen</th>
+          <th scope="col">Last seen</th><th scope="col">Replica</th>
         </tr></thead>
         <tbody>
           ${paged.rows.map((p) => {
@@ -116,6 +119,7 @@ export function FleetView({ token, bus, epoch }) {
                 <small>(${ago(p.lastNack.at)})</small>`
               }</td>
               <td><time datetime=${p.lastSeen} title=${p.lastSeen}>${ago(p.lastSeen)}</time></td>
+              <td data-replica>${p.replica ?? ""}</td>
             </tr>`;
           })}
         </tbody>

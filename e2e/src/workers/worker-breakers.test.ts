@@ -1,0 +1,98 @@
+import { Agent, request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  answer,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from "../request-healing/scripted-upstream.js";
+import {
+  type ControlPlane,
+  type DataPlane,
+  metricValue,
+  startControlPlane,
+  startDataPlane,
+  Teardown,
+  waitFor,
+  waitForConvergence,
+} from "../support/index.js";
+
+interface HealthView {
+  breakers?: { dataPlane: string; state: string; cooldownUntil?: string }[];
+}
+
+/**
+ * Issue 14 with workers: a data plane running two workers keeps its breakers in the workers
+ * (they answer the requests). An upstream answering 503 opens a worker's breaker; the primary
+ * must report it on the snapshot stream, so the control plane shows it open.
+ */
+describe("a data plane with two workers reports its workers' breakers", () => {
+  const teardown = new Teardown();
+  let cp: ControlPlane;
+  let dp: DataPlane;
+  let failing: ScriptedUpstream;
+  // A new connection per request: the cluster hands each to a worker in turn.
+  const agent = new Agent({ pipelining: 0 });
+  teardown.add("agent", () => agent.close());
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    teardown.add("control plane", () => cp.stop());
+    failing = await startScriptedUpstream(answer(503, "unavailable"));
+    teardown.add("failing upstream", () => failing.close());
+    const applied = await cp.admin.apply([
+      {
+        kind: "breaker",
+        name: "trip",
+        // Opens after 4 requests half failed; a cooldown long enough to stay open while looked at.
+        spec: { minRequests: 4, failureRatio: 0.5, cooldownMs: 120_000, maxCooldownMs: 120_000 },
+      },
+      {
+        kind: "upstream",
+        name: "failing",
+        spec: { nodes: [{ address: failing.address }], breaker: "trip" },
+      },
+      {
+        kind: "route",
+        name: "failing",
+        spec: { match: { pathPrefix: "/failing" }, upstream: "failing" },
+      },
+    ]);
+    dp = await startDataPlane(
+      { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-w", CLAWGATE_WORKERS: "2" },
+      { readyTimeoutMs: 60_000 },
+    );
+    teardown.add("dp-w", () => dp.stop());
+    await waitForConvergence(cp, [dp], {
+      atLeast: (applied.body as { revision: number }).revision,
+      timeoutMs: 60_000,
+    });
+    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
+      what: "dp-w's two workers listening",
+      timeoutMs: 60_000,
+    });
+  }, 120_000);
+  afterAll(() => teardown.run());
+
+  it("shows the breaker a worker opened in GET /v1/upstreams/{name}/health", async () => {
+    const open = await waitFor(
+      async () => {
+        // One more 503 through some worker, then what the control plane was told.
+        const response = await request(`${dp.proxyUrl}/failing/x`, {
+          dispatcher: agent,
+          reset: true,
+          headersTimeout: 10_000,
+          bodyTimeout: 10_000,
+        });
+        await response.body.text();
+        const { body } = await cp.admin.call<HealthView>("GET", "/v1/upstreams/failing/health");
+        return body.breakers?.find((b) => b.dataPlane === "dp-w" && b.state === "open");
+      },
+      {
+        what: "dp-w's open breaker of failing at the control plane",
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
+    expect(open.cooldownUntil).toBeDefined();
+  }, 60_000);
+});
