@@ -10,6 +10,7 @@ import { Teardown } from "../support/teardown.js";
 import { waitFor } from "../support/wait-for.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
 import type { AllocFigures } from "./alloc-figures.js";
+import { baselineAccessLog } from "./baseline-access-log.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
 
@@ -22,7 +23,8 @@ import { startNodeProxy } from "./node-proxy-process.js";
  * process sends BENCH_ALLOC_WARMUP GETs (100-byte response from an nginx upstream), opens the
  * probe's window, sends BENCH_ALLOC_REQUESTS more over BENCH_CONNECTIONS connections, closes
  * the window and prints the figures. It measures and reports; it asserts nothing but 200s.
- * BENCH_BASELINE_DP (another build's clawgate-data-plane.js) adds that build, access log off.
+ * BENCH_BASELINE_DP (another build's clawgate-data-plane.js) adds that build, its access log
+ * off or, with BENCH_BASELINE_ACCESS_LOG=file, to a file.
  */
 const requests = count("BENCH_ALLOC_REQUESTS", 20_000);
 const warmupRequests = count("BENCH_ALLOC_WARMUP", 5_000);
@@ -99,11 +101,16 @@ async function main(): Promise<void> {
     teardown.add("data plane, access log on", () => logged.stop());
     // Another build measured in the same run, as `npm run bench` does (BENCH_BASELINE_DP).
     const baselineBin = process.env.BENCH_BASELINE_DP;
+    const baselineLog = baselineAccessLog(dir);
     const baseline =
       baselineBin === undefined
         ? undefined
         : await startDataPlane(
-            { ...dpEnv, CLAWGATE_NODE_ID: "alloc-baseline", CLAWGATE_ACCESS_LOG: "off" },
+            {
+              ...dpEnv,
+              CLAWGATE_NODE_ID: "alloc-baseline",
+              CLAWGATE_ACCESS_LOG: baselineLog.setting,
+            },
             { bin: baselineBin },
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
@@ -120,7 +127,7 @@ async function main(): Promise<void> {
     ];
     if (baseline !== undefined) {
       targets.push({
-        target: "Clawgate baseline, access log off",
+        target: `Clawgate baseline, ${baselineLog.label}`,
         base: baseline.proxyUrl,
         pid: baseline.process.pid,
       });

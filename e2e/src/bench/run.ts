@@ -9,6 +9,7 @@ import { httpsGet } from "../support/https-get.js";
 import { send } from "../support/proxy-client.js";
 import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
+import { baselineAccessLog } from "./baseline-access-log.js";
 import { runH2load } from "./h2load-process.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
@@ -34,6 +35,7 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * BENCH_BODY_BYTES (small response size, default 100), BENCH_NODE_FLAGS (extra node flags for
  * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
  * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline"),
+ * BENCH_BASELINE_ACCESS_LOG (the baseline's access log: off, the default, or file),
  * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
  * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it),
  * BENCH_H2_CLIENTS and BENCH_H2_STREAMS (the HTTP/2 table: h2load connections, default 5, and
@@ -189,7 +191,12 @@ async function main(): Promise<void> {
       baselineBin === undefined
         ? undefined
         : await startDataPlane(
-            { ...quiet, CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "baseline" },
+            {
+              ...quiet,
+              CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+              CLAWGATE_NODE_ID: "baseline",
+              CLAWGATE_ACCESS_LOG: baselineAccessLog(dir).setting,
+            },
             { bin: baselineBin },
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());

@@ -100,7 +100,8 @@ describe("access log", () => {
       pools,
       metrics: new ProxyMetrics(new Registry()),
       logger: pino({ level: "silent" }),
-      accessLog: accessLogSinkOn(collector),
+      // Batches handed on at once: each test waits for its line, not for a 1 s flush.
+      accessLog: accessLogSinkOn(collector, { flushAfterMs: 1 }),
     });
     proxy = await listenOnLoopback(handler);
   });

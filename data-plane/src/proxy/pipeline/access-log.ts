@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { AccessLogLine } from "../../access-log/access-log-line.js";
 import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import { type ErrorCode, errorBody } from "../../errors/error-catalog.js";
 import { errorCodeForFailure, type FailureKind } from "../../errors/failure-kind.js";
@@ -6,39 +7,6 @@ import type { StaleEntry } from "../../fallback/stale-cache.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
 import type { Exchange } from "./exchange.js";
 import { DecoratorHandler, type Failure, type Interceptor, type StageController } from "./stage.js";
-
-/**
- * One access-log line per request, whatever answered it. Only these fields, built here: no
- * header is ever copied (Authorization, Cookie, x-api-key stay out), and the path is logged
- * without its query string, which may carry tokens.
- */
-interface AccessLogLine {
-  /** Tells these lines from the operational log when both go to stdout. */
-  log: "access";
-  /** When the line was written, ISO 8601. */
-  time: string;
-  requestId: string;
-  /** The client's address as the socket sees it (a load balancer's, behind one). */
-  client: string | undefined;
-  method: string | undefined;
-  host: string | undefined;
-  path: string;
-  route: string | undefined;
-  upstream: string | undefined;
-  /** The node of the last attempt. */
-  node: string | undefined;
-  status: number;
-  attempts: number;
-  /** Request body bytes; absent for a chunked body streamed through once (never counted). */
-  bytesIn: number | undefined;
-  /** Response body bytes written to the client. */
-  bytesOut: number;
-  /** Time until the client got the status line. */
-  headersMs: number;
-  durationMs: number;
-  failure?: FailureKind;
-  stale?: true;
-}
 
 /**
  * Outermost stage: writes the line once the client's answer is complete (or abandoned), from
@@ -113,9 +81,9 @@ class AccessLogHandler extends DecoratorHandler {
     const exchange = this.exchange;
     if (this.#logged || !exchange.settled) return;
     this.#logged = true;
-    if (!this.sink.keeps(exchange.status, this.#failure !== undefined)) return;
-    const now = performance.now();
-    const line = baseLine(exchange.req, exchange.requestId, exchange.startedAt, now);
+    const sink = this.sink;
+    if (!sink.keeps(exchange.status, this.#failure !== undefined)) return;
+    const line = fillBase(sink.line(), exchange.req, exchange.requestId, exchange.startedAt);
     line.route = exchange.route.name;
     line.upstream = exchange.target.upstream.name;
     line.node = exchange.node?.address;
@@ -123,10 +91,10 @@ class AccessLogHandler extends DecoratorHandler {
     line.attempts = exchange.attempt;
     line.bytesIn = bodyBytesIn(exchange);
     line.bytesOut = this.#bytesOut;
-    if (this.#headersAt > 0) line.headersMs = roundMs(this.#headersAt - exchange.startedAt);
-    if (this.#failure !== undefined) line.failure = this.#failure;
-    if (this.#stale) line.stale = true;
-    this.sink.write(line);
+    if (this.#headersAt > 0) line.headersMs = this.#headersAt - exchange.startedAt;
+    line.failure = this.#failure;
+    line.stale = this.#stale;
+    sink.write(line);
   }
 }
 
@@ -144,7 +112,7 @@ export function logAnsweredEarly(
   startedAt: number,
 ): void {
   if (!sink.keeps(status, false)) return;
-  const line = baseLine(req, requestId, startedAt, performance.now());
+  const line = fillBase(sink.line(), req, requestId, startedAt);
   line.route = route;
   line.status = status;
   line.bytesIn = declaredLength(req);
@@ -152,34 +120,25 @@ export function logAnsweredEarly(
   sink.write(line);
 }
 
-function baseLine(
+/** The fields every line has, from the client's request, into the sink's reset line. */
+function fillBase(
+  line: AccessLogLine,
   req: IncomingMessage,
   requestId: string,
   startedAt: number,
-  now: number,
 ): AccessLogLine {
   const url = req.url ?? "";
   const queryAt = url.indexOf("?");
-  const durationMs = roundMs(now - startedAt);
-  return {
-    log: "access",
-    time: new Date().toISOString(),
-    requestId,
-    client: req.socket?.remoteAddress,
-    method: req.method,
-    host: req.headers?.host,
-    path: queryAt < 0 ? url : url.slice(0, queryAt),
-    route: undefined,
-    upstream: undefined,
-    node: undefined,
-    status: 0,
-    attempts: 0,
-    bytesIn: 0,
-    bytesOut: 0,
-    // A catalog answer's headers and body go out together.
-    headersMs: durationMs,
-    durationMs,
-  };
+  const durationMs = performance.now() - startedAt;
+  line.requestId = requestId;
+  line.client = req.socket?.remoteAddress;
+  line.method = req.method;
+  line.host = req.headers?.host;
+  line.path = queryAt < 0 ? url : url.slice(0, queryAt);
+  // A catalog answer's headers and body go out together.
+  line.headersMs = durationMs;
+  line.durationMs = durationMs;
+  return line;
 }
 
 function bodyBytesIn(exchange: Exchange): number | undefined {
@@ -201,9 +160,4 @@ function declaredLength(req: IncomingMessage): number | undefined {
 
 function errorBytes(code: ErrorCode, requestId: string): number {
   return Buffer.byteLength(errorBody(code, requestId));
-}
-
-/** Milliseconds to 0.01: finer is noise, and shorter lines cost less. */
-function roundMs(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
