@@ -1,4 +1,6 @@
 import type { DataPlane } from "./data-plane-process.js";
+import { metricValue } from "./metrics-text.js";
+import { waitFor } from "./wait-for.js";
 
 /** Pids the primary of a data plane with workers logged as "proxy worker started", oldest first. */
 export function workerPids(dp: DataPlane): number[] {
@@ -30,4 +32,17 @@ export function isRunning(pid: number): boolean {
  */
 export function killIfRunning(pid: number): void {
   if (isRunning(pid)) process.kill(pid, "SIGKILL");
+}
+
+/** Waits until `dp`'s /metrics counts `count` workers alive and listening (clawgate_workers). */
+export async function waitForWorkers(
+  dp: DataPlane,
+  count: number,
+  what = `${dp.nodeId}'s ${count} workers listening`,
+): Promise<void> {
+  await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === count, {
+    what,
+    // A worker forks, loads and applies the config: slow on a loaded 2-core machine.
+    timeoutMs: 60_000,
+  });
 }

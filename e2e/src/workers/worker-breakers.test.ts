@@ -8,12 +8,12 @@ import {
 import {
   type ControlPlane,
   type DataPlane,
-  metricValue,
   startControlPlane,
   startDataPlane,
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
 } from "../support/index.js";
 
 interface HealthView {
@@ -66,10 +66,7 @@ describe("a data plane with two workers reports its workers' breakers", () => {
       atLeast: (applied.body as { revision: number }).revision,
       timeoutMs: 60_000,
     });
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "dp-w's two workers listening",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dp, 2, "dp-w's two workers listening");
   }, 120_000);
   afterAll(() => teardown.run());
 

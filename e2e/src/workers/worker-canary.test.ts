@@ -10,7 +10,6 @@ import {
 import {
   type ControlPlane,
   type DataPlane,
-  metricValue,
   type NamedUpstream,
   startControlPlane,
   startDataPlane,
@@ -18,6 +17,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
   whoAnswered,
 } from "../support/index.js";
 
@@ -72,10 +72,7 @@ describe("a progressive rollout whose canary runs two workers", () => {
       atLeast: (applied.body as { revision: number }).revision,
       timeoutMs: 60_000,
     });
-    await waitFor(async () => metricValue(await dpA.metrics(), "clawgate_workers") === 2, {
-      what: "dp-a's two workers listening",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dpA, 2, "dp-a's two workers listening");
   }, 180_000);
   afterAll(() => teardown.run());
 

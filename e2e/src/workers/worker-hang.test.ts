@@ -8,7 +8,6 @@ import {
   killIfRunning,
   loggedAs,
   metricSum,
-  metricValue,
   type NamedUpstream,
   type NamedUpstreamReply,
   startControlPlane,
@@ -17,6 +16,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
   workerPids,
 } from "../support/index.js";
 
@@ -79,10 +79,7 @@ describe("a data plane whose worker hangs", () => {
     );
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers 2",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dp, 2);
   }, 180_000);
 
   afterAll(() => teardown.run());
@@ -111,10 +108,7 @@ describe("a data plane whose worker hangs", () => {
       );
       expect(hung).toMatchObject({ pid: victim, reason: "no answer to prepare within 5000 ms" });
       await waitFor(() => !isRunning(victim), { what: `hung worker ${victim} to be gone` });
-      await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-        what: "a replacement worker listening",
-        timeoutMs: 60_000,
-      });
+      await waitForWorkers(dp, 2, "a replacement worker listening");
       const servedAt = answers.length;
       await waitFor(() => answers.length >= servedAt + 20, { what: "20 requests after" });
     } finally {
@@ -158,10 +152,7 @@ describe("a data plane whose worker hangs", () => {
       { readyTimeoutMs: 60_000 },
     );
     teardown.add("second data plane", () => second.stop());
-    await waitFor(async () => metricValue(await second.metrics(), "clawgate_workers") === 2, {
-      what: "the second data plane's two workers listening",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(second, 2, "the second data plane's two workers listening");
     const live = workerPids(second);
     const [hung] = live as [number];
     teardown.add("stopped worker on exit", () => killIfRunning(hung));

@@ -8,7 +8,6 @@ import {
   killIfRunning,
   loggedAs,
   metricSum,
-  metricValue,
   type NamedUpstream,
   startControlPlane,
   startDataPlane,
@@ -16,6 +15,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
   workerPids,
 } from "../support/index.js";
 
@@ -75,10 +75,7 @@ describe("a worker whose event loop stalls", () => {
     );
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers 2",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dp, 2);
   }, 180_000);
 
   afterAll(() => teardown.run());
@@ -104,10 +101,7 @@ describe("a worker whose event loop stalls", () => {
       );
       expect(hung).toMatchObject({ pid: victim, reason: "missed 10 pings in a row, 500 ms apart" });
       await waitFor(() => !isRunning(victim), { what: `stalled worker ${victim} to be gone` });
-      await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-        what: "a replacement worker listening",
-        timeoutMs: 60_000,
-      });
+      await waitForWorkers(dp, 2, "a replacement worker listening");
       const replacedAt = statuses.length;
       await waitFor(() => statuses.length >= replacedAt + 20, { what: "20 requests after" });
     } finally {

@@ -7,7 +7,6 @@ import {
   freePorts,
   httpsGet,
   metricSum,
-  metricValue,
   type NamedUpstream,
   startControlPlane,
   startDataPlane,
@@ -15,6 +14,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
 } from "../support/index.js";
 
 // One story: each `it` builds on the state the one before left.
@@ -50,10 +50,7 @@ describe("the HTTPS listener of a data plane with workers: 2", () => {
     );
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp]);
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers 2",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dp, 2);
   }, 180_000);
 
   afterAll(() => teardown.run());

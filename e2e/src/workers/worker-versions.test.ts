@@ -14,6 +14,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
   workerPids,
 } from "../support/index.js";
 
@@ -84,10 +85,7 @@ describe("versions and /metrics of a data plane with workers: 2", () => {
     );
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp]);
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers 2",
-      timeoutMs: 60_000,
-    });
+    await waitForWorkers(dp, 2);
   }, 180_000);
 
   afterAll(() => teardown.run());
@@ -154,8 +152,6 @@ describe("versions and /metrics of a data plane with workers: 2", () => {
     const { status, text } = await scrape();
     expect(status, text).toBe(200);
     expect(metricValue(text, "clawgate_workers")).toBeGreaterThanOrEqual(1);
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers back to 2",
-    });
+    await waitForWorkers(dp, 2, "clawgate_workers back to 2");
   });
 });

@@ -6,7 +6,6 @@ import {
   type DataPlane,
   isRunning,
   metricSum,
-  metricValue,
   type NamedUpstream,
   startControlPlane,
   startDataPlane,
@@ -14,6 +13,7 @@ import {
   Teardown,
   waitFor,
   waitForConvergence,
+  waitForWorkers,
   workerPids,
 } from "../support/index.js";
 
@@ -59,9 +59,7 @@ describe("a data plane with workers: 2", () => {
 
   it("applies the control plane's version and shows two live workers on one /metrics", async () => {
     await waitForConvergence(cp, [dp]);
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers 2",
-    });
+    await waitForWorkers(dp, 2);
     expect(workerPids(dp)).toHaveLength(2);
   });
 
@@ -85,9 +83,7 @@ describe("a data plane with workers: 2", () => {
     const killedAt = statuses.length;
     // The replacement is forked, gets the current snapshot, listens, and takes its turn.
     await waitFor(() => workerPids(dp).length === 3, { what: "a third worker started" });
-    await waitFor(async () => metricValue(await dp.metrics(), "clawgate_workers") === 2, {
-      what: "clawgate_workers back to 2",
-    });
+    await waitForWorkers(dp, 2, "clawgate_workers back to 2");
     const replacedAt = statuses.length;
     await waitFor(() => statuses.length >= replacedAt + 40, { what: "40 requests after" });
     running = false;
