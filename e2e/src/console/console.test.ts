@@ -34,7 +34,13 @@ describe("the fleet console in a browser", () => {
       {
         kind: "upstream",
         name: "failing",
-        spec: { nodes: [{ address: failing.address }], breaker: "trip" },
+        // TCP-only probes: its /healthz answers 500 too, and an eviction by probes would make
+        // the data plane answer 503 itself before the breaker ever opens.
+        spec: {
+          nodes: [{ address: failing.address }],
+          breaker: "trip",
+          healthCheck: { path: null },
+        },
       },
       {
         kind: "route",
