@@ -1,5 +1,4 @@
 import { LeaseBook, SnapshotClient } from "@clawgate/data-plane";
-import type { QuotaGrant, QuotaLease } from "@clawgate/proto";
 import type { Teardown } from "../support/index.js";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -13,11 +12,6 @@ export interface LeaseHolder {
   readonly book: LeaseBook;
   /** Resolves once the stream is open and a snapshot was applied. */
   readonly ready: Promise<void>;
-  /**
-   * Resolves with the next lease the control plane sends that satisfies `test`, after the
-   * book took it in. Call it before what should cause the lease, so none is missed.
-   */
-  nextLease(test: (lease: QuotaLease) => boolean): Promise<QuotaLease>;
 }
 
 export function startLeaseHolder(
@@ -26,17 +20,6 @@ export function startLeaseHolder(
   nodeId: string,
 ): LeaseHolder {
   let applied = 0;
-  const waiters = new Set<(grant: QuotaGrant) => void>();
-  const nextLease = (test: (lease: QuotaLease) => boolean) =>
-    new Promise<QuotaLease>((resolve) => {
-      const waiter = (grant: QuotaGrant) => {
-        const lease = grant.leases.find(test);
-        if (lease === undefined) return;
-        waiters.delete(waiter);
-        resolve(lease);
-      };
-      waiters.add(waiter);
-    });
   let markReady = () => {};
   const ready = new Promise<void>((resolve) => {
     markReady = resolve;
@@ -57,10 +40,7 @@ export function startLeaseHolder(
       if (client.state().status === "connected") markReady();
       return { ok: true };
     },
-    onQuotaGrant: (grant) => {
-      book.grant(grant);
-      for (const waiter of [...waiters]) waiter(grant);
-    },
+    onQuotaGrant: (grant) => book.grant(grant),
   });
   client.onStateChange((state) => {
     book.setConnected(state.status === "connected");
@@ -68,5 +48,5 @@ export function startLeaseHolder(
   });
   teardown.add(nodeId, () => client.stop());
   client.start();
-  return { book, ready, nextLease };
+  return { book, ready };
 }
