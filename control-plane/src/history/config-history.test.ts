@@ -79,6 +79,22 @@ describe("ConfigHistory on etcd", () => {
     await close();
   });
 
+  it("finds the config at a published version past its own revision only when asked to (a rollout's base)", async () => {
+    const { history, apply, close } = await setUp();
+    const v1 = await apply(upstreams(2, 9101));
+    // A write outside the config: a snapshot built after it carries its revision as version.
+    const other = await store.commit([], [{ type: "put", key: "other/record", value: "x" }]);
+    await apply([{ kind: "upstreams", name: "u-0", delete: true }]);
+    const between = other.revision;
+    expect(between).toBeGreaterThan(v1);
+    expect((await history.at(between)).ok).toBe(false);
+    const at = await history.at(between, { atOrBefore: true });
+    if (!at.ok) throw new Error(at.error.message);
+    expect(at.item.version).toBe(v1);
+    expect(at.resources.map((r) => r.name)).toEqual(["u-0", "u-1"]);
+    await close();
+  });
+
   it("keeps a staged apply's undo steps in its closing commit, at the version it answers", async () => {
     const { history, apply, close } = await setUp();
     const v1 = await apply(upstreams(1, 9001));

@@ -233,6 +233,7 @@ export class ConfigHistory {
    */
   async at(
     version: number,
+    options: { atOrBefore?: boolean } = {},
   ): Promise<Outcome<{ item: HistoryItem; current: number; resources: HistoricResource[] }>> {
     // During a big apply, the config as it was before it, like every other read.
     const read = await readOutsideApply(this.#store, this.#prefix, [
@@ -248,7 +249,11 @@ export class ConfigHistory {
       chunks.set(id, [...(chunks.get(id) ?? []), kv.value]);
     }
     const oldest = entries.at(-1)?.item.version;
-    const target = entries.find(({ item }) => item.version === version);
+    // atOrBefore: `version` is a published snapshot's, which other writes can move past its
+    // config's own revision; the config then is the newest entry at or before it (newest first).
+    const target = entries.find(({ item }) =>
+      options.atOrBefore === true ? item.version <= version : item.version === version,
+    );
     if (target === undefined) {
       if (oldest !== undefined && version > 0 && version < oldest) {
         return tooOld(`version ${version} is older than the oldest kept (${oldest})`);

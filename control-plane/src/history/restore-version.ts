@@ -10,6 +10,11 @@ export interface RestoreOptions {
   audit?: Pick<ConfigAudit, "rollbackOperations"> | undefined;
   /** The version whose config to restore. */
   version: number;
+  /**
+   * `version` is a published snapshot's (a rollout's base): restore the newest config version
+   * at or before it, since other writes can move a snapshot's version past its config's own.
+   */
+  atOrBefore?: boolean;
   /** Token name journaled as the author. */
   author: string | undefined;
   /** Why, journaled with the rollback (a rollout rolling its canaries back). */
@@ -27,7 +32,7 @@ export async function restoreVersion(
   options: RestoreOptions,
 ): Promise<ApplyResult & { mark?: RollbackMark }> {
   const { config, history, audit, version, author } = options;
-  const at = await history.at(version);
+  const at = await history.at(version, { atOrBefore: options.atOrBefore === true });
   if (!at.ok) return at;
   const mark: RollbackMark = {
     from: at.current,

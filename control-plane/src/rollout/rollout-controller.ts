@@ -253,6 +253,7 @@ export class RolloutController implements VersionTargets {
       history,
       audit,
       version: rollout.baseVersion,
+      atOrBefore: true,
       author,
       reason,
       also: [{ type: "put", key: this.#key, value: JSON.stringify(ended) }],
