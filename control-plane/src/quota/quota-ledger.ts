@@ -19,8 +19,8 @@ import {
  * (a WindowCounter): with several control-plane replicas, each reserves blocks from a counter in
  * etcd and leases its data planes shares of its own blocks; alone (the embedded store), its one
  * block is the whole limit. Reservations never exceed the limit, so the fleet admits at most the
- * limit, plus one request a data plane may take on credit while its ask is in flight (see the
- * data plane's LeaseBook). Token leases are spent after the fact (a response's usage is known
+ * limit, plus the one request each data plane may take on credit in a window, before its first
+ * share arrives (see the data plane's LeaseBook). Token leases are spent after the fact (a response's usage is known
  * when it ends), so a lease may go negative. Consumption beyond a replica's reservation is
  * charged to the fleet's count as well, so the count is always at least what the fleet consumed:
  * the overshoot past the limit is exactly those charges, bounded by the credit requests and the

@@ -86,9 +86,28 @@ describe("LeaseBook", () => {
     ]);
     expect(book.admit("acme", RPM, 20).ok).toBe(true);
     expect(book.admit("acme", RPM, 20).ok).toBe(true);
-    // Lease spent, ask out, credit unused: one more on credit.
-    expect(book.admit("acme", RPM, 20).ok).toBe(true);
-    expect(book.admit("acme", RPM, 20).ok).toBe(false);
+    // Lease spent, ask out: the next request waits for the share. Credit is only for the
+    // window's first request, before any share arrived.
+    const waiting = book.admit("acme", RPM, 20);
+    expect(waiting.ok).toBe(false);
+    expect(waiting.ok === false && waiting.ready).toBeInstanceOf(Promise);
+  });
+
+  it("admits no more than the shares plus one on credit when every grant lags a request behind", () => {
+    // A busy control plane: each grant arrives after the next request found the lease empty.
+    // The ledger's shares for a limit of 3 on one data plane: 2 (3 left, halved, rounded up),
+    // then 1; the third ask finds the budget spent.
+    const { book, grant } = setup();
+    const admitted = () => (book.admit("acme", RPM, 3).ok ? 1 : 0);
+    let passed = admitted(); // on credit
+    grant(2);
+    passed += admitted();
+    passed += admitted();
+    grant(1);
+    passed += admitted();
+    grant(0, { exhausted: true });
+    passed += admitted();
+    expect(passed).toBe(3);
   });
 
   it("answers 429 until the window ends once the fleet's budget is spent", () => {

@@ -74,7 +74,7 @@ interface Lease {
   exhausted: boolean;
   /** When the unanswered ask went out; undefined when none is out. */
   askedAt: number | undefined;
-  /** One request was let through on credit since the last grant. */
+  /** This window's one request on credit was let through (before its first grant). */
   credited: boolean;
   /** Requests waiting for the share asked for; settled by a grant or by its timer. */
   waiting: Waiting | undefined;
@@ -103,10 +103,12 @@ function clamp(units: number, most: number): number {
  * them out). The request path only reads and writes local numbers: admitting a request never
  * waits for the control plane. A lease that falls below half of its last grant asks for more
  * ahead of need, so under steady traffic the next share arrives before this one is spent.
- * A request that finds no lease while an ask is out goes through on credit, once per ask (and
- * is reported, so the fleet's count stays exact); the next ones wait for the share (up to
- * waitForGrantMs, see Admission.ready) and get 429 with a short Retry-After only if it does
- * not come. Without a control plane (the stream is down) each data
+ * The first request of a window, before any share arrived, goes through on credit (and is
+ * reported, so the fleet's count stays exact); every other request that finds the lease empty
+ * waits for the share asked for (up to waitForGrantMs, see Admission.ready) and gets 429 with a
+ * short Retry-After only if it does not come. Credit once per window, not once per ask: a
+ * busy control plane whose grants lag behind the requests would otherwise let one more
+ * through for every ask, past the limit. Without a control plane (the stream is down) each data
  * plane counts alone against the whole limit: limits then hold per data plane, and traffic is
  * never stopped by a control-plane outage.
  */
@@ -148,11 +150,11 @@ export class LeaseBook {
     this.#ask(lease);
     // Tokens are spent after the fact anyway: until the control plane says the budget is
     // spent, a request goes on (the overshoot is what responses in flight for one round trip
-    // report). A request unit is spent now, so only one goes on credit per ask.
+    // report). A request unit is spent now, so only the window's first goes on credit.
     if (!spend) return ALLOWED;
-    if (!lease.credited) {
+    if (!lease.credited && lease.window === 0n) {
       lease.credited = true;
-      if (spend) this.#spend(lease, 1);
+      this.#spend(lease, 1);
       return ALLOWED;
     }
     const retryAfterMs = this.#options.waitRetryAfterMs ?? 1_000;
@@ -194,7 +196,6 @@ export class LeaseBook {
       lease.exhausted = share.exhausted;
       lease.expiresAt = now + Number(share.resetsInMs);
       lease.askedAt = undefined;
-      lease.credited = false;
       lease.waiting?.release();
     }
   }
