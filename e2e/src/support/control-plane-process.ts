@@ -18,6 +18,8 @@ export interface StartControlPlaneOptions {
   readyTimeoutMs?: number;
   /** Echo the process's output to stderr; default when E2E_VERBOSE is set. */
   echo?: boolean;
+  /** Node options before the script (`--cpu-prof`, which NODE_OPTIONS refuses); default none. */
+  nodeArgs?: string[];
   /**
    * Wait until the admin API and the gRPC port serve (default), or only until /healthz answers
    * (false), for a control plane expected to wait for its store before serving.
@@ -67,7 +69,7 @@ export async function startControlPlane(
   const process = await ManagedProcess.spawn({
     name,
     command: globalThis.process.execPath,
-    args: [CONTROL_PLANE_BIN],
+    args: [...(options.nodeArgs ?? []), CONTROL_PLANE_BIN],
     env: full,
     cwd,
     echo: options.echo,

@@ -28,7 +28,9 @@ import { SimulatedStreams } from "./simulated-streams.js";
  * _CHANGES (one-route changes timed on the data planes), _STREAM_CHANGES (on the simulated
  * streams), _BATCH (resources per POST /v1/apply after one apply of everything fails,
  * halved until one goes through), _TIMEOUT_MS (the whole run), _DP_BIN (another build's
- * clawgate-data-plane.js for the real data planes, to compare builds; default this one's).
+ * clawgate-data-plane.js for the real data planes, to compare builds; default this one's),
+ * _CPU_PROF_DIR (unset; a directory: the control plane and the real data planes run with
+ * --cpu-prof and write a profile per thread there when they stop).
  */
 const small = process.env.CLAWGATE_BENCH_SIZE === "small";
 const size: ScaleSize = {
@@ -42,6 +44,9 @@ const changes = setting("CHANGES", small ? 10 : 50);
 const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
 const dpBin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
+const profileDir = process.env.CLAWGATE_BENCH_CPU_PROF_DIR || undefined;
+/** Node options of the processes measured: a CPU profile each, when asked. */
+const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
 /** Streams and one-route changes that measure bytes on the wire at each config size. */
 const BYTE_STREAMS = 5;
 const BYTE_CHANGES = 5;
@@ -86,10 +91,10 @@ async function main(): Promise<void> {
 
     const etcd = await startEtcd();
     teardown.add("etcd", () => etcd.stop());
-    const cp = await startControlPlane({
-      CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint,
-      CLAWGATE_LOG_LEVEL: "info",
-    });
+    const cp = await startControlPlane(
+      { CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint, CLAWGATE_LOG_LEVEL: "info" },
+      { nodeArgs },
+    );
     teardown.add("control plane", () => cp.stop());
     log(`etcd pid ${etcd.pid}, control plane pid ${cp.process.pid}`);
     let refusedStreamMessages = 0;
@@ -172,7 +177,7 @@ async function main(): Promise<void> {
       startedAt.push(Date.now());
       const dp = await startDataPlane(
         { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_LOG_LEVEL: "info" },
-        { waitUntil: "none", ...(dpBin === undefined ? {} : { bin: dpBin }) },
+        { waitUntil: "none", nodeArgs, ...(dpBin === undefined ? {} : { bin: dpBin }) },
       );
       teardown.add(`data plane ${i}`, () => dp.stop());
       dataPlanes.push(dp);
