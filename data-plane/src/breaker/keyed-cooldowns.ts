@@ -33,7 +33,8 @@ export class KeyedCooldowns {
 
   /** Whether any key is cooling down now. */
   active(): boolean {
-    return this.clock.now() < this.#latest;
+    // Never blocked (the usual case): no clock read.
+    return this.#latest !== Number.NEGATIVE_INFINITY && this.clock.now() < this.#latest;
   }
 
   check(key: string): GateCheck {

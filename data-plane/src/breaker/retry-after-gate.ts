@@ -26,6 +26,8 @@ export class Cooldown {
   }
 
   check(): GateCheck {
+    // Most upstreams never sent a Retry-After: no clock read for them.
+    if (this.#until === Number.NEGATIVE_INFINITY) return PASS;
     const left = this.#until - this.clock.now();
     return left <= 0 ? PASS : { ok: false, retryAfterMs: Math.ceil(left) };
   }

@@ -3,12 +3,16 @@ export interface Clock {
   now(): number;
 }
 
+// Fixed when the process starts; read once, as its getter costs a call on every request's
+// several clock reads.
+const TIME_ORIGIN = performance.timeOrigin;
+
 /**
  * Epoch milliseconds that never go backwards: anchored to the wall clock once at start, then
  * advanced by the monotonic timer, so an NTP step cannot shorten or stretch a breaker cooldown.
  */
 export const systemClock: Clock = {
-  now: () => performance.timeOrigin + performance.now(),
+  now: () => TIME_ORIGIN + performance.now(),
 };
 
 /** A clock tests step by hand: time moves only when `advance` is called. */

@@ -1,5 +1,6 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import type { FailureKind } from "../errors/failure-kind.js";
+import { RouteDurationHistogram } from "./route-duration-histogram.js";
 
 /** Label value for requests that matched no route (route names cannot start with "_"). */
 export const NO_ROUTE = "_none";
@@ -14,7 +15,6 @@ interface RequestSeries {
   readonly labels: { route: string; upstream: string; code: string };
   pending: number;
 }
-type HistogramChild = ReturnType<Histogram<"route">["labels"]>;
 type ErrorChild = ReturnType<Counter<"upstream" | "kind">["labels"]>;
 
 /**
@@ -24,12 +24,11 @@ type ErrorChild = ReturnType<Counter<"upstream" | "kind">["labels"]>;
  */
 export class ProxyMetrics {
   readonly #requests: Counter<"route" | "upstream" | "code">;
-  readonly #duration: Histogram<"route">;
+  readonly #duration: RouteDurationHistogram;
   readonly #errors: Counter<"upstream" | "kind">;
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
   /** Every series, in creation order, for the flush at scrape. */
   readonly #allRequestSeries: RequestSeries[] = [];
-  readonly #durationChildren = new Map<string, HistogramChild>();
   readonly #errorChildren = new Map<string, Map<FailureKind, ErrorChild>>();
 
   readonly #onAnswered: ((status: number) => void) | undefined;
@@ -45,13 +44,12 @@ export class ProxyMetrics {
       // Runs before every read of the counter (a scrape, a test), so a reader sees all counts.
       collect: () => this.#flushRequests(),
     });
-    this.#duration = new Histogram({
-      name: "clawgate_request_duration_seconds",
-      help: "Time from receiving a request to the end of its response, by route.",
-      labelNames: ["route"],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers: [registry],
-    });
+    this.#duration = new RouteDurationHistogram(
+      "clawgate_request_duration_seconds",
+      "Time from receiving a request to the end of its response, by route.",
+      [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registry,
+    );
     this.#errors = new Counter({
       name: "clawgate_upstream_errors_total",
       help: "Failed upstream exchanges, by upstream and what failed.",
@@ -80,13 +78,7 @@ export class ProxyMetrics {
       this.#allRequestSeries.push(series);
     }
     series.pending++;
-
-    let histogram = this.#durationChildren.get(route);
-    if (histogram === undefined) {
-      histogram = this.#duration.labels({ route });
-      this.#durationChildren.set(route, histogram);
-    }
-    histogram.observe(durationSeconds);
+    this.#duration.observe(route, durationSeconds);
   }
 
   #flushRequests(): void {

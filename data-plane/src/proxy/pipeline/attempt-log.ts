@@ -39,4 +39,17 @@ class AttemptLogHandler extends DecoratorHandler {
     if (isAttemptFailure(kind)) logAttemptFailure(this.deps, this.exchange, kind, failure.error);
     this.handler.onFailure(failure);
   }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    this.handler.onResponseEnd(controller);
+  }
 }

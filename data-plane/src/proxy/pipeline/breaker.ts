@@ -116,4 +116,13 @@ class BreakerHandler extends DecoratorHandler {
     const retriedAfter = this.exchange.retriedAfter;
     return retriedAfter === undefined ? undefined : breakerOutcomeOf(retriedAfter);
   }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
+  }
 }

@@ -112,6 +112,19 @@ class RetryAfterHandler extends DecoratorHandler {
     }
     this.handler.onResponseStart(controller, status, headers);
   }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    this.handler.onResponseEnd(controller);
+  }
 }
 
 function first(value: string | string[] | undefined): string | undefined {

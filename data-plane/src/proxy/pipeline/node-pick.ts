@@ -1,9 +1,10 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { CompiledNode } from "../../compiler/compiled-types.js";
 import type { RefusedReport, UpstreamHealing } from "../request-healing.js";
 import type { Exchange } from "./exchange.js";
 import { failFast } from "./failure-log.js";
 import type { ProxyDeps } from "./proxy-deps.js";
-import { DecoratorHandler, type Failure, type Interceptor } from "./stage.js";
+import { DecoratorHandler, type Failure, type Interceptor, type StageController } from "./stage.js";
 
 /** How long a client is asked to wait when no node is in rotation. */
 const NO_NODE_RETRY_AFTER_MS = 1_000;
@@ -65,5 +66,26 @@ class PassiveHealthHandler extends DecoratorHandler {
   override onFailure(failure: Failure): void {
     if (failure.kind === "refused") this.reportRefused(this.node.upstream, this.node.address);
     this.handler.onFailure(failure);
+  }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.handler.onResponseStart(controller, status, headers);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
+  }
+
+  override onResponseEnd(controller: StageController): void {
+    this.handler.onResponseEnd(controller);
   }
 }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { StaleEntry } from "../../fallback/stale-cache.js";
 import type { ProxyMetrics } from "../../metrics/proxy-metrics.js";
 import type { Exchange } from "./exchange.js";
@@ -53,5 +54,22 @@ class MetricsHandler extends DecoratorHandler {
       exchange.status,
       seconds,
     );
+  }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
+
+  override onResponseStart(
+    controller: StageController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.handler.onResponseStart(controller, status, headers);
+  }
+
+  override onResponseData(controller: StageController, chunk: Buffer): void {
+    this.handler.onResponseData(controller, chunk);
   }
 }

@@ -100,6 +100,11 @@ class StreamIdleHandler extends DecoratorHandler {
       this.#refresh = undefined;
     }
   }
+
+  // Pass-throughs of its own: see DecoratorHandler on why (monomorphic calls per request).
+  override onRequestStart(controller: StageController): void {
+    this.handler.onRequestStart(controller);
+  }
 }
 
 // Outside any request listener's guard: a throw ends this exchange, not the process.
