@@ -21,6 +21,7 @@ export * from "./run-clawctl.js";
 export * from "./run-to-exit.js";
 export * from "./snapshot-history.js";
 export * from "./teardown.js";
+export * from "./tenant-resource.js";
 export * from "./wait-for.js";
 export * from "./work-dir.js";
 export * from "./worker-data-plane.js";
