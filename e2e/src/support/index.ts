@@ -1,4 +1,5 @@
 export * from "./admin-client.js";
+export * from "./budget-fleet.js";
 export * from "./control-plane-process.js";
 export * from "./convergence.js";
 export * from "./data-plane-process.js";
@@ -16,6 +17,7 @@ export * from "./named-upstream.js";
 export * from "./paths.js";
 export * from "./proxy-client.js";
 export * from "./proxy-workers.js";
+export * from "./rate-limit-run.js";
 export * from "./raw-http.js";
 export * from "./run-clawctl.js";
 export * from "./run-to-exit.js";
