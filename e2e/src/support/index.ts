@@ -24,6 +24,7 @@ export * from "./run-to-exit.js";
 export * from "./snapshot-history.js";
 export * from "./teardown.js";
 export * from "./tenant-resource.js";
+export * from "./version-watch.js";
 export * from "./wait-for.js";
 export * from "./work-dir.js";
 export * from "./worker-data-plane.js";
