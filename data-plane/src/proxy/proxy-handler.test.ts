@@ -1,12 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
-import {
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  request,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
 import { Writable } from "node:stream";
 import { create, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
@@ -16,53 +10,13 @@ import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { closeLoopbackServer, type Handler, listenOnLoopback } from "../testing/loopback-server.js";
+import { plainRequest } from "../testing/plain-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
 
 const listen = listenOnLoopback;
 const closeServer = closeLoopbackServer;
-
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** A plain node:http client: undici would refuse to send the hop-by-hop headers under test. */
-function send(
-  port: number,
-  path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: Buffer } = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path,
-        method: options.method ?? "GET",
-        headers: options.headers,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () =>
-          resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }),
-        );
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    if (options.body) {
-      // Several writes so the body crosses the proxy as a stream, not one buffer.
-      for (let i = 0; i < options.body.length; i += 256 * 1024) {
-        req.write(options.body.subarray(i, i + 256 * 1024));
-      }
-    }
-    req.end();
-  });
-}
+const send = plainRequest;
 
 function sha256(data: Buffer): string {
   return createHash("sha256").update(data).digest("hex");

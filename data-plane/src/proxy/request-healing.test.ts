@@ -3,7 +3,6 @@ import {
   createServer,
   type IncomingHttpHeaders,
   type IncomingMessage,
-  request,
   type Server,
   type ServerResponse,
 } from "node:http";
@@ -26,6 +25,11 @@ import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { FrozenCompiledSnapshot } from "../compiler/frozen-compiled-snapshot.js";
 import { HealthRegistry, healthTargets, type Prober } from "../health/index.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
+import {
+  type PlainReply,
+  type PlainRequestOptions,
+  plainRequest,
+} from "../testing/plain-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { createProxyHandler } from "./proxy-handler.js";
 import { RequestHealing, type RequestHealingOptions } from "./request-healing.js";
@@ -85,51 +89,22 @@ async function deadAddress(): Promise<string> {
   return `127.0.0.1:${port}`;
 }
 
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
+interface Reply extends PlainReply {
   json: { error?: { code: string; requestId: string } } & Record<string, unknown>;
 }
 
-function send(
+/** One request through the proxy, its body also parsed as JSON ({} when it is not JSON). */
+async function send(
   port: number,
   path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: Buffer } = {},
+  options: Omit<PlainRequestOptions, "chunkBytes"> = {},
 ): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path,
-        method: options.method ?? "GET",
-        headers: options.headers,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          const body = Buffer.concat(chunks);
-          let json = {};
-          try {
-            json = JSON.parse(String(body));
-          } catch {}
-          resolve({ status: res.statusCode!, headers: res.headers, body, json });
-        });
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    if (options.body) {
-      // Several writes so the body crosses the proxy as a stream, not one buffer.
-      for (let i = 0; i < options.body.length; i += 16 * 1024) {
-        req.write(options.body.subarray(i, i + 16 * 1024));
-      }
-    }
-    req.end();
-  });
+  const reply = await plainRequest(port, path, { ...options, chunkBytes: 16 * 1024 });
+  let json = {};
+  try {
+    json = JSON.parse(String(reply.body));
+  } catch {}
+  return { ...reply, json };
 }
 
 const ok: Handler = (req, res) => {

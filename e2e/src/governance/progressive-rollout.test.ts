@@ -1,22 +1,16 @@
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  answer,
-  type ScriptedUpstream,
-  startScriptedUpstream,
-} from "../request-healing/scripted-upstream.js";
-import {
   AdminClient,
   type ApplyResource,
   type ControlPlane,
   type DataPlane,
-  type NamedUpstream,
   runClawctl,
   send,
   startControlPlane,
   startDataPlane,
-  startNamedUpstream,
   Teardown,
+  VersionWatch,
   waitFor,
   waitForConvergence,
   whoAnswered,
@@ -26,6 +20,12 @@ import {
   rolloutIn as rolloutInState,
   startRollout as startRolloutOn,
 } from "./rollout-steps.js";
+import {
+  type RolloutUpstreams,
+  routeToBroken,
+  routeToGood,
+  startRolloutUpstreams,
+} from "./rollout-upstreams.js";
 
 interface ErrorBody {
   error: { code: string; message: string };
@@ -41,8 +41,7 @@ describe("progressive rollout on etcd with two data planes", () => {
   let cp: ControlPlane;
   let dpA: DataPlane;
   let dpB: DataPlane;
-  let good: NamedUpstream;
-  let broken: ScriptedUpstream;
+  let upstreams: RolloutUpstreams;
   let env: Record<string, string>;
 
   beforeAll(async () => {
@@ -50,15 +49,9 @@ describe("progressive rollout on etcd with two data planes", () => {
     teardown.add("etcd", () => etcd.stop());
     cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
     teardown.add("control plane", () => cp.stop());
-    good = await startNamedUpstream("good");
-    teardown.add("good upstream", () => good.close());
-    broken = await startScriptedUpstream(answer(500, "broken"));
-    teardown.add("broken upstream", () => broken.close());
+    upstreams = await startRolloutUpstreams(teardown);
     env = { CLAWGATE_ADMIN_URL: cp.adminUrl, CLAWGATE_ADMIN_TOKEN: cp.token };
-    const applied = await cp.admin.apply([
-      { kind: "upstream", name: "good", spec: { nodes: [{ address: good.address }] } },
-      { kind: "route", name: "api", spec: { match: { pathPrefix: "/api" }, upstream: "good" } },
-    ]);
+    const applied = await cp.admin.apply(routeToGood(upstreams));
     dpA = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-a" });
     teardown.add("dp-a", () => dpA.stop());
     dpB = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-b" });
@@ -78,26 +71,9 @@ describe("progressive rollout on etcd with two data planes", () => {
 
   it("rolls a canary seeing 5xx back on its own; the other data plane never gets the version", async () => {
     // Every version dp-b shows while the rollout runs and until it has the rollback.
-    const seenByB = new Set<number | undefined>();
-    let watching = true;
-    const watch = (async () => {
-      while (watching) {
-        // A scrape that fails under load is no version seen; the watch goes on.
-        seenByB.add(await dpB.snapshotVersion().catch(() => undefined));
-      }
-    })();
+    const watch = new VersionWatch(dpB);
     try {
-      const bad = await startRollout(
-        [
-          { kind: "upstream", name: "broken", spec: { nodes: [{ address: broken.address }] } },
-          {
-            kind: "route",
-            name: "api",
-            spec: { match: { pathPrefix: "/api" }, upstream: "broken" },
-          },
-        ],
-        600,
-      );
+      const bad = await startRollout(routeToBroken(upstreams), 600);
       // The canary serves the bad config: its clients see 5xx (500, then 503 once the breaker opens).
       for (let i = 0; i < 20; i++) {
         expect((await send(`${dpA.proxyUrl}/api/x`)).status).toBeGreaterThanOrEqual(500);
@@ -110,14 +86,10 @@ describe("progressive rollout on etcd with two data planes", () => {
       expect(await whoAnswered(`${dpA.proxyUrl}/api/x`)).toBe("good");
       // The watcher's own reads reach the restored version (or a later one: writes after the
       // rollback, such as the rollout's own state, may publish again), then it stops.
-      await waitFor(() => [...seenByB].some((seen) => seen !== undefined && seen >= restored), {
-        what: `the watch on dp-b to see version ${restored}`,
-        timeoutMs: 10_000,
-      });
-      watching = false;
-      await watch;
+      await watch.reached(restored, 10_000);
+      await watch.stop();
       // Nothing from the rolled-out version up to the rollback.
-      const between = [...seenByB].filter((v) => v !== undefined && v >= bad && v < restored);
+      const between = [...watch.seen].filter((v) => v !== undefined && v >= bad && v < restored);
       expect(between).toEqual([]);
 
       // Journaled with why, as a rollback in the config events and the history.
@@ -127,8 +99,7 @@ describe("progressive rollout on etcd with two data planes", () => {
       expect(events.body.items[0]?.token).toBe("rollout");
       expect(events.body.items[0]?.rollback?.reason).toContain("canary 5xx ratio");
     } finally {
-      watching = false;
-      await watch;
+      await watch.stop();
     }
   }, 90_000);
 

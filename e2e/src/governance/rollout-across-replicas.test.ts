@@ -1,23 +1,23 @@
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  answer,
-  type ScriptedUpstream,
-  startScriptedUpstream,
-} from "../request-healing/scripted-upstream.js";
-import {
   type ControlPlane,
   type DataPlane,
-  type NamedUpstream,
   send,
   startControlPlane,
   startDataPlane,
-  startNamedUpstream,
   Teardown,
+  VersionWatch,
   waitFor,
   waitForConvergence,
   whoAnswered,
 } from "../support/index.js";
+import {
+  type RolloutUpstreams,
+  routeToBroken,
+  routeToGood,
+  startRolloutUpstreams,
+} from "./rollout-upstreams.js";
 
 interface Rollout {
   state: "baking" | "promoted" | "rolled-back";
@@ -40,8 +40,7 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
   let follower: ControlPlane;
   let dpA: DataPlane;
   let dpB: DataPlane;
-  let good: NamedUpstream;
-  let broken: ScriptedUpstream;
+  let upstreams: RolloutUpstreams;
 
   beforeAll(async () => {
     etcd = await startEtcd();
@@ -61,14 +60,8 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
       { name: "cp-2" },
     );
     teardown.add("cp-2", () => follower.stop());
-    good = await startNamedUpstream("good");
-    teardown.add("good upstream", () => good.close());
-    broken = await startScriptedUpstream(answer(500, "broken"));
-    teardown.add("broken upstream", () => broken.close());
-    const applied = await leader.admin.apply([
-      { kind: "upstream", name: "good", spec: { nodes: [{ address: good.address }] } },
-      { kind: "route", name: "api", spec: { match: { pathPrefix: "/api" }, upstream: "good" } },
-    ]);
+    upstreams = await startRolloutUpstreams(teardown);
+    const applied = await leader.admin.apply(routeToGood(upstreams));
     const env = { CLAWGATE_CP_ADDRESSES: follower.grpcAddress };
     dpA = await startDataPlane({ ...env, CLAWGATE_NODE_ID: "dp-a" });
     teardown.add("dp-a", () => dpA.stop());
@@ -89,22 +82,11 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
   afterAll(() => teardown.run());
 
   it("rolls the canary on cp-2 back on the leader's verdict; dp-b never gets the version", async () => {
-    const seenByB = new Set<number | undefined>();
-    let watching = true;
-    const watch = (async () => {
-      while (watching) seenByB.add(await dpB.snapshotVersion().catch(() => undefined));
-    })();
+    const watch = new VersionWatch(dpB);
     try {
       // Canaries are the first data planes by node id across the fleet: dp-a, on cp-2.
       const started = await leader.admin.call<{ revision: number }>("POST", "/v1/apply", {
-        resources: [
-          { kind: "upstream", name: "broken", spec: { nodes: [{ address: broken.address }] } },
-          {
-            kind: "route",
-            name: "api",
-            spec: { match: { pathPrefix: "/api" }, upstream: "broken" },
-          },
-        ],
+        resources: routeToBroken(upstreams),
         rollout: { canary: 1, bakeSeconds: 600, maxErrorRatio: 0.05, minRequests: 10 },
       });
       expect(started.status).toBe(200);
@@ -132,18 +114,13 @@ describe("a progressive rollout whose data planes stream from a non-leader repli
       const restored = rolledBack.rollbackVersion as number;
       await waitForConvergence(follower, [dpA, dpB], { atLeast: restored });
       expect(await whoAnswered(`${dpA.proxyUrl}/api/x`)).toBe("good");
-      await waitFor(() => [...seenByB].some((seen) => seen !== undefined && seen >= restored), {
-        what: `the watch on dp-b to see version ${restored}`,
-        timeoutMs: 10_000,
-      });
-      watching = false;
-      await watch;
+      await watch.reached(restored, 10_000);
+      await watch.stop();
       // Nothing from the rolled-out version up to the rollback.
-      const between = [...seenByB].filter((v) => v !== undefined && v >= bad && v < restored);
+      const between = [...watch.seen].filter((v) => v !== undefined && v >= bad && v < restored);
       expect(between).toEqual([]);
     } finally {
-      watching = false;
-      await watch;
+      await watch.stop();
     }
   }, 120_000);
 });

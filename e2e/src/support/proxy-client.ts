@@ -71,3 +71,8 @@ export function sendRawPath(baseUrl: string, rawPath: string): Promise<ProxyResp
     req.end();
   });
 }
+
+/** The `error.code` of an error body the gateway answered with (its error catalog's code). */
+export function errorCodeOf(text: string): string {
+  return (JSON.parse(text) as { error: { code: string } }).error.code;
+}

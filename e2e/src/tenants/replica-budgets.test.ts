@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scriptedModel } from "../fleet-quota/scripted-model.js";
@@ -12,11 +11,11 @@ import {
   startControlPlane,
   startDataPlane,
   Teardown,
+  tenantResource,
   waitForConvergence,
 } from "../support/index.js";
 
 const KEY = "replica-tenant-key-1";
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 
 // Issue 12, budgets across control-plane replicas: two control planes on one etcd, each with
 // its own data plane, so no data plane shares a control plane's memory with the other. The
@@ -44,11 +43,7 @@ describe("a tenant budget shared by two control-plane replicas through etcd", ()
     const [first, second] = replicas as [ControlPlane, ControlPlane];
     const write = await first.admin.apply([
       { kind: "upstream", name: "model", spec: { nodes: [{ address: upstream.address }] } },
-      {
-        kind: "tenant",
-        name: "limited",
-        spec: { apiKeySha256: [sha256(KEY)], requestsPerMinute: 20 },
-      },
+      tenantResource("limited", KEY, { requestsPerMinute: 20 }),
       {
         kind: "route",
         name: "api",

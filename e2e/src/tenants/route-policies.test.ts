@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -13,12 +12,12 @@ import {
   startControlPlane,
   startDataPlane,
   Teardown,
+  tenantResource,
   waitForConvergence,
 } from "../support/index.js";
 import { startEchoUpstream } from "../websocket/echo-upstream.js";
 import { openWs } from "../websocket/ws-client.js";
 
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 const ALPHA_KEY = "alpha-secret-key-1";
 const BETA_KEY = "beta-secret-key-2";
 const SOCKET_KEY = "socket-secret-key-3";
@@ -66,12 +65,8 @@ describe("route policies on real processes", () => {
         spec: { nodes: [{ address: models.address }], retryAfterScope: "tenant" },
       },
       { kind: "upstream", name: "sockets", spec: { nodes: [{ address: sockets.address }] } },
-      { kind: "tenant", name: "alpha", spec: { apiKeySha256: [sha256(ALPHA_KEY)] } },
-      {
-        kind: "tenant",
-        name: "socket",
-        spec: { apiKeySha256: [sha256(SOCKET_KEY)], requestsPerMinute: 3 },
-      },
+      tenantResource("alpha", ALPHA_KEY),
+      tenantResource("socket", SOCKET_KEY, { requestsPerMinute: 3 }),
       route("sockets", {
         match: { pathPrefix: "/ws" },
         upstream: "sockets",
@@ -82,11 +77,7 @@ describe("route policies on real processes", () => {
         cors: { allowOrigins: ["https://app.example"] },
         auth: { tenants: "required" },
       }),
-      {
-        kind: "tenant",
-        name: "beta",
-        spec: { apiKeySha256: [sha256(BETA_KEY)], allowedRoutes: ["models"] },
-      },
+      tenantResource("beta", BETA_KEY, { allowedRoutes: ["models"] }),
       route("private", { match: { pathPrefix: "/private" }, auth: { tenants: "required" } }),
       route("models", {
         match: { pathPrefix: "/models" },

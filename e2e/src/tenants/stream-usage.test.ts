@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
@@ -7,12 +6,12 @@ import {
   startControlPlane,
   startDataPlane,
   Teardown,
+  tenantResource,
   waitForConvergence,
 } from "../support/index.js";
 import { type StreamingModel, startStreamingModel } from "./streaming-model.js";
 
 const KEY = "stream-usage-key-1";
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
 const USAGE_CHUNK = '"choices":[],"usage":{';
 
 // Route usage.injectStreamUsage through a real data plane: OpenAI streams report usage only
@@ -32,11 +31,7 @@ describe("usage.injectStreamUsage through a real data plane", () => {
     const route = { upstream: "model", retry: { attempts: 0 }, auth: { tenants: "required" } };
     const write = await cp.admin.apply([
       { kind: "upstream", name: "model", spec: { nodes: [{ address: model.address }] } },
-      {
-        kind: "tenant",
-        name: "streamer",
-        spec: { apiKeySha256: [sha256(KEY)], tokensPerMinute: 100_000 },
-      },
+      tenantResource("streamer", KEY, { tokensPerMinute: 100_000 }),
       {
         kind: "route",
         name: "counted",

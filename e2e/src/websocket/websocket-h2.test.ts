@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type H2Upstream, startH2Upstream } from "../http2/h2-upstream.js";
 import {
   type ControlPlane,
-  describeExit,
   freePorts,
   metricValue,
   startControlPlane,
@@ -16,6 +15,7 @@ import {
   waitForConvergence,
 } from "../support/index.js";
 import { type EchoUpstream, startEchoUpstream } from "./echo-upstream.js";
+import { expectTunnelClosedOnDrain, expectTunnelSurvivesReload } from "./tunnel-lifecycle.js";
 import { openWs } from "./ws-client.js";
 import { openWsOverH2 } from "./ws-h2-client.js";
 
@@ -109,22 +109,8 @@ describe("WebSocket over HTTP/2 and to HTTP/2 upstreams", () => {
       { what: "the second tunnel to be uncounted" },
     );
 
-    const before = await dp.snapshotVersion();
-    await cp.admin.putRoute("other", { match: { pathPrefix: "/other" }, upstream: "echo" });
-    await waitFor(async () => ((await dp.snapshotVersion()) ?? 0) > (before ?? 0), {
-      what: "the data plane to apply the new route",
-    });
-    ws.send("still there");
-    expect((await ws.next()).payload.toString()).toBe("echo: still there");
-
-    process.kill(dp.process.pid, "SIGTERM");
-    // After the drain delay the client is told "going away" (1001) and the tunnel ends.
-    const close = await ws.next();
-    expect(close.opcode).toBe(0x8);
-    expect(close.payload.readUInt16BE(0)).toBe(1001);
-    await ws.closed;
-    expect(describeExit(await dp.process.exited)).toBe("code 0");
-    await waitFor(() => echo.open === 0, { what: "the upstream side of the tunnel to close" });
+    await expectTunnelSurvivesReload(cp, dp, ws);
+    await expectTunnelClosedOnDrain(dp, ws, echo);
   });
 
   it("answers an extended CONNECT no route matches with the catalog's 404 on its stream", async () => {

@@ -2,15 +2,14 @@ import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
-  describeExit,
   metricValue,
   startControlPlane,
   startDataPlane,
   Teardown,
-  waitFor,
   waitForConvergence,
 } from "../support/index.js";
 import { type EchoUpstream, startEchoUpstream } from "./echo-upstream.js";
+import { expectTunnelClosedOnDrain, expectTunnelSurvivesReload } from "./tunnel-lifecycle.js";
 import { openWs } from "./ws-client.js";
 
 describe("WebSocket tunnels through the data plane (etcd, control plane, data plane, upstream)", () => {
@@ -48,22 +47,8 @@ describe("WebSocket tunnels through the data plane (etcd, control plane, data pl
     expect(metricValue(await dp.metrics(), "clawgate_websocket_tunnels", { route: "ws" })).toBe(1);
 
     // Another route written: a new snapshot is applied while the tunnel is open.
-    const before = await dp.snapshotVersion();
-    await cp.admin.putRoute("other", { match: { pathPrefix: "/other" }, upstream: "echo" });
-    await waitFor(async () => ((await dp.snapshotVersion()) ?? 0) > (before ?? 0), {
-      what: "the data plane to apply the new route",
-    });
-    ws.send("still there");
-    expect((await ws.next()).payload.toString()).toBe("echo: still there");
-
-    process.kill(dp.process.pid, "SIGTERM");
-    // After the drain delay the client is told "going away" (1001) and the tunnel ends.
-    const close = await ws.next();
-    expect(close.opcode).toBe(0x8);
-    expect(close.payload.readUInt16BE(0)).toBe(1001);
-    await ws.closed;
-    expect(describeExit(await dp.process.exited)).toBe("code 0");
-    await waitFor(() => upstream.open === 0, { what: "the upstream side of the tunnel to close" });
+    await expectTunnelSurvivesReload(cp, dp, ws);
+    await expectTunnelClosedOnDrain(dp, ws, upstream);
   });
 
   it("a handshake no route matches gets 404 as HTTP/1.1, then the connection closes", async () => {

@@ -1,4 +1,3 @@
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   answer,
@@ -8,12 +7,11 @@ import {
 import {
   type ControlPlane,
   type DataPlane,
+  FreshConnections,
   startControlPlane,
-  startDataPlane,
+  startWorkerDataPlane,
   Teardown,
   waitFor,
-  waitForConvergence,
-  waitForWorkers,
 } from "../support/index.js";
 
 interface HealthView {
@@ -30,9 +28,7 @@ describe("a data plane with two workers reports its workers' breakers", () => {
   let cp: ControlPlane;
   let dp: DataPlane;
   let failing: ScriptedUpstream;
-  // A new connection per request: the cluster hands each to a worker in turn.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
+  const client = new FreshConnections(teardown);
 
   beforeAll(async () => {
     cp = await startControlPlane();
@@ -57,16 +53,10 @@ describe("a data plane with two workers reports its workers' breakers", () => {
         spec: { match: { pathPrefix: "/failing" }, upstream: "failing" },
       },
     ]);
-    dp = await startDataPlane(
-      { CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_NODE_ID: "dp-w", CLAWGATE_WORKERS: "2" },
-      { readyTimeoutMs: 60_000 },
-    );
-    teardown.add("dp-w", () => dp.stop());
-    await waitForConvergence(cp, [dp], {
+    dp = await startWorkerDataPlane(teardown, cp, {
+      env: { CLAWGATE_NODE_ID: "dp-w" },
       atLeast: (applied.body as { revision: number }).revision,
-      timeoutMs: 60_000,
     });
-    await waitForWorkers(dp, 2, "dp-w's two workers listening");
   }, 120_000);
   afterAll(() => teardown.run());
 
@@ -74,13 +64,7 @@ describe("a data plane with two workers reports its workers' breakers", () => {
     const open = await waitFor(
       async () => {
         // One more 503 through some worker, then what the control plane was told.
-        const response = await request(`${dp.proxyUrl}/failing/x`, {
-          dispatcher: agent,
-          reset: true,
-          headersTimeout: 10_000,
-          bodyTimeout: 10_000,
-        });
-        await response.body.text();
+        await client.send(`${dp.proxyUrl}/failing/x`);
         const { body } = await cp.admin.call<HealthView>("GET", "/v1/upstreams/failing/health");
         return body.breakers?.find((b) => b.dataPlane === "dp-w" && b.state === "open");
       },

@@ -1,7 +1,5 @@
-import { createHash } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scriptedModel } from "../fleet-quota/scripted-model.js";
 import {
@@ -10,9 +8,16 @@ import {
   startScriptedUpstream,
 } from "../request-healing/scripted-upstream.js";
 import {
+  BURST_KEY,
+  budgetFleetResources,
   type ControlPlane,
   type DataPlane,
+  errorCodeOf,
+  FreshConnections,
+  LIMITED_KEY,
   metricSum,
+  runAgainstRateLimit,
+  SPENDER_KEY,
   StopWaiting,
   startControlPlane,
   startDataPlane,
@@ -20,11 +25,6 @@ import {
   waitFor,
   waitForConvergence,
 } from "../support/index.js";
-
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
-const LIMITED_KEY = "limited-tenant-key-1";
-const BURST_KEY = "burst-tenant-key-2";
-const SPENDER_KEY = "spender-tenant-key-3";
 
 // Issue 12 with workers: fleet-wide tenant limits and coordinated half-open probes hold when a
 // data plane runs proxy workers. One control plane on etcd, data plane `a` with one process and
@@ -38,21 +38,13 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
   let b: DataPlane;
   let model: ScriptedUpstream;
   let flaky: ScriptedUpstream;
-  // A new connection per request: the cluster hands each to b's workers in turn.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
-  const call = async (dp: DataPlane, path: string, key?: string) => {
-    const response = await request(`${dp.proxyUrl}${path}`, {
-      dispatcher: agent,
-      reset: true,
-      headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
-      headersTimeout: 15_000,
-      bodyTimeout: 15_000,
-    });
-    const text = await response.body.text();
-    return { status: response.statusCode, headers: response.headers, text };
-  };
-  const errorCode = (text: string) => (JSON.parse(text) as { error: { code: string } }).error.code;
+  // A new connection per request, so b's workers take them in turn.
+  const client = new FreshConnections(teardown, 15_000);
+  const call = (dp: DataPlane, path: string, key?: string) =>
+    client.send(
+      `${dp.proxyUrl}${path}`,
+      key === undefined ? {} : { authorization: `Bearer ${key}` },
+    );
 
   beforeAll(async () => {
     etcd = await startEtcd();
@@ -67,22 +59,8 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
       CLAWGATE_QUOTA_DAY_MS: "3600000",
     });
     teardown.add("control plane", () => cp.stop());
-    const tenant = (key: string, limits: object) => ({ apiKeySha256: [sha256(key)], ...limits });
     const write = await cp.admin.apply([
-      { kind: "upstream", name: "model", spec: { nodes: [{ address: model.address }] } },
-      { kind: "tenant", name: "limited", spec: tenant(LIMITED_KEY, { requestsPerMinute: 20 }) },
-      { kind: "tenant", name: "burst", spec: tenant(BURST_KEY, { requestsPerMinute: 20 }) },
-      { kind: "tenant", name: "spender", spec: tenant(SPENDER_KEY, { tokensPerDay: 100 }) },
-      {
-        kind: "route",
-        name: "api",
-        spec: {
-          match: { pathPrefix: "/v1" },
-          upstream: "model",
-          retry: { attempts: 0 },
-          auth: { tenants: "required" },
-        },
-      },
+      ...budgetFleetResources(model.address),
       // One 5xx opens it; the cooldown never grows past 2 s, so every breaker turns half-open
       // within one cooldown of the others, well inside the control plane's 10 s probe claim.
       {
@@ -130,20 +108,10 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
   });
 
   it("holds requestsPerMinute 20 across both data planes and b's two workers: 18-24 of 60 pass", async () => {
-    let admitted = 0;
-    let refused = 0;
-    for (let i = 0; i < 60; i++) {
-      // Two of every three to b: each of its workers gets about as many as a.
-      const response = await call(i % 3 === 0 ? a : b, "/v1/ping", LIMITED_KEY);
-      if (response.status === 200) {
-        admitted++;
-        continue;
-      }
-      expect(response.status).toBe(429);
-      expect(errorCode(response.text)).toBe("CLAWGATE_RATE_LIMITED");
-      expect(Number(response.headers["retry-after"])).toBeGreaterThanOrEqual(1);
-      refused++;
-    }
+    // Two of every three to b: each of its workers gets about as many as a.
+    const { admitted, refused } = await runAgainstRateLimit(60, (i) =>
+      call(i % 3 === 0 ? a : b, "/v1/ping", LIMITED_KEY),
+    );
     expect(admitted).toBeGreaterThanOrEqual(18);
     expect(admitted).toBeLessThanOrEqual(24);
     // b's workers count what they answered; its /metrics sums them.
@@ -165,7 +133,7 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
       },
       { what: "the token budget spent through b's workers", timeoutMs: 20_000, intervalMs: 50 },
     );
-    expect(errorCode(exhausted.text)).toBe("CLAWGATE_TOKEN_BUDGET_EXHAUSTED");
+    expect(errorCodeOf(exhausted.text)).toBe("CLAWGATE_TOKEN_BUDGET_EXHAUSTED");
     expect(Number(exhausted.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(
       metricSum(await b.metrics(), "clawgate_tenant_tokens_total", { tenant: "spender" }),

@@ -1,18 +1,14 @@
-import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  FreshConnections,
   isRunning,
   killIfRunning,
   loggedAs,
   metricSum,
-  type NamedUpstream,
-  type NamedUpstreamReply,
-  startControlPlane,
   startDataPlane,
-  startNamedUpstream,
+  startWorkerGateway,
   Teardown,
   waitFor,
   waitForConvergence,
@@ -26,60 +22,24 @@ import {
  */
 describe("a data plane whose worker hangs", () => {
   const teardown = new Teardown();
-  let etcd: EtcdProcess;
   let cp: ControlPlane;
   let dp: DataPlane;
-  let a: NamedUpstream;
-  let b: NamedUpstream;
-  // A new connection per request: the cluster hands each to a worker free to take it.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
+  // The one connection handed to the hung worker is never answered.
+  const client = new FreshConnections(teardown, 15_000);
   /** The upstream that answered, or the status or error code when none did. */
-  const get = async (): Promise<string> => {
-    try {
-      const response = await request(`${dp.proxyUrl}/api/x`, {
-        dispatcher: agent,
-        reset: true,
-        // The one connection handed to the hung worker is never answered.
-        headersTimeout: 15_000,
-        bodyTimeout: 15_000,
-      });
-      const text = await response.body.text();
-      return response.statusCode === 200
-        ? (JSON.parse(text) as NamedUpstreamReply).upstream
-        : String(response.statusCode);
-    } catch (error) {
-      return (error as Error & { code?: string }).code ?? (error as Error).message;
-    }
-  };
+  const get = () => client.answeredBy(`${dp.proxyUrl}/api/x`);
 
   beforeAll(async () => {
-    etcd = await startEtcd();
-    teardown.add("etcd", () => etcd.stop());
-    a = await startNamedUpstream("a");
-    teardown.add("upstream a", () => a.close());
-    b = await startNamedUpstream("b");
-    teardown.add("upstream b", () => b.close());
-    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
-    teardown.add("control plane", () => cp.stop());
-    await cp.admin.putUpstream("a", { nodes: [{ address: a.address, weight: 1 }] });
-    await cp.admin.putUpstream("b", { nodes: [{ address: b.address, weight: 1 }] });
-    const write = await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "a" });
-    dp = await startDataPlane(
-      {
-        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-        CLAWGATE_WORKERS: "2",
+    ({ cp, dp } = await startWorkerGateway(teardown, {
+      upstreams: ["a", "b"],
+      dataPlaneEnv: {
         CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "5000",
         // Pings would find the hang too (worker-pings.test.ts): here the apply's deadline must.
         CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
         // The stop below waits this long for a hung worker's drain before it kills it.
         CLAWGATE_DRAIN_TIMEOUT_MS: "1000",
       },
-      { readyTimeoutMs: 60_000 },
-    );
-    teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
-    await waitForWorkers(dp, 2);
+    }));
   }, 180_000);
 
   afterAll(() => teardown.run());

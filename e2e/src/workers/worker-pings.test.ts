@@ -1,20 +1,14 @@
-import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type ControlPlane,
   type DataPlane,
+  FreshConnections,
   isRunning,
   killIfRunning,
   loggedAs,
   metricSum,
-  type NamedUpstream,
-  startControlPlane,
-  startDataPlane,
-  startNamedUpstream,
+  startWorkerGateway,
   Teardown,
   waitFor,
-  waitForConvergence,
   waitForWorkers,
   workerPids,
 } from "../support/index.js";
@@ -27,55 +21,20 @@ import {
  */
 describe("a worker whose event loop stalls", () => {
   const teardown = new Teardown();
-  let etcd: EtcdProcess;
-  let cp: ControlPlane;
   let dp: DataPlane;
-  let upstream: NamedUpstream;
-  // A new connection per request: the cluster hands each to a worker free to take it.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
-  const get = async (): Promise<number | string> => {
-    try {
-      const response = await request(`${dp.proxyUrl}/api/x`, {
-        dispatcher: agent,
-        reset: true,
-        // The one connection handed to the stalled worker is never answered.
-        headersTimeout: 15_000,
-        bodyTimeout: 15_000,
-      });
-      await response.body.text();
-      return response.statusCode;
-    } catch (error) {
-      return (error as Error & { code?: string }).code ?? (error as Error).message;
-    }
-  };
+  // The one connection handed to the stalled worker is never answered.
+  const client = new FreshConnections(teardown, 15_000);
+  const get = () => client.status(`${dp.proxyUrl}/api/x`);
 
   beforeAll(async () => {
-    etcd = await startEtcd();
-    teardown.add("etcd", () => etcd.stop());
-    upstream = await startNamedUpstream("a");
-    teardown.add("upstream", () => upstream.close());
-    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
-    teardown.add("control plane", () => cp.stop());
-    await cp.admin.putUpstream("agents", { nodes: [{ address: upstream.address, weight: 1 }] });
-    const write = await cp.admin.putRoute("api", {
-      match: { pathPrefix: "/api" },
-      upstream: "agents",
-    });
-    dp = await startDataPlane(
-      {
-        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-        CLAWGATE_WORKERS: "2",
+    ({ dp } = await startWorkerGateway(teardown, {
+      dataPlaneEnv: {
         CLAWGATE_WORKER_PING_INTERVAL_MS: "500",
         // 5 s: a worker merely starved of CPU on a loaded test machine is not found hung.
         CLAWGATE_WORKER_MAX_MISSED_PINGS: "10",
         CLAWGATE_TEST_BLOCK_ON_SIGUSR2_MS: "60000",
       },
-      { readyTimeoutMs: 60_000 },
-    );
-    teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1, timeoutMs: 60_000 });
-    await waitForWorkers(dp, 2);
+    }));
   }, 180_000);
 
   afterAll(() => teardown.run());

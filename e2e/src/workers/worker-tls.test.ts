@@ -2,19 +2,13 @@ import { readFileSync } from "node:fs";
 import { issueServerCertificate, makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type ControlPlane,
   type DataPlane,
   freePorts,
   httpsGet,
   metricSum,
-  type NamedUpstream,
-  startControlPlane,
-  startDataPlane,
-  startNamedUpstream,
+  startWorkerGateway,
   Teardown,
   waitFor,
-  waitForConvergence,
-  waitForWorkers,
 } from "../support/index.js";
 
 // One story: each `it` builds on the state the one before left.
@@ -22,35 +16,22 @@ describe("the HTTPS listener of a data plane with workers: 2", () => {
   const teardown = new Teardown();
   let pki: TestPki;
   let ca: string;
-  let cp: ControlPlane;
   let dp: DataPlane;
   let tlsPort: number;
-  let upstream: NamedUpstream;
 
   beforeAll(async () => {
     pki = await makeTestPki();
     teardown.add("test PKI", () => pki.remove());
     ca = readFileSync(pki.caCert, "utf8");
-    upstream = await startNamedUpstream("a");
-    teardown.add("upstream", () => upstream.close());
-    cp = await startControlPlane({});
-    teardown.add("control plane", () => cp.stop());
-    await cp.admin.putUpstream("agents", { nodes: [{ address: upstream.address }] });
-    await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "agents" });
     [tlsPort] = (await freePorts(1)) as [number];
-    dp = await startDataPlane(
-      {
-        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-        CLAWGATE_WORKERS: "2",
+    ({ dp } = await startWorkerGateway(teardown, {
+      store: "embedded",
+      dataPlaneEnv: {
         CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
         CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
         CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
       },
-      { readyTimeoutMs: 60_000 },
-    );
-    teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
-    await waitForWorkers(dp, 2);
+    }));
   }, 180_000);
 
   afterAll(() => teardown.run());

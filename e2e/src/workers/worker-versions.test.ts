@@ -1,16 +1,12 @@
-import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  FreshConnections,
   metricSum,
   metricValue,
   type NamedUpstream,
-  type NamedUpstreamReply,
-  startControlPlane,
-  startDataPlane,
-  startNamedUpstream,
+  startWorkerGateway,
   Teardown,
   waitFor,
   waitForConvergence,
@@ -21,32 +17,15 @@ import {
 // One story: each `it` builds on the state the one before left.
 describe("versions and /metrics of a data plane with workers: 2", () => {
   const teardown = new Teardown();
-  let etcd: EtcdProcess;
   let cp: ControlPlane;
   let dp: DataPlane;
-  let a: NamedUpstream;
   let b: NamedUpstream;
-  // A new connection per request: the cluster hands each to a live worker in turn, so a run of
-  // them reaches both workers.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
+  // A new connection per request, so a run of them reaches both workers.
+  const client = new FreshConnections(teardown);
   /** The upstream that answered each of `count` requests on fresh connections. */
   const answers = async (path: string, count: number): Promise<string[]> => {
     const seen: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const response = await request(`${dp.proxyUrl}${path}`, {
-        dispatcher: agent,
-        reset: true,
-        headersTimeout: 10_000,
-        bodyTimeout: 10_000,
-      });
-      const text = await response.body.text();
-      seen.push(
-        response.statusCode === 200
-          ? (JSON.parse(text) as NamedUpstreamReply).upstream
-          : String(response.statusCode),
-      );
-    }
+    for (let i = 0; i < count; i++) seen.push(await client.answeredBy(`${dp.proxyUrl}${path}`));
     return seen;
   };
   const controlPlaneSends = async (kind: "full" | "delta") => {
@@ -62,30 +41,13 @@ describe("versions and /metrics of a data plane with workers: 2", () => {
   };
 
   beforeAll(async () => {
-    etcd = await startEtcd();
-    teardown.add("etcd", () => etcd.stop());
-    a = await startNamedUpstream("a");
-    teardown.add("upstream a", () => a.close());
-    b = await startNamedUpstream("b");
-    teardown.add("upstream b", () => b.close());
-    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
-    teardown.add("control plane", () => cp.stop());
-    await cp.admin.putUpstream("a", { nodes: [{ address: a.address, weight: 1 }] });
-    await cp.admin.putUpstream("b", { nodes: [{ address: b.address, weight: 1 }] });
-    await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "a" });
-    // Forking and loading two workers is slow on a busy machine.
-    dp = await startDataPlane(
-      {
-        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-        CLAWGATE_WORKERS: "2",
-        // A worker is stopped (SIGSTOP) on purpose below, to scrape around it: not replaced.
-        CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000",
-      },
-      { readyTimeoutMs: 60_000 },
-    );
-    teardown.add("data plane", () => dp.stop());
-    await waitForConvergence(cp, [dp]);
-    await waitForWorkers(dp, 2);
+    let upstreams: Record<string, NamedUpstream>;
+    ({ cp, dp, upstreams } = await startWorkerGateway(teardown, {
+      upstreams: ["a", "b"],
+      // A worker is stopped (SIGSTOP) on purpose below, to scrape around it: not replaced.
+      dataPlaneEnv: { CLAWGATE_WORKER_MAX_MISSED_PINGS: "1000" },
+    }));
+    b = upstreams.b!;
   }, 180_000);
 
   afterAll(() => teardown.run());

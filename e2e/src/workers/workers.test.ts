@@ -1,15 +1,11 @@
-import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
-import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  FreshConnections,
   isRunning,
   metricSum,
-  type NamedUpstream,
-  startControlPlane,
-  startDataPlane,
-  startNamedUpstream,
+  startWorkerGateway,
   Teardown,
   waitFor,
   waitForConvergence,
@@ -20,40 +16,14 @@ import {
 // One story: each `it` builds on the state the one before left.
 describe("a data plane with workers: 2", () => {
   const teardown = new Teardown();
-  let etcd: EtcdProcess;
   let cp: ControlPlane;
   let dp: DataPlane;
-  let upstream: NamedUpstream;
-  // A new connection per request: the cluster hands each to a live worker in turn.
-  const agent = new Agent({ pipelining: 0 });
-  teardown.add("agent", () => agent.close());
-  const get = async (url: string): Promise<number | string> => {
-    try {
-      const response = await request(url, {
-        dispatcher: agent,
-        reset: true,
-        headersTimeout: 10_000,
-        bodyTimeout: 10_000,
-      });
-      await response.body.text();
-      return response.statusCode;
-    } catch (error) {
-      return (error as Error & { code?: string }).code ?? (error as Error).message;
-    }
-  };
+  const client = new FreshConnections(teardown);
+  const get = (url: string) => client.status(url);
 
   beforeAll(async () => {
-    etcd = await startEtcd();
-    teardown.add("etcd", () => etcd.stop());
-    upstream = await startNamedUpstream("a");
-    teardown.add("upstream", () => upstream.close());
-    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
-    teardown.add("control plane", () => cp.stop());
-    await cp.admin.putUpstream("agents", { nodes: [{ address: upstream.address, weight: 1 }] });
-    await cp.admin.putRoute("api", { match: { pathPrefix: "/api" }, upstream: "agents" });
-    dp = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress, CLAWGATE_WORKERS: "2" });
-    teardown.add("data plane", () => dp.stop());
-  });
+    ({ cp, dp } = await startWorkerGateway(teardown));
+  }, 180_000);
 
   afterAll(() => teardown.run());
 
