@@ -328,8 +328,9 @@ export class StreamSession {
     }
     clearTimeout(this.helloTimer);
     this.applied = Number(hello.lastAppliedVersion);
-    // Versions are store revisions, the same on every replica, so a reconnecting data plane's
-    // version is a base a delta can apply on.
+    // A version is the revision of the config's newest change, the same on every replica, so a
+    // data plane coming from another replica is on the version this one publishes (nothing to
+    // send) or on a base a delta can apply on.
     this.serving = this.applied > 0 ? this.applied : undefined;
     this.acceptsDeltas = hello.acceptsDeltas;
     this.identity = { nodeId: hello.nodeId, stream: this.fleet.connected(hello.nodeId, hello) };

@@ -80,10 +80,14 @@ describe("ConfigHistory on etcd", () => {
   });
 
   it("finds the config at a published version past its own revision only when asked to (a rollout's base)", async () => {
-    const { history, apply, close } = await setUp();
+    const { history, apply, close, prefix } = await setUp();
     const v1 = await apply(upstreams(2, 9101));
-    // A write outside the config: a snapshot built after it carries its revision as version.
-    const other = await store.commit([], [{ type: "put", key: "other/record", value: "x" }]);
+    // A node registers: the snapshot changes (it lists the node), so its version is the
+    // registration's revision, which is no config version in the history.
+    const other = await store.commit(
+      [],
+      [{ type: "put", key: `${prefix}registry/u-0/n1`, value: '{"address":"127.0.0.1:9201"}' }],
+    );
     await apply([{ kind: "upstreams", name: "u-0", delete: true }]);
     const between = other.revision;
     expect(between).toBeGreaterThan(v1);

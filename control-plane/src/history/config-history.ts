@@ -249,8 +249,9 @@ export class ConfigHistory {
       chunks.set(id, [...(chunks.get(id) ?? []), kv.value]);
     }
     const oldest = entries.at(-1)?.item.version;
-    // atOrBefore: `version` is a published snapshot's, which other writes can move past its
-    // config's own revision; the config then is the newest entry at or before it (newest first).
+    // atOrBefore: `version` is a published snapshot's. A snapshot also holds the registered
+    // nodes, whose registrations and expiries make versions of their own that are no history
+    // entry; the config then is the newest entry at or before it (entries are newest first).
     const target = entries.find(({ item }) =>
       options.atOrBefore === true ? item.version <= version : item.version === version,
     );

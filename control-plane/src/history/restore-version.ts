@@ -12,7 +12,8 @@ export interface RestoreOptions {
   version: number;
   /**
    * `version` is a published snapshot's (a rollout's base): restore the newest config version
-   * at or before it, since other writes can move a snapshot's version past its config's own.
+   * at or before it, since a registered node's arrival or expiry makes a snapshot version that
+   * is no config version.
    */
   atOrBefore?: boolean;
   /** Token name journaled as the author. */

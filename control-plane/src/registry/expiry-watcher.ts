@@ -3,7 +3,7 @@ import type { HealEventInput } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
 import { Informer, type InformerBatch } from "../store/informer.js";
 import type { KeyValue, Store } from "../store/store.js";
-import type { GoneMarker } from "./node-registry.js";
+import { coveredRevision, type GoneMarker, isDeregistration } from "./gone-marker.js";
 import { parseRegistration } from "./registered-node.js";
 import { parseRegistryKey, registryGoneKey, registryPrefix } from "./registry-key.js";
 
@@ -192,26 +192,4 @@ export class RegistryExpiryWatcher {
     const { address, ttlSeconds } = parsed.registration;
     this.#known.set(item.key, { address, ttlSeconds });
   }
-}
-
-function readMarker(marker: KeyValue | undefined): Partial<GoneMarker> | undefined {
-  if (marker === undefined) return undefined;
-  try {
-    return JSON.parse(marker.value) as Partial<GoneMarker>;
-  } catch {
-    return undefined;
-  }
-}
-
-function isDeregistration(marker: KeyValue | undefined): boolean {
-  return readMarker(marker)?.reason === "deregistered";
-}
-
-/** The newest delete revision the marker accounts for; 0 when there is none. */
-function coveredRevision(marker: KeyValue | undefined): number {
-  const parsed = readMarker(marker);
-  if (marker === undefined || parsed === undefined) return 0;
-  // A deregistration writes its marker in the commit that deletes the key: same revision.
-  if (parsed.reason === "deregistered") return marker.modRevision;
-  return typeof parsed.revision === "number" ? parsed.revision : 0;
 }

@@ -7,6 +7,7 @@ import {
   type Outcome,
 } from "../resources/errors.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
+import type { GoneMarker } from "./gone-marker.js";
 import { type MergedNode, mergeNodes } from "./merge-nodes.js";
 import {
   parseRegistration,
@@ -50,13 +51,6 @@ export interface ListedNode extends MergedNode {
    */
   expiresInSeconds?: number | null;
   registeredAt?: string;
-}
-
-/** The gone marker's value; `reason` tells an expiry from an explicit deregistration. */
-export interface GoneMarker {
-  reason: "deregistered" | "expired";
-  /** For "expired": the revision that deleted the key. "deregistered" is written in that commit. */
-  revision?: number;
 }
 
 /**

@@ -14,6 +14,11 @@ export function registryKey(prefix: string, upstream: string, id: string): strin
   return `${prefix}registry/${upstream}/${id}`;
 }
 
+/** Where every gone marker lives. */
+export function registryGonePrefix(prefix: string): string {
+  return `${prefix}meta/registry-gone/`;
+}
+
 export function registryGoneKey(prefix: string, upstream: string, id: string): string {
   return `${prefix}meta/registry-gone/${upstream}/${id}`;
 }

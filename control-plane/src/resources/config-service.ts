@@ -10,6 +10,7 @@ import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
 import { type ApplyOwner, newApplyOwner } from "./apply-owner.js";
+import { configGuardKey } from "./config-guard.js";
 import { type ConfigOverlay, overlayOf } from "./config-overlay.js";
 import { readConfigState, resourceKey, type StoredResource } from "./config-state.js";
 import { type ConsistencyProblem, scopedConsistencyProblems } from "./consistency.js";
@@ -123,10 +124,7 @@ export interface ConfigServiceOptions {
 /** Logs of a model the service makes for itself: its relists are retried, not reported. */
 const QUIET = { debug() {}, info() {}, warn() {} };
 
-/** Key every config write puts, so any two concurrent config writes conflict. */
-export function configGuardKey(prefix: string): string {
-  return `${prefix}meta/config-guard`;
-}
+export { configGuardKey } from "./config-guard.js";
 
 interface ParsedChange {
   kind: ResourceKind;

@@ -1,11 +1,13 @@
 import { RESOURCE_KINDS, type ResourceKind, validateResource } from "@clawgate/proto";
+import { coveredRevision } from "../registry/gone-marker.js";
 import {
   parseRegistration,
   type RegisteredNode,
   type RegistryNodes,
 } from "../registry/registered-node.js";
-import { parseRegistryKey, registryPrefix } from "../registry/registry-key.js";
+import { parseRegistryKey, registryGonePrefix, registryPrefix } from "../registry/registry-key.js";
 import { type ApplyGate, applyGateKey, findGate } from "../resources/apply-gate.js";
+import { configGuardKey } from "../resources/config-guard.js";
 import {
   type ConfigState,
   emptyConfigState,
@@ -15,6 +17,7 @@ import {
 import { rolloutKey } from "../rollout/rollout-state.js";
 import { Informer, type InformerBatch, type InformerLogger } from "../store/informer.js";
 import type { KeyValue, Store } from "../store/store.js";
+import { listedVersion } from "./listed-version.js";
 
 /** A resource by kind and name: "routes/api". */
 export type ResourceId = `${ResourceKind}/${string}`;
@@ -73,22 +76,38 @@ export class ConfigModel {
   readonly #gateKey: string;
   readonly #rolloutKey: string;
   readonly #registryBase: string;
+  readonly #guardKey: string;
+  readonly #goneBase: string;
+  /** Keys a snapshot is built from: the config kinds, the registry, the apply gate. */
+  readonly #contentPrefixes: readonly string[];
+  readonly #store: Store;
   #gate: ApplyGate | undefined;
+  /** Revision of the newest change to what a snapshot holds; see configRevision. */
+  #configRevision = 0;
+  #started: Promise<void> | undefined;
 
   constructor(options: ConfigModelOptions) {
     this.prefix = options.prefix;
     this.#gateKey = applyGateKey(options.prefix);
     this.#rolloutKey = rolloutKey(options.prefix);
     this.#registryBase = registryPrefix(options.prefix);
+    this.#guardKey = configGuardKey(options.prefix);
+    this.#goneBase = registryGonePrefix(options.prefix);
+    this.#store = options.store;
+    this.#contentPrefixes = [
+      ...RESOURCE_KINDS.map((kind) => `${options.prefix}${kind}/`),
+      this.#registryBase,
+      this.#gateKey,
+    ];
     this.#informer = new Informer({
       store: options.store,
       // The config kinds, the registry and the coordination keys of writes; never the journal
       // or health reports, which share the prefix and can dwarf the config.
       prefixes: [
-        ...RESOURCE_KINDS.map((kind) => `${options.prefix}${kind}/`),
-        this.#registryBase,
-        this.#gateKey,
-        `${options.prefix}meta/config-guard`,
+        ...this.#contentPrefixes,
+        this.#guardKey,
+        // Deregistrations and expiries: the revision of a registry delete a list cannot show.
+        this.#goneBase,
         // Seen in the same batch as the config it was committed with, so a replica pins the
         // data planes outside a rollout's canaries before it rebuilds (rollout-controller.ts).
         this.#rolloutKey,
@@ -101,9 +120,20 @@ export class ConfigModel {
     });
   }
 
-  /** Lists the store and follows it; rejects if the first list fails. Idempotent. */
+  /**
+   * Lists the store and follows it, and numbers the config it read (configRevision); rejects if
+   * the first list fails. Calling it again returns the same promise.
+   */
   start(): Promise<void> {
-    return this.#informer.start();
+    if (this.#started === undefined) {
+      const started = this.#informer.start().then(() => this.#numberTheList());
+      this.#started = started;
+      // A first list that failed is tried again by the next caller, as the informer's is.
+      started.catch(() => {
+        if (this.#started === started) this.#started = undefined;
+      });
+    }
+    return this.#started;
   }
 
   stop(): Promise<void> {
@@ -118,9 +148,20 @@ export class ConfigModel {
     };
   }
 
-  /** Store revision the model is at. */
+  /** Store revision the model is at: of the newest write seen under the prefix, any key. */
   get revision(): number {
     return this.#informer.revision;
+  }
+
+  /**
+   * Revision of the newest change to what a snapshot is built from (a config document or a
+   * registered node written or deleted, the apply gate set or lifted): the version of the config
+   * the model holds. The shared records, quota counters, journal and health reports under the
+   * same prefix do not move it, so every replica numbers one config alike and a write that
+   * changes none of it makes no new version. Only grows; at least 1 once started.
+   */
+  get configRevision(): number {
+    return this.#configRevision;
   }
 
   /** Every valid resource by kind. Read only: the model changes it in place on each event. */
@@ -186,11 +227,42 @@ export class ConfigModel {
     return this.#informer.waitForRevision(revision, timeoutMs);
   }
 
+  /**
+   * Numbers the config of the first list (start()): by the newest change it shows, checked
+   * against the store's history (listed-version.ts). Events that came in meanwhile numbered
+   * themselves exactly, and only ever raise the number.
+   */
+  async #numberTheList(): Promise<void> {
+    let count = 0;
+    let newest = this.#configRevision;
+    for (const prefix of this.#contentPrefixes) {
+      for (const item of this.#informer.entries(prefix)) {
+        count++;
+        newest = Math.max(newest, item.modRevision);
+      }
+    }
+    newest = Math.max(newest, this.#informer.get(this.#guardKey)?.modRevision ?? 0);
+    for (const marker of this.#informer.entries(this.#goneBase)) {
+      newest = Math.max(newest, coveredRevision(marker));
+    }
+    const at = this.#informer.revision;
+    const version = await listedVersion({
+      store: this.#store,
+      contentPrefixes: this.#contentPrefixes,
+      at,
+      count,
+      newest,
+    });
+    this.#configRevision = Math.max(this.#configRevision, version);
+  }
+
   #apply(batch: InformerBatch): void {
     const resources = new Set<ResourceId>();
     let gate = false;
     let rollout = false;
-    for (const { key, current } of batch.changes) {
+    /** Newest revision among the changes to what a snapshot holds. */
+    let changed = 0;
+    for (const { key, current, revision } of batch.changes) {
       if (key === this.#rolloutKey) {
         rollout = true;
         continue;
@@ -198,15 +270,32 @@ export class ConfigModel {
       if (key === this.#gateKey) {
         this.#gate = current === undefined ? undefined : findGate(this.prefix, [current]);
         gate = true;
+        changed = Math.max(changed, revision);
         continue;
       }
+      if (key === this.#guardKey || key.startsWith(this.#goneBase)) continue;
       if (key.startsWith(this.#registryBase)) {
         const upstream = this.#applyRegistration(key, current);
-        if (upstream !== undefined) resources.add(resourceId("upstreams", upstream));
+        if (upstream !== undefined) {
+          resources.add(resourceId("upstreams", upstream));
+          changed = Math.max(changed, revision);
+        }
         continue;
       }
       const id = this.#applyDocument(key, current);
-      if (id !== undefined) resources.add(id);
+      if (id !== undefined) {
+        resources.add(id);
+        changed = Math.max(changed, revision);
+      }
+    }
+    if (!batch.listed) {
+      // A watch event names its own revision, a delete's included: exact on every replica.
+      this.#configRevision = Math.max(this.#configRevision, changed);
+    } else if (batch.replaced && changed > 0) {
+      // A relist (the watch broke) that found the content changed: when, within the gap, is
+      // not known, and a number the content had before would name two configs. The list's
+      // revision is one no other content has. The first list is numbered by start().
+      this.#configRevision = Math.max(this.#configRevision, batch.revision);
     }
     const change: ModelChange = {
       revision: batch.revision,

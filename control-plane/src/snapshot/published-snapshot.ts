@@ -6,7 +6,10 @@ import type { Snapshot, SnapshotDelta } from "@clawgate/proto";
  * encoded once and shared by every stream) is the snapshot server's business.
  */
 export interface PublishedSnapshot {
-  /** Store revision the config was read at. */
+  /**
+   * Revision of the newest change to what the snapshot holds (a config document or registered
+   * node written or deleted): every replica numbers one config alike, and it only grows.
+   */
   readonly version: number;
   /** Per version, not per stream, so every stream can share the encoded bytes. */
   readonly nonce: string;

@@ -325,6 +325,31 @@ describe("SnapshotBuilder", () => {
     const again = await nextPublish(builder, (p) => p.version >= later);
     expect(again.snapshot.upstreams).toHaveLength(3);
   });
+
+  it("publishes nothing new after a re-read that found the config unchanged; the next change goes whole", async () => {
+    const inner = await openEmbeddedStore({});
+    const flaky = breakableStore(inner);
+    const { store, builder, lines } = await setup({ store: flaky.store });
+    const created = await put(store, "upstreams/agents", {});
+    await builder.start();
+    const versions: number[] = [];
+    builder.onPublish((published) => versions.push(published.version));
+
+    // The watch dies; only keys no snapshot is built from are written until it is back.
+    await flaky.breakWatches(new Error("mvcc: required revision has been compacted"));
+    await put(store, "meta/dataplanes/cp-1/dp-1", "x");
+    await vi.waitFor(
+      () => expect(lines.some((line) => line.msg === "config watch re-established")).toBe(true),
+      { timeout: 10_000 },
+    );
+    expect(builder.status()).toMatchObject({ version: created, publishedVersion: created });
+
+    const changed = await put(store, "upstreams/tools", {});
+    const published = await nextPublish(builder, (p) => p.version >= changed);
+    expect(versions).toEqual([changed]);
+    // What the data planes hold is not known to match the re-read: no delta from it.
+    expect(published.delta).toBeUndefined();
+  });
 });
 
 /** Wraps a store so a test can kill its watches and make range reads fail. */

@@ -138,12 +138,12 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   private lastReason = "";
   /** ISO time the published snapshot was built. */
   private builtAt: string | undefined;
-  /** Model revision of the newest rebuild; everything up to it is reflected in lastStatus. */
+  /** Config revision of the newest rebuild; everything up to it is reflected in lastStatus. */
   private readRevision = 0;
   /** True once the model was read: /readyz waits for it. */
   private storeRead = false;
-  /** Highest revision of a relevant change seen in the model. */
-  private wantedRevision = 0;
+  /** True once the model has numbered its first read: no rebuild before (start()). */
+  private modelStarted = false;
   private firstPendingAt: number | undefined;
   private readonly pacer: Scheduler;
   /** Cancels the pending coalesced rebuild, if one is scheduled. */
@@ -185,6 +185,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   async start(): Promise<void> {
     this.unsubscribe = this.model.onChange((change) => this.onChange(change));
     await this.model.start();
+    this.modelStarted = true;
     this.startOver();
     this.rebuild();
   }
@@ -233,11 +234,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     } else {
       for (const id of change.resources) this.pending.add(id);
     }
-    if (change.resources.size > 0 || change.gate || change.replaced) {
-      this.wantedRevision = Math.max(this.wantedRevision, change.revision);
-    }
-    // Changes the last rebuild already covered need no rebuild.
-    if (this.wantedRevision > this.readRevision) this.schedule();
+    // Only a change to what a snapshot holds moves the model's config revision; one the last
+    // rebuild already covered, or a write to any other key, needs no rebuild. A relist that
+    // found nothing changed leaves everything pending: the next change goes out whole.
+    if (this.modelStarted && this.model.configRevision > this.readRevision) this.schedule();
   }
 
   /** Forgets every cached message and check; the next rebuild converts the whole model. */
@@ -280,8 +280,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   }
 
   private rebuild(): void {
-    if (this.stopped) return;
-    const revision = this.model.revision;
+    if (this.stopped || !this.modelStarted) return;
+    // The version: the revision of the newest change to what the snapshot holds, the same on
+    // every replica, not the revision the model reached (other keys share the prefix).
+    const revision = this.model.configRevision;
     // While a big apply holds the gate, the config keys hold part of it: publish nothing until
     // the gate's deletion brings the rebuild it waited for. Changes stay pending meanwhile.
     const gate = this.model.gate;
@@ -293,7 +295,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     const first = !this.storeRead;
     this.storeRead = true;
     // The first read is always judged: an empty config is a valid snapshot data planes need.
-    if (!first && revision <= this.readRevision && this.pending.size === 0) return;
+    if (!first && revision <= this.readRevision) return;
     this.readRevision = revision;
     for (const id of this.pending) this.refresh(id);
     this.pending.clear();

@@ -1,6 +1,6 @@
 /** What `GET /v1/snapshot` answers: the newest version seen and whether it went out. */
 export interface SnapshotStatus {
-  /** Store revision of the newest config the builder read. */
+  /** Version of the newest config the builder read: the revision of its newest change. */
   version: number;
   /** True when `version` is the snapshot being served to data planes. */
   published: boolean;

@@ -22,6 +22,11 @@ export interface InformerBatch {
    * between the mirror before and the fresh list, not a sequence of events.
    */
   replaced: boolean;
+  /**
+   * True for the batch of a list (the first one, or a relist): `changes` then carry the list's
+   * revision, not their own, and a key deleted before the list is not among them at all.
+   */
+  listed: boolean;
 }
 
 export type InformerLogger = Pick<Logger, "debug" | "info" | "warn">;
@@ -179,7 +184,7 @@ export class Informer {
     this.#items = this.#keepValues ? fresh : withoutValues(fresh);
     this.#revision = Math.max(this.#revision, list.revision);
     // Delivered before the watch opens, so no event can reach the consumer ahead of the list.
-    this.#deliver({ revision: this.#revision, changes, replaced: !first });
+    this.#deliver({ revision: this.#revision, changes, replaced: !first, listed: true });
     await this.#openWatch(list.revision + 1);
   }
 
@@ -226,7 +231,7 @@ export class Informer {
       changes.push({ key: event.key, current, previous, revision: event.modRevision });
     }
     // Events outside the prefixes still move the revision: waiters may be waiting on it.
-    this.#deliver({ revision: this.#revision, changes, replaced: false });
+    this.#deliver({ revision: this.#revision, changes, replaced: false, listed: false });
   }
 
   #deliver(batch: InformerBatch): void {

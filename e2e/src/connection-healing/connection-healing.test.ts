@@ -509,9 +509,8 @@ describe("connection-layer self-healing on real processes", () => {
     teardown.add("restarted control plane", () => cp.stop());
     // The squatted node has stayed evicted since before the restart, so no state change will
     // report it again: the new process learns it from the report each data plane resends on a
-    // new stream (right after its Hello, and again after applying the new process's snapshot,
-    // whose version is newer because journal writes moved the etcd revision; which of the two
-    // lands first cannot be told apart here, snapshot-client.test.ts pins the resend itself).
+    // new stream, right after its Hello (the restarted process publishes the unchanged config
+    // under the same version, so no snapshot follows; snapshot-client.test.ts pins the resend).
     // The data planes reconnect with backoff, hence the longer wait.
     const squatted = await fleetSays("squat", node.e.address, "evicted", 15_000);
     expect(squatted.reports.map((r) => r.dataPlane).sort()).toEqual(

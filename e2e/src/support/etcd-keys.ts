@@ -22,3 +22,22 @@ export async function countEtcdKeys(endpoint: string, prefix: string): Promise<n
   const body = (await response.json()) as { count?: string };
   return Number(body.count ?? 0);
 }
+
+/**
+ * Puts one key over etcd's JSON gateway (`/v3/kv/put`), as another writer sharing the store
+ * would, and resolves with the revision the put made.
+ */
+export async function putEtcdKey(endpoint: string, key: string, value: string): Promise<number> {
+  const response = await fetch(`${endpoint}/v3/kv/put`, {
+    method: "POST",
+    body: JSON.stringify({
+      key: Buffer.from(key).toString("base64"),
+      value: Buffer.from(value).toString("base64"),
+    }),
+  });
+  if (!response.ok) {
+    throw new Error(`etcd at ${endpoint} answered ${response.status} to a put of ${key}`);
+  }
+  const body = (await response.json()) as { header?: { revision?: string } };
+  return Number(body.header?.revision ?? 0);
+}
