@@ -3,7 +3,7 @@ import {
   type ConfigProblem,
   formatProblems,
   type Snapshot,
-  validateSnapshot,
+  validateSnapshotSteps,
 } from "@clawgate/proto";
 import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-index.js";
@@ -43,9 +43,8 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
  * Nothing outside the generator changes until it returns.
  */
 export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, CompileResult> {
-  const problems = validateSnapshot(snapshot);
+  const problems = yield* validateSnapshotSteps(snapshot, STEP_RESOURCES);
   if (problems.length > 0) return { ok: false, reason: formatProblems(problems), problems };
-  yield;
   const version = Number(snapshot.version);
   const createdAtMs = Number(snapshot.createdAtMs);
 
@@ -83,8 +82,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     for (const upstream of upstreamsOf(compiled)) addName(routesByUpstream, upstream, route.name);
     if (++count % STEP_RESOURCES === 0) yield;
   }
-  const table = RouteTable.build([...routes.values()]);
-  yield;
+  const table = yield* RouteTable.buildSteps([...routes.values()], STEP_RESOURCES);
   // Freezing walks every field of every resource: in steps too.
   for (const list of [snapshot.routes, snapshot.upstreams, snapshot.breakers, snapshot.tenants]) {
     for (const resource of list) {

@@ -55,6 +55,26 @@ export function validateResource<K extends ResourceKind>(
  * refused here; the compiler takes their defaults from the shared defaults module.
  */
 export function validateSnapshot(snapshot: Snapshot): ConfigProblem[] {
+  const steps = validateSnapshotSteps(snapshot);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Resources checked between two points where validateSnapshotSteps lets its caller pause. */
+export const VALIDATE_STEP_RESOURCES = 200;
+
+/**
+ * validateSnapshot cut into steps of `every` resources: each `yield` is a point where a data
+ * plane may hand its event loop back. At 12,000 resources the whole check was one turn of
+ * 30 ms alone, and of several hundred with ten data planes booting on two cores. Returns the
+ * same problems, in the same order.
+ */
+export function* validateSnapshotSteps(
+  snapshot: Snapshot,
+  every = VALIDATE_STEP_RESOURCES,
+): Generator<void, ConfigProblem[]> {
   const problems: ConfigProblem[] = [];
   if (!Number.isSafeInteger(Number(snapshot.version))) {
     problems.push({ kind: "snapshot", name: "", field: "version", message: "is beyond 2^53" });
@@ -65,16 +85,27 @@ export function validateSnapshot(snapshot: Snapshot): ConfigProblem[] {
   const breakerNames = uniqueNames("breakers", snapshot.breakers, problems);
   const upstreamNames = uniqueNames("upstreams", snapshot.upstreams, problems);
   uniqueNames("routes", snapshot.routes, problems);
-  for (const upstream of snapshot.upstreams) problems.push(...upstreamProblems(upstream));
-  for (const route of snapshot.routes) problems.push(...routeProblems(route));
-  problems.push(
-    ...referenceProblems({
-      routes: snapshot.routes,
-      upstreams: snapshot.upstreams,
-      upstreamNames,
-      breakerNames,
-    }),
-  );
+  yield;
+  for (const [i, upstream] of snapshot.upstreams.entries()) {
+    problems.push(...upstreamProblems(upstream));
+    if ((i + 1) % every === 0) yield;
+  }
+  for (const [i, route] of snapshot.routes.entries()) {
+    problems.push(...routeProblems(route));
+    if ((i + 1) % every === 0) yield;
+  }
+  // References in slices too: routes first, then upstreams, the order referenceProblems uses.
+  const names = { upstreamNames, breakerNames };
+  for (let i = 0; i < snapshot.routes.length; i += every) {
+    const routes = snapshot.routes.slice(i, i + every);
+    problems.push(...referenceProblems({ routes, upstreams: [], ...names }));
+    yield;
+  }
+  for (let i = 0; i < snapshot.upstreams.length; i += every) {
+    const upstreams = snapshot.upstreams.slice(i, i + every);
+    problems.push(...referenceProblems({ routes: [], upstreams, ...names }));
+    yield;
+  }
   return problems;
 }
 
