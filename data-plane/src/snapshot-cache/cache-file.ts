@@ -10,6 +10,7 @@ import {
   toBinary,
   UpstreamSchema,
 } from "@clawgate/proto";
+import { resourceBytes, SNAPSHOT_RESOURCE_FIELDS } from "../snapshot-client/resource-bytes.js";
 import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
 
 /**
@@ -57,24 +58,20 @@ function frame(version: bigint, payload: Buffer): Buffer {
   return Buffer.concat([header, payload]);
 }
 
-/**
- * Each resource's encoding, kept while the resource object lives: a snapshot built from a delta
- * shares every resource it did not change with the one before, so writing it encodes only
- * what changed (a whole encode of 10,000 routes blocked the event loop for 100+ ms).
- */
-const encodedResources = new WeakMap<object, Uint8Array>();
-
 /** Snapshot fields 3-6 (routes, upstreams, breakers, tenants), length-delimited. */
 const RESOURCE_FIELDS = [
-  ["routes", (3 << 3) | 2, RouteSchema],
-  ["upstreams", (4 << 3) | 2, UpstreamSchema],
-  ["breakers", (5 << 3) | 2, BreakerPolicySchema],
-  ["tenants", (6 << 3) | 2, TenantSchema],
+  ["routes", (SNAPSHOT_RESOURCE_FIELDS.routes << 3) | 2, RouteSchema],
+  ["upstreams", (SNAPSHOT_RESOURCE_FIELDS.upstreams << 3) | 2, UpstreamSchema],
+  ["breakers", (SNAPSHOT_RESOURCE_FIELDS.breakers << 3) | 2, BreakerPolicySchema],
+  ["tenants", (SNAPSHOT_RESOURCE_FIELDS.tenants << 3) | 2, TenantSchema],
 ] as const;
 
+/** Resources framed between two points where the encode lets the event loop run. */
+const STEP_RESOURCES = 200;
+
 /**
- * The snapshot as binary protobuf: the scalar fields, then every resource from its cached
- * encoding. Field order differs from toBinary's, which protobuf allows; it decodes the same.
+ * The snapshot as binary protobuf: the scalar fields, then every resource. Field order differs
+ * from toBinary's, which protobuf allows; it decodes the same.
  */
 export function encodeSnapshot(snapshot: Snapshot): Buffer {
   const steps = encodeSnapshotSteps(snapshot);
@@ -84,7 +81,12 @@ export function encodeSnapshot(snapshot: Snapshot): Buffer {
   }
 }
 
-/** encodeSnapshot cut into steps, one per resource not encoded before (see runInTurns). */
+/**
+ * encodeSnapshot cut into steps (see runInTurns). A resource's field comes from resourceBytes:
+ * the bytes it arrived as, or its encoding from an earlier write (a snapshot built from a delta
+ * shares every resource it did not change with the one before, so a write encodes only what
+ * changed); the others are encoded here, a step each.
+ */
 function* encodeSnapshotSteps(snapshot: Snapshot): Generator<void, Buffer> {
   const head = toBinary(
     SnapshotSchema,
@@ -95,16 +97,20 @@ function* encodeSnapshotSteps(snapshot: Snapshot): Generator<void, Buffer> {
     }),
   );
   const chunks: Uint8Array[] = [head];
+  let count = 0;
   for (const [kind, tag, schema] of RESOURCE_FIELDS) {
     for (const resource of snapshot[kind]) {
-      let bytes = encodedResources.get(resource);
-      if (bytes === undefined) {
+      let field = resourceBytes.get(resource);
+      if (field === undefined) {
         // biome-ignore lint/suspicious/noExplicitAny: the schema and resource kinds pair up above.
-        bytes = toBinary(schema as any, resource);
-        encodedResources.set(resource, bytes);
+        const bytes = toBinary(schema as any, resource);
+        field = Buffer.concat([Uint8Array.of(tag), varint(bytes.length), bytes]);
+        resourceBytes.set(resource, field);
+        yield;
+      } else if (++count % STEP_RESOURCES === 0) {
         yield;
       }
-      chunks.push(Uint8Array.of(tag), varint(bytes.length), bytes);
+      chunks.push(field);
     }
   }
   return Buffer.concat(chunks);

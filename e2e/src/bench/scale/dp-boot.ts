@@ -13,7 +13,8 @@ import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
  * and the time to its ACK.
  * Environment: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES (10,000 / 2,000 / 20,000),
  * _DATAPLANES (4), _NODE_ARGS (node options for the data planes, space separated, such as
- * `--trace-gc` or `--cpu-prof --cpu-prof-dir=/tmp/prof`), _ECHO (1: their output to stderr).
+ * `--trace-gc` or `--cpu-prof --cpu-prof-dir=/tmp/prof`), _ECHO (1: their output to stderr),
+ * _DP_BIN (another build's clawgate-data-plane.js, to compare builds; default this one's).
  */
 const size: ScaleSize = {
   routes: setting("ROUTES", 10_000),
@@ -23,6 +24,7 @@ const size: ScaleSize = {
 const dataPlaneCount = setting("DATAPLANES", 4);
 const nodeArgs = (process.env.CLAWGATE_BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const echo = process.env.CLAWGATE_BENCH_ECHO === "1";
+const bin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 const LAG = "nodejs_eventloop_lag_max_seconds";
 const ACK_TIMEOUT_MS = 600_000;
 
@@ -42,7 +44,13 @@ async function main(): Promise<void> {
       Array.from({ length: dataPlaneCount }, async (_, i) => {
         const dp = await startDataPlane(
           { CLAWGATE_CP_ADDRESSES: cp.address, CLAWGATE_LOG_LEVEL: "info" },
-          { waitUntil: "none", nodeArgs, echo, name: `dp-${i}` },
+          {
+            waitUntil: "none",
+            nodeArgs,
+            echo,
+            name: `dp-${i}`,
+            ...(bin === undefined ? {} : { bin }),
+          },
         );
         teardown.add(`data plane ${i}`, () => dp.stop());
         return dp;
