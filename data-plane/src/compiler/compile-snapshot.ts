@@ -66,7 +66,12 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     }
     addName(upstreamsByBreaker, upstream.breaker, upstream.name);
     for (const node of upstream.nodes) addAddress(upstreamsByAddress, node.address, upstream.name);
-    if (++count % STEP_RESOURCES === 0) yield;
+    // An upstream weighs as much as its nodes (each parsed, indexed, given a picker slot).
+    count += 1 + upstream.nodes.length;
+    if (count >= STEP_RESOURCES) {
+      count = 0;
+      yield;
+    }
   }
   if (fileProblems.length > 0) {
     return { ok: false, reason: formatProblems(fileProblems), problems: fileProblems };
@@ -83,12 +88,15 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     if (++count % STEP_RESOURCES === 0) yield;
   }
   const table = yield* RouteTable.buildSteps([...routes.values()], STEP_RESOURCES);
-  // Freezing walks every field of every resource: in steps too.
+  // Freezing walks every field of every resource: in steps too. Each list is frozen once its
+  // resources are, so the deepFreeze of the whole below stops at it (it listed the 10,000
+  // index keys of an unfrozen list in the turn of the swap).
   for (const list of [snapshot.routes, snapshot.upstreams, snapshot.breakers, snapshot.tenants]) {
     for (const resource of list) {
       deepFreeze(resource);
       if (++count % STEP_RESOURCES === 0) yield;
     }
+    Object.freeze(list);
   }
   const index: CompileIndex = {
     routes,

@@ -182,11 +182,12 @@ function pick(
 function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<void, HostTier> {
   const exact = new Map<string, CompiledRoute[]>();
   const prefixes = new Map<string, CompiledRoute[]>();
-  for (const route of routes) {
+  for (const [i, route] of routes.entries()) {
     const index = route.pathKind === "exact" ? exact : prefixes;
     const list = index.get(route.pathValue);
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
+    if ((i + 1) % every === 0) yield;
   }
   const tier = yield* PrefixTree.buildSteps(candidatesOf(prefixes), candidatesOf(exact), every);
   return tier;

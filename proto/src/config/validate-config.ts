@@ -82,13 +82,18 @@ export function* validateSnapshotSteps(
   if (!Number.isSafeInteger(Number(snapshot.createdAtMs))) {
     problems.push({ kind: "snapshot", name: "", field: "createdAtMs", message: "is beyond 2^53" });
   }
-  const breakerNames = uniqueNames("breakers", snapshot.breakers, problems);
-  const upstreamNames = uniqueNames("upstreams", snapshot.upstreams, problems);
-  uniqueNames("routes", snapshot.routes, problems);
-  yield;
-  for (const [i, upstream] of snapshot.upstreams.entries()) {
+  const breakerNames = yield* uniqueNamesSteps("breakers", snapshot.breakers, problems, every);
+  const upstreamNames = yield* uniqueNamesSteps("upstreams", snapshot.upstreams, problems, every);
+  yield* uniqueNamesSteps("routes", snapshot.routes, problems, every);
+  // An upstream weighs as much as its nodes: each node's address is parsed.
+  let weight = 0;
+  for (const upstream of snapshot.upstreams) {
     problems.push(...upstreamProblems(upstream));
-    if ((i + 1) % every === 0) yield;
+    weight += 1 + upstream.nodes.length;
+    if (weight >= every) {
+      weight = 0;
+      yield;
+    }
   }
   for (const [i, route] of snapshot.routes.entries()) {
     problems.push(...routeProblems(route));
@@ -115,8 +120,22 @@ export function uniqueNames(
   resources: readonly { name: string }[],
   problems: ConfigProblem[],
 ): Set<string> {
+  const steps = uniqueNamesSteps(kind, resources, problems, Number.POSITIVE_INFINITY);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** uniqueNames with a `yield` after every `every` names. */
+function* uniqueNamesSteps(
+  kind: ResourceKind,
+  resources: readonly { name: string }[],
+  problems: ConfigProblem[],
+  every: number,
+): Generator<void, Set<string>> {
   const names = new Set<string>();
-  resources.forEach(({ name }, index) => {
+  for (const [index, { name }] of resources.entries()) {
     if (name === "") {
       problems.push({ kind, name, field: "name", message: `is empty (${kind}[${index}])` });
     } else if (!RESOURCE_NAME.test(name)) {
@@ -125,7 +144,8 @@ export function uniqueNames(
       problems.push({ kind, name, field: "name", message: "is repeated" });
     }
     names.add(name);
-  });
+    if ((index + 1) % every === 0) yield;
+  }
   return names;
 }
 
