@@ -395,7 +395,20 @@ export async function startDataPlane(
             health.syncUpstreams(changes);
           },
         ],
-        ["healing", () => healing.sync(compiled)],
+        // In turns: a first snapshot's 2,000 breakers and pickers; a request that meets an
+        // upstream not reached yet makes its record then (RequestHealing.upstream).
+        [
+          "healing",
+          () =>
+            void healing
+              .syncInTurns(compiled)
+              .catch((err: unknown) =>
+                logger.error(
+                  { err, step: "healing", version: compiled.version },
+                  "snapshot applied, but a step after the swap failed",
+                ),
+              ),
+        ],
         ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
         // Nodes added or removed change the view without any state change to report it. Once
         // the registry has synced them (a first snapshot's 20,000 nodes take several turns),

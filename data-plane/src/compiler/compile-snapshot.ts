@@ -3,7 +3,7 @@ import {
   type ConfigProblem,
   formatProblems,
   type Snapshot,
-  validateSnapshot,
+  validateSnapshotSteps,
 } from "@clawgate/proto";
 import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-index.js";
@@ -43,9 +43,8 @@ export function compileSnapshot(snapshot: Snapshot): CompileResult {
  * Nothing outside the generator changes until it returns.
  */
 export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, CompileResult> {
-  const problems = validateSnapshot(snapshot);
+  const problems = yield* validateSnapshotSteps(snapshot, STEP_RESOURCES);
   if (problems.length > 0) return { ok: false, reason: formatProblems(problems), problems };
-  yield;
   const version = Number(snapshot.version);
   const createdAtMs = Number(snapshot.createdAtMs);
 
@@ -67,7 +66,12 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     }
     addName(upstreamsByBreaker, upstream.breaker, upstream.name);
     for (const node of upstream.nodes) addAddress(upstreamsByAddress, node.address, upstream.name);
-    if (++count % STEP_RESOURCES === 0) yield;
+    // An upstream weighs as much as its nodes (each parsed, indexed, given a picker slot).
+    count += 1 + upstream.nodes.length;
+    if (count >= STEP_RESOURCES) {
+      count = 0;
+      yield;
+    }
   }
   if (fileProblems.length > 0) {
     return { ok: false, reason: formatProblems(fileProblems), problems: fileProblems };
@@ -83,14 +87,16 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     for (const upstream of upstreamsOf(compiled)) addName(routesByUpstream, upstream, route.name);
     if (++count % STEP_RESOURCES === 0) yield;
   }
-  const table = RouteTable.build([...routes.values()]);
-  yield;
-  // Freezing walks every field of every resource: in steps too.
+  const table = yield* RouteTable.buildSteps([...routes.values()], STEP_RESOURCES);
+  // Freezing walks every field of every resource: in steps too. Each list is frozen once its
+  // resources are, so the deepFreeze of the whole below stops at it (it listed the 10,000
+  // index keys of an unfrozen list in the turn of the swap).
   for (const list of [snapshot.routes, snapshot.upstreams, snapshot.breakers, snapshot.tenants]) {
     for (const resource of list) {
       deepFreeze(resource);
       if (++count % STEP_RESOURCES === 0) yield;
     }
+    Object.freeze(list);
   }
   const index: CompileIndex = {
     routes,

@@ -132,9 +132,33 @@ export class PrefixTree<T> {
     prefixes: Iterable<readonly [string, T]>,
     exact: Iterable<readonly [string, T]> = [],
   ): PrefixTree<T> {
+    const steps = PrefixTree.buildSteps(prefixes, exact);
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+    }
+  }
+
+  /**
+   * `build` with a `yield` after every `every` keys put in (a point where a caller may hand
+   * the event loop back); the tree exists only once it returns.
+   */
+  static *buildSteps<T>(
+    prefixes: Iterable<readonly [string, T]>,
+    exact: Iterable<readonly [string, T]> = [],
+    every = Number.POSITIVE_INFINITY,
+  ): Generator<void, PrefixTree<T>> {
     const entries: PathChange<T>[] = [];
-    for (const [path, value] of prefixes) entries.push({ kind: "prefix", path, value });
-    for (const [path, value] of exact) entries.push({ kind: "exact", path, value });
+    let count = 0;
+    // The iterables may make their values as they go (route-table.ts's candidates): in steps too.
+    for (const [path, value] of prefixes) {
+      entries.push({ kind: "prefix", path, value });
+      if (++count % every === 0) yield;
+    }
+    for (const [path, value] of exact) {
+      entries.push({ kind: "exact", path, value });
+      if (++count % every === 0) yield;
+    }
     let segments = 1;
     let chars = 0;
     for (const { path } of entries) {
@@ -147,6 +171,7 @@ export class PrefixTree<T> {
       if (builder.set(entry.kind, entry.path, entry.value, true)) {
         throw new Error(`${entry.kind} ${entry.path} inserted twice`);
       }
+      if (++count % every === 0) yield;
     }
     // The table was sized for every segment of every key; shared leading segments ("/api/v1"
     // under thousands of routes) make far fewer nodes, and a delta copies the whole table.

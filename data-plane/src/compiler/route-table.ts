@@ -35,6 +35,9 @@ import { RouteCandidates } from "./route-candidates.js";
  */
 type HostTier = PrefixTree<RouteCandidates>;
 
+/** Paths put in a tree between two points where RouteTable.buildSteps lets its caller pause. */
+const BUILD_STEP_PATHS = 200;
+
 /** Key of the tier of routes that name no host. */
 const ANY_HOST = "";
 
@@ -57,6 +60,18 @@ export class RouteTable {
 
   /** Indexes compiled routes; hosts must already be lower case and valid. */
   static build(routes: readonly CompiledRoute[]): RouteTable {
+    return finish(RouteTable.buildSteps(routes));
+  }
+
+  /**
+   * `build` cut into steps of about `every` paths (PrefixTree.buildSteps): each `yield` is a
+   * point where a caller may hand the event loop back. The tier of 7,000 paths at issue 9's
+   * size was one step, blocking a data plane's boot for hundreds of ms when ten shared 2 cores.
+   */
+  static *buildSteps(
+    routes: readonly CompiledRoute[],
+    every = BUILD_STEP_PATHS,
+  ): Generator<void, RouteTable> {
     const exactHosts = new Map<string, CompiledRoute[]>();
     const wildcardHosts = new Map<string, CompiledRoute[]>();
     const anyHost: CompiledRoute[] = [];
@@ -70,11 +85,15 @@ export class RouteTable {
         else target.set(key, [route]);
       }
     }
+    yield;
     const byHost = new Map<string, HostTier>();
-    for (const [host, list] of exactHosts) byHost.set(host, buildTier(list));
+    for (const [host, list] of exactHosts) byHost.set(host, yield* buildTier(list, every));
     const wildcards = new Map<string, HostTier>();
-    for (const [suffix, list] of wildcardHosts) wildcards.set(suffix, buildTier(list));
-    return new RouteTable(byHost, wildcards, anyHost.length > 0 ? buildTier(anyHost) : undefined);
+    for (const [suffix, list] of wildcardHosts) {
+      wildcards.set(suffix, yield* buildTier(list, every));
+    }
+    const any = anyHost.length > 0 ? yield* buildTier(anyHost, every) : undefined;
+    return new RouteTable(byHost, wildcards, any);
   }
 
   /**
@@ -160,20 +179,31 @@ function pick(
   return candidates.pick(method, headers);
 }
 
-function buildTier(routes: readonly CompiledRoute[]): HostTier {
+function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<void, HostTier> {
   const exact = new Map<string, CompiledRoute[]>();
   const prefixes = new Map<string, CompiledRoute[]>();
-  for (const route of routes) {
+  for (const [i, route] of routes.entries()) {
     const index = route.pathKind === "exact" ? exact : prefixes;
     const list = index.get(route.pathValue);
     if (list) list.push(route);
     else index.set(route.pathValue, [route]);
+    if ((i + 1) % every === 0) yield;
   }
-  return PrefixTree.build(candidatesOf(prefixes), candidatesOf(exact));
+  const tier = yield* PrefixTree.buildSteps(candidatesOf(prefixes), candidatesOf(exact), every);
+  return tier;
 }
 
-function candidatesOf(lists: Map<string, CompiledRoute[]>): [string, RouteCandidates][] {
-  return [...lists].map(([path, list]) => [path, RouteCandidates.of(list) as RouteCandidates]);
+/** Each path's candidates, made as the tree takes them (so in its build steps). */
+function* candidatesOf(lists: Map<string, CompiledRoute[]>): Generator<[string, RouteCandidates]> {
+  for (const [path, list] of lists) yield [path, RouteCandidates.of(list) as RouteCandidates];
+}
+
+/** Runs steps with no pause to their end. */
+function finish<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
 }
 
 /** Host tiers a route is indexed under: each of its hosts ("*.x" as ".x"), or ANY_HOST. */
@@ -219,7 +249,7 @@ function updateTier(
     const routes = new Set<CompiledRoute>();
     for (const candidates of after.values())
       for (const route of candidates.routes) routes.add(route);
-    return buildTier([...routes]);
+    return finish(buildTier([...routes], Number.POSITIVE_INFINITY));
   }
   return after;
 }

@@ -19,6 +19,7 @@ import type {
 } from "../compiler/compiled-types.js";
 import { StaleCache, type StaleCacheOptions } from "../fallback/stale-cache.js";
 import { RetryBudget, type RetryBudgetOptions } from "../retry/retry-budget.js";
+import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
 import { RetryMetrics } from "./retry-metrics.js";
 
 /** Whether the balancer may send to a node now; the handler's only view of node health. */
@@ -84,6 +85,9 @@ export interface RequestHealingOptions {
   reportRefused?: RefusedReport;
 }
 
+/** Upstreams given their record between two points where syncInTurns may pause. */
+const SYNC_STEP_UPSTREAMS = 50;
+
 const everyNodeUsable: NodeUsable = () => true;
 const ignoreRefused: RefusedReport = () => {};
 
@@ -107,6 +111,13 @@ export class RequestHealing {
   readonly #budgetOptions: RetryBudgetOptions | undefined;
   #upstreams = new Map<string, UpstreamRecord>();
   #synced: CompiledSnapshot | undefined;
+  /**
+   * A sync not done yet: upstreams of the synced snapshot still to get their record, and the
+   * records of the snapshot before, to carry over those it did not change.
+   */
+  #pending:
+    | { readonly previous: Map<string, UpstreamRecord>; readonly rest: Iterator<CompiledUpstream> }
+    | undefined;
 
   constructor(options: RequestHealingOptions) {
     const { logger } = options;
@@ -135,14 +146,20 @@ export class RequestHealing {
   nodeHealthChanged(upstream: string): void {
     const record = this.#upstreams.get(upstream);
     if (record !== undefined) record.picker = this.#usablePicker(record.nodes);
+    // A record a sync in progress has yet to carry over must carry over a current picker.
+    const waiting = this.#pending?.previous.get(upstream);
+    if (waiting !== undefined) waiting.picker = this.#usablePicker(waiting.nodes);
   }
 
   /**
    * The upstream's breaker, retry budget and cooldown. Defined for every upstream of the last
-   * synced snapshot.
+   * synced snapshot: one a sync in turns has not reached yet gets its record here, at once.
    */
   upstream(name: string): UpstreamHealing | undefined {
-    return this.#upstreams.get(name);
+    const record = this.#upstreams.get(name);
+    if (record !== undefined || this.#pending === undefined) return record;
+    const compiled = this.#synced?.upstreams.get(name);
+    return compiled === undefined ? undefined : this.#carry(compiled, this.#pending.previous);
   }
 
   /** `sync`s unless `snapshot` is the one synced last: one comparison per request. */
@@ -158,43 +175,92 @@ export class RequestHealing {
    * change at 2,000 upstreams and 20,000 nodes rebuilt every picker, asking each node's health.
    */
   sync(snapshot: CompiledSnapshot): void {
+    this.#begin(snapshot);
+    this.#carryNext(Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * `sync` across event-loop turns (runInTurns), for a data plane's first snapshot: 2,000 new
+   * upstreams, each a breaker with its metric series and a picker over its nodes, were one
+   * turn of 30 ms alone and of several hundred with ten data planes booting on two cores. It
+   * takes effect at once all the same: from the call on, `upstream(name)` answers for the new
+   * snapshot, making a record the turns have not reached yet when a request asks for it. A
+   * later sync supersedes it. Resolves once every record is made.
+   */
+  async syncInTurns(snapshot: CompiledSnapshot, options: RunInTurnsOptions = {}): Promise<void> {
+    this.#begin(snapshot);
+    const pending = this.#pending;
+    const carry = this;
+    await runInTurns(
+      (function* () {
+        while (carry.#carryNext(SYNC_STEP_UPSTREAMS)) yield;
+      })(),
+      { ...options, superseded: () => this.#pending !== pending },
+    );
+  }
+
+  /** Drops what left, then points every lookup at `snapshot`; records follow in #carryNext. */
+  #begin(snapshot: CompiledSnapshot): void {
     const names = [...snapshot.upstreams.keys()];
     this.breakers.retain(names);
     this.gate.retain(names);
     const keep = new Set(names);
     for (const name of this.#budgets.keys()) if (!keep.has(name)) this.#budgets.delete(name);
     for (const name of this.#keyed.keys()) if (!keep.has(name)) this.#keyed.delete(name);
-    const upstreams = new Map<string, UpstreamRecord>();
-    for (const upstream of snapshot.upstreams.values()) {
-      const name = upstream.name;
-      const previous = this.#upstreams.get(name);
-      if (previous?.compiled === upstream) {
-        upstreams.set(name, previous);
-        continue;
-      }
-      let budget = this.#budgets.get(name);
-      if (budget === undefined) {
-        budget = new RetryBudget(this.#budgetOptions);
-        this.#budgets.set(name, budget);
-      }
-      let keyed = this.#keyed.get(name);
-      if (keyed === undefined) {
-        keyed = { nodes: new KeyedCooldowns(this.clock), tenants: new KeyedCooldowns(this.clock) };
-        this.#keyed.set(name, keyed);
-      }
-      upstreams.set(name, {
-        breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
-        budget,
-        cooldown: this.gate.cooldown(name),
-        nodeCooldowns: keyed.nodes,
-        tenantCooldowns: keyed.tenants,
-        nodes: upstream.nodes,
-        picker: this.#usablePicker(upstream.nodes),
-        compiled: upstream,
-      });
-    }
-    this.#upstreams = upstreams;
+    // Records of a sync still in progress are as good as those it had carried over.
+    const previous = this.#pending?.previous ?? new Map<string, UpstreamRecord>();
+    for (const [name, record] of this.#upstreams) previous.set(name, record);
+    this.#pending = { previous, rest: snapshot.upstreams.values() };
+    this.#upstreams = new Map();
     this.#synced = snapshot;
+  }
+
+  /** Makes the records of up to `count` more upstreams; false once none is left. */
+  #carryNext(count: number): boolean {
+    const pending = this.#pending;
+    if (pending === undefined) return false;
+    for (let made = 0; made < count; made++) {
+      const next = pending.rest.next();
+      if (next.done) {
+        this.#pending = undefined;
+        return false;
+      }
+      if (!this.#upstreams.has(next.value.name)) this.#carry(next.value, pending.previous);
+    }
+    return true;
+  }
+
+  /** The upstream's record for the synced snapshot: the previous one when unchanged. */
+  #carry(upstream: CompiledUpstream, previous: Map<string, UpstreamRecord>): UpstreamRecord {
+    const name = upstream.name;
+    const before = previous.get(name);
+    previous.delete(name);
+    if (before?.compiled === upstream) {
+      this.#upstreams.set(name, before);
+      return before;
+    }
+    let budget = this.#budgets.get(name);
+    if (budget === undefined) {
+      budget = new RetryBudget(this.#budgetOptions);
+      this.#budgets.set(name, budget);
+    }
+    let keyed = this.#keyed.get(name);
+    if (keyed === undefined) {
+      keyed = { nodes: new KeyedCooldowns(this.clock), tenants: new KeyedCooldowns(this.clock) };
+      this.#keyed.set(name, keyed);
+    }
+    const record: UpstreamRecord = {
+      breaker: this.breakers.get(name, upstream.breakerPolicy ?? {}),
+      budget,
+      cooldown: this.gate.cooldown(name),
+      nodeCooldowns: keyed.nodes,
+      tenantCooldowns: keyed.tenants,
+      nodes: upstream.nodes,
+      picker: this.#usablePicker(upstream.nodes),
+      compiled: upstream,
+    };
+    this.#upstreams.set(name, record);
+    return record;
   }
 
   #usablePicker(nodes: readonly CompiledNode[]): SmoothWrrPicker<CompiledNode> {

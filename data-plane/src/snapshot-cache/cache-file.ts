@@ -10,6 +10,7 @@ import {
   toBinary,
   UpstreamSchema,
 } from "@clawgate/proto";
+import { resourceBytes, SNAPSHOT_RESOURCE_FIELDS } from "../snapshot-client/resource-bytes.js";
 import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
 
 /**
@@ -54,20 +55,12 @@ export async function encodeCacheFileInTurns(
   return (await runInTurns(cacheFileSteps(snapshot), options))!;
 }
 
-/**
- * Each resource as it sits in the payload (field tag, length, message), kept while the
- * resource object lives: a snapshot built from a delta shares every resource it did not change
- * with the one before, so writing it encodes only what changed (a whole encode of 10,000
- * routes blocked the event loop for 100+ ms), and allocates nothing per resource it shares.
- */
-const framedResources = new WeakMap<object, Uint8Array>();
-
 /** Snapshot fields 3-6 (routes, upstreams, breakers, tenants), length-delimited. */
 const RESOURCE_FIELDS = [
-  ["routes", (3 << 3) | 2, RouteSchema],
-  ["upstreams", (4 << 3) | 2, UpstreamSchema],
-  ["breakers", (5 << 3) | 2, BreakerPolicySchema],
-  ["tenants", (6 << 3) | 2, TenantSchema],
+  ["routes", (SNAPSHOT_RESOURCE_FIELDS.routes << 3) | 2, RouteSchema],
+  ["upstreams", (SNAPSHOT_RESOURCE_FIELDS.upstreams << 3) | 2, UpstreamSchema],
+  ["breakers", (SNAPSHOT_RESOURCE_FIELDS.breakers << 3) | 2, BreakerPolicySchema],
+  ["tenants", (SNAPSHOT_RESOURCE_FIELDS.tenants << 3) | 2, TenantSchema],
 ] as const;
 
 /** Bytes checksummed per step: SHA-256 of 64 KiB takes well under a millisecond. */
@@ -82,9 +75,12 @@ export function encodeSnapshot(snapshot: Snapshot): Buffer {
 }
 
 /**
- * The cache file cut into small steps (see runInTurns): one per resource (encoded, or its
- * cached bytes taken), one per resource copied into the file, one per 64 KiB checksummed. The
- * payload is copied once, into the file itself, behind room left for the header.
+ * The cache file cut into small steps (see runInTurns). A resource's field comes from
+ * resourceBytes: the bytes it arrived as, or its encoding from an earlier write (a snapshot
+ * built from a delta shares every resource it did not change with the one before, so a write
+ * encodes only what changed); the others are encoded here. One step per resource taken, one per
+ * resource copied into the file, one per 64 KiB checksummed. The payload is copied once, into
+ * the file itself, behind room left for the header.
  */
 function* cacheFileSteps(snapshot: Snapshot): Generator<void, Buffer> {
   const head = toBinary(
@@ -99,11 +95,11 @@ function* cacheFileSteps(snapshot: Snapshot): Generator<void, Buffer> {
   let length = head.length;
   for (const [kind, tag, schema] of RESOURCE_FIELDS) {
     for (const resource of snapshot[kind]) {
-      let framed = framedResources.get(resource);
+      let framed = resourceBytes.get(resource);
       if (framed === undefined) {
         // biome-ignore lint/suspicious/noExplicitAny: the schema and resource kinds pair up above.
         framed = lengthDelimited(tag, toBinary(schema as any, resource));
-        framedResources.set(resource, framed);
+        resourceBytes.set(resource, framed);
       }
       pieces.push(framed);
       length += framed.length;

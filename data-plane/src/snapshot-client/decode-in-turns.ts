@@ -11,6 +11,7 @@ import {
   UpstreamSchema,
 } from "@clawgate/proto";
 import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
+import { resourceBytes } from "./resource-bytes.js";
 
 /**
  * Messages up to this size decode at once; a bigger one (a whole config: 860 KB at 10,000
@@ -18,6 +19,9 @@ import { type RunInTurnsOptions, runInTurns } from "../turns/run-in-turns.js";
  * grpc-js's deserializer) decodes a resource per step across event-loop turns.
  */
 export const DECODE_AT_ONCE_BYTES = 64 * 1024;
+
+/** Fields read from the message between two points where the decode lets the loop run. */
+const SCAN_STEP_FIELDS = 500;
 
 /** StreamSnapshotsResponse field 1 (snapshot), length-delimited. */
 const SNAPSHOT_TAG = (1 << 3) | 2;
@@ -54,30 +58,34 @@ function onlySnapshot(bytes: Uint8Array): Uint8Array | undefined {
 
 /**
  * The snapshot's own fields (version, nonce, parts, ...) decode at once from their bytes put
- * together; each resource is then a step. Elements keep their order, so the result equals
- * `fromBinary`'s.
+ * together; each resource is then a step, and the scan that finds them yields too (12,000
+ * resources were one turn of it). Elements keep their order, so the result equals
+ * `fromBinary`'s. Each resource's bytes are kept (resourceBytes) for the disk cache.
  */
 function* decodeSnapshotSteps(bytes: Uint8Array): Generator<void, Snapshot> {
   const reader = new WireReader(bytes);
   const scalars: Uint8Array[] = [];
-  const resources: [number, Uint8Array][] = [];
+  const resources: [field: number, start: number, content: number, end: number][] = [];
   while (!reader.done()) {
     const start = reader.at;
     const tag = reader.varint();
     const field = Math.floor(tag / 8);
+    reader.skip(tag % 8);
     if (tag % 8 === 2 && field in RESOURCE_FIELDS) {
-      resources.push([field, reader.lengthDelimited()]);
+      resources.push([field, start, reader.contentAt, reader.at]);
+      if (resources.length % SCAN_STEP_FIELDS === 0) yield;
       continue;
     }
-    reader.skip(tag % 8);
     scalars.push(bytes.subarray(start, reader.at));
   }
   yield;
   const snapshot = fromBinary(SnapshotSchema, Buffer.concat(scalars));
-  for (const [field, element] of resources) {
+  for (const [field, start, content, end] of resources) {
     const [kind, schema] = RESOURCE_FIELDS[field as keyof typeof RESOURCE_FIELDS];
     // biome-ignore lint/suspicious/noExplicitAny: each field number pairs a kind with its schema.
-    (snapshot[kind] as any[]).push(fromBinary(schema as any, element));
+    const resource = fromBinary(schema as any, bytes.subarray(content, end));
+    (snapshot[kind] as object[]).push(resource);
+    resourceBytes.set(resource, bytes.subarray(start, end));
     yield;
   }
   return snapshot;
@@ -86,6 +94,8 @@ function* decodeSnapshotSteps(bytes: Uint8Array): Generator<void, Snapshot> {
 /** Just enough of the protobuf wire format to find fields and their bytes. */
 class WireReader {
   at = 0;
+  /** Where the content of the last length-delimited field read starts. */
+  contentAt = 0;
   constructor(private readonly bytes: Uint8Array) {}
 
   done(): boolean {
@@ -107,6 +117,7 @@ class WireReader {
 
   lengthDelimited(): Uint8Array {
     const length = this.varint();
+    this.contentAt = this.at;
     const end = this.at + length;
     if (end > this.bytes.length) throw new Error("length-delimited field runs past the end");
     const slice = this.bytes.subarray(this.at, end);

@@ -1,0 +1,91 @@
+import { startDataPlane } from "../../support/data-plane-process.js";
+import { metricValue } from "../../support/metrics-text.js";
+import { Teardown } from "../../support/teardown.js";
+import type { ScaleSize } from "./scale-config.js";
+import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
+
+/**
+ * `node e2e/dist/bench/scale/dp-boot.js`: several real clawgate-data-plane processes started at
+ * once, each taking issue 9's whole config as its first snapshot from one stub control plane
+ * (bytes encoded once, before any data plane starts), so what they contend for is each other:
+ * the boot of `bench:scale` without etcd and a real control plane. Once every one ACKed, it
+ * prints each one's longest event-loop block since its start (`nodejs_eventloop_lag_max_seconds`)
+ * and the time to its ACK.
+ * Environment: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES (10,000 / 2,000 / 20,000),
+ * _DATAPLANES (4), _NODE_ARGS (node options for the data planes, space separated, such as
+ * `--trace-gc` or `--cpu-prof --cpu-prof-dir=/tmp/prof`), _ECHO (1: their output to stderr),
+ * _DP_BIN (another build's clawgate-data-plane.js, to compare builds; default this one's).
+ */
+const size: ScaleSize = {
+  routes: setting("ROUTES", 10_000),
+  upstreams: setting("UPSTREAMS", 2_000),
+  nodes: setting("NODES", 20_000),
+};
+const dataPlaneCount = setting("DATAPLANES", 4);
+const nodeArgs = (process.env.CLAWGATE_BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+const echo = process.env.CLAWGATE_BENCH_ECHO === "1";
+const bin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
+const LAG = "nodejs_eventloop_lag_max_seconds";
+const ACK_TIMEOUT_MS = 600_000;
+
+function setting(name: string, fallback: number): number {
+  const raw = process.env[`CLAWGATE_BENCH_${name}`];
+  return raw === undefined ? fallback : Number(raw);
+}
+
+async function main(): Promise<void> {
+  const teardown = new Teardown();
+  const full = scaleSnapshot(size, 2);
+  const cp = await startStubControlPlane(full);
+  teardown.add("stub control plane", async () => cp.close());
+  try {
+    const started = performance.now();
+    const dataPlanes = await Promise.all(
+      Array.from({ length: dataPlaneCount }, async (_, i) => {
+        const dp = await startDataPlane(
+          { CLAWGATE_CP_ADDRESSES: cp.address, CLAWGATE_LOG_LEVEL: "info" },
+          {
+            waitUntil: "none",
+            nodeArgs,
+            echo,
+            name: `dp-${i}`,
+            ...(bin === undefined ? {} : { bin }),
+          },
+        );
+        teardown.add(`data plane ${i}`, () => dp.stop());
+        return dp;
+      }),
+    );
+    const ackMs = await Promise.all(
+      dataPlanes.map(async (dp) => {
+        const deadline = performance.now() + ACK_TIMEOUT_MS;
+        // Polls /readyz (200 once a snapshot is applied): the stub counts ACKs, not whose they
+        // are, and a whole /metrics scrape would add its own block to the one measured.
+        while ((await dp.readyStatus()) !== 200) {
+          if (performance.now() > deadline) throw new Error(`${dp.nodeId} never applied`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        return Math.round(performance.now() - started);
+      }),
+    );
+    const blocks = await Promise.all(
+      dataPlanes.map(async (dp) => {
+        const text = await (await fetch(`${dp.adminUrl}/metrics?name=${LAG}`)).text();
+        return Math.round((metricValue(text, LAG) ?? Number.NaN) * 1000);
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        size,
+        dataPlanes: dataPlaneCount,
+        bootBlockMaxMs: Math.max(...blocks),
+        bootBlockMs: blocks,
+        appliedAfterMs: ackMs,
+      }),
+    );
+  } finally {
+    await teardown.run();
+  }
+}
+
+await main();
