@@ -43,6 +43,12 @@ export interface AccessLogSink {
   reopen(): void;
   /** Writes out what is buffered and closes the file. */
   close(): Promise<void>;
+  /**
+   * Writes out what is buffered before it returns, synchronously: for the process's exit,
+   * which leaves no turn for an asynchronous write (a second SIGTERM while draining, the stop
+   * deadline, a fatal error). Lines written after it are batched again as usual.
+   */
+  flushSync(): void;
 }
 
 /**
@@ -90,20 +96,34 @@ export function createAccessLogSink(
   let closing: Promise<void> | undefined;
   // sonic-boom's types only know its string mode; in buffer mode its write takes Buffers.
   const lines = destination as unknown as LineStream;
-  return accessLogSinkOn(lines, {
+  const sink = accessLogSinkOn(lines, {
     reopen: () => {
       if (target.kind === "file" && closing === undefined) destination.reopen();
     },
     // Once: stop() may run twice (a failed boot, then the signal).
     close: () => {
+      process.off("exit", onExit);
       closing ??= new Promise<void>((resolve) => {
         destination.once("close", () => resolve());
         destination.end();
       });
       return closing;
     },
+    flushSync: () => {
+      try {
+        destination.flushSync();
+      } catch {
+        // Not open yet (sonic-boom opens the file asynchronously) or already closed: nothing
+        // it holds can be written any more.
+      }
+    },
     sample,
   });
+  // process.exit() with lines still in the batch (up to flushAfterMs of them): pino flushes
+  // only what sonic-boom holds at exit, and the batch sits in front of it.
+  const onExit = () => sink.flushSync();
+  process.on("exit", onExit);
+  return sink;
 }
 
 /** A stream an access log can write to: a file's or stdout's sonic-boom, or a test's stream. */
@@ -122,6 +142,8 @@ export function accessLogSinkOn(
     reopen?: () => void;
     /** Closes the stream, after the sink wrote out what it held. */
     close?: () => Promise<void>;
+    /** Writes what the stream holds before returning (flushSync); default: nothing to do. */
+    flushSync?: () => void;
     /** accessLogSample: the share of successful requests logged; default 1 (all). */
     sample?: number;
     random?: () => number;
@@ -164,6 +186,12 @@ export function accessLogSinkOn(
         await control.close?.();
       })();
       return closing;
+    },
+    flushSync() {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      batch.flush();
+      control.flushSync?.();
     },
   };
 }
