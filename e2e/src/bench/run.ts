@@ -16,6 +16,7 @@ import { startNodeProxy } from "./node-proxy-process.js";
 import { benchWorkers, perWorkerLine } from "./per-worker.js";
 import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
+import { inTurn } from "./round-order.js";
 import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
 import { sseBody, writePostScript } from "./wrk-scripts.js";
@@ -79,8 +80,16 @@ async function main(): Promise<void> {
   try {
     const dir = await makeWorkDir("bench");
     teardown.add("bench dir", () => removeWorkDir(dir));
-    const [upstreamPort, nginxPort, minimalPort, fastifyPort, h2DirectPort, h2NginxPort, h2DpPort] =
-      await freePorts(7);
+    const [
+      upstreamPort,
+      nginxPort,
+      minimalPort,
+      fastifyPort,
+      h2DirectPort,
+      h2NginxPort,
+      h2DpPort,
+      h2LogOffPort,
+    ] = await freePorts(8);
     const pki = await makeTestPki();
     teardown.add("test PKI", () => pki.remove());
     const tls = { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.caCert };
@@ -105,7 +114,11 @@ async function main(): Promise<void> {
       dir,
       port: nginxPort!,
       httpExtra: `  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }`,
+      // The 64 KiB POST body held in memory, as the Node proxies hold it: with nginx's default
+      // 16 KiB buffer each body went to a temporary file, with a warning per request in the
+      // error log, and that disk work (timeouts under load) was what the row measured.
       serverBody: `    client_max_body_size 1m;
+    client_body_buffer_size 128k;
     location / {
       proxy_pass http://bench;
       proxy_http_version 1.1;
@@ -179,11 +192,17 @@ async function main(): Promise<void> {
       CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
     });
     teardown.add("data plane", () => dp.stop());
+    // The same settings but the log (workers, an idle TLS listener), so the two rows differ by
+    // the log alone.
     const logOff = await startDataPlane({
       ...quiet,
       CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
       CLAWGATE_NODE_ID: "bench-log-off",
       CLAWGATE_ACCESS_LOG: "off",
+      CLAWGATE_WORKERS: workers.setting,
+      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2LogOffPort}`,
+      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
     });
     teardown.add("data plane, access log off", () => logOff.stop());
     const baselineBin = process.env.BENCH_BASELINE_DP;
@@ -284,8 +303,9 @@ async function main(): Promise<void> {
 
 /**
  * BENCH_ROUNDS rounds of one wrk run per target on `path`, the targets in turn within each
- * round, so a burst of load from elsewhere on the machine hits every target alike; each target
- * is reported by its median round (by requests/s), charged to its proxy's process tree.
+ * round (each round starting one target later), so a burst of load from elsewhere on the
+ * machine hits every target alike; each target is reported by its median round (by
+ * requests/s), charged to its proxy's process tree, with how many of its rounds had errors.
  */
 async function measureAll(
   targets: readonly Target[],
@@ -295,7 +315,7 @@ async function measureAll(
 ): Promise<Measured[]> {
   const runs = new Map<string, Measured[]>(targets.map(({ target }) => [target, []]));
   for (let round = 1; round <= rounds; round++) {
-    for (const { target, base, pid } of targets) {
+    for (const { target, base, pid } of inTurn(targets, round)) {
       const url = `${base}${path}`;
       if (warmup > 0) await load(url, warmup);
       log(`measuring ${target}: ${what}, round ${round} of ${rounds}`);
@@ -316,7 +336,11 @@ async function measureAll(
       });
     }
   }
-  return targets.map(({ target }) => median(runs.get(target)!));
+  return targets.map(({ target }) => {
+    const measured = runs.get(target)!;
+    const count = measured.filter(({ result }) => result.errors > 0).length;
+    return { ...median(measured), erroredRounds: { count, of: measured.length } };
+  });
 }
 
 function median(measured: Measured[]): Measured {
