@@ -37,6 +37,8 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
  * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline"),
  * BENCH_BASELINE_ACCESS_LOG (the baseline's access log: off, the default, or file),
+ * BENCH_DP_NODE_FLAGS (extra node flags for the data planes, e.g. --cpu-prof with an absolute
+ * --cpu-prof-dir),
  * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
  * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it),
  * BENCH_H2_CLIENTS and BENCH_H2_STREAMS (the HTTP/2 table: h2load connections, default 5, and
@@ -60,6 +62,9 @@ const SSE_EVENTS = 100;
 const workers = benchWorkers(process.env.BENCH_WORKERS);
 const h2Clients = Number(process.env.BENCH_H2_CLIENTS ?? "5");
 const h2Streams = Number(process.env.BENCH_H2_STREAMS ?? "10");
+// Extra node flags for the data planes (`--cpu-prof --cpu-prof-dir=/abs/dir`: a data plane runs
+// in a temporary directory removed when it stops, so a relative directory is lost with it).
+const dpNodeArgs = process.env.BENCH_DP_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
 
 interface Target {
   target: string;
@@ -180,30 +185,36 @@ async function main(): Promise<void> {
     ]);
     // The access log on, to a file: what it costs the proxy, not what reading a pipe costs
     // this process. Its twin below runs with the log off, so the two show its price.
-    const dp = await startDataPlane({
-      ...quiet,
-      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-      CLAWGATE_NODE_ID: "bench",
-      CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
-      CLAWGATE_WORKERS: workers.setting,
-      // The HTTP/2 table's target: the same data plane, on its TLS listener.
-      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2DpPort}`,
-      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
-      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
-    });
+    const dp = await startDataPlane(
+      {
+        ...quiet,
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_NODE_ID: "bench",
+        CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
+        CLAWGATE_WORKERS: workers.setting,
+        // The HTTP/2 table's target: the same data plane, on its TLS listener.
+        CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2DpPort}`,
+        CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+        CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
+      },
+      { nodeArgs: dpNodeArgs },
+    );
     teardown.add("data plane", () => dp.stop());
     // The same settings but the log (workers, an idle TLS listener), so the two rows differ by
     // the log alone.
-    const logOff = await startDataPlane({
-      ...quiet,
-      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-      CLAWGATE_NODE_ID: "bench-log-off",
-      CLAWGATE_ACCESS_LOG: "off",
-      CLAWGATE_WORKERS: workers.setting,
-      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2LogOffPort}`,
-      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
-      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
-    });
+    const logOff = await startDataPlane(
+      {
+        ...quiet,
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_NODE_ID: "bench-log-off",
+        CLAWGATE_ACCESS_LOG: "off",
+        CLAWGATE_WORKERS: workers.setting,
+        CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2LogOffPort}`,
+        CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+        CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
+      },
+      { nodeArgs: dpNodeArgs },
+    );
     teardown.add("data plane, access log off", () => logOff.stop());
     const baselineBin = process.env.BENCH_BASELINE_DP;
     const baseline =
@@ -216,7 +227,7 @@ async function main(): Promise<void> {
               CLAWGATE_NODE_ID: "baseline",
               CLAWGATE_ACCESS_LOG: baselineAccessLog(dir).setting,
             },
-            { bin: baselineBin },
+            { bin: baselineBin, nodeArgs: dpNodeArgs },
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
     await waitForConvergence(cp, baseline === undefined ? [dp, logOff] : [dp, logOff, baseline]);
