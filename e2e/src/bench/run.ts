@@ -268,9 +268,22 @@ async function main(): Promise<void> {
       (script: string | undefined) =>
       (url: string, seconds: number): Promise<WrkResult> =>
         runWrk(url, { connections, duration: `${seconds}s`, script });
+    // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
+    const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
+    // Each table is printed once measured: a later table that fails (h2load with no request
+    // done on a starved machine) no longer throws the earlier ones away.
     const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, wrk(undefined));
+    process.stdout.write(
+      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
+    );
     const post = await measureAll(targets, "/upload", "POST 64 KiB", wrk(postScript));
+    process.stdout.write(
+      `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
+    );
     const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, wrk(undefined));
+    process.stdout.write(
+      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n`,
+    );
     const h2Targets: Target[] = [
       { target: "direct-h2", base: `https://127.0.0.1:${h2DirectPort}`, pid: undefined },
       { target: "nginx-h2", base: `https://127.0.0.1:${h2NginxPort}`, pid: h2Nginx.pid },
@@ -292,17 +305,6 @@ async function main(): Promise<void> {
         durationSeconds: seconds,
         logFile: `${dir}/h2load.log`,
       }),
-    );
-    // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
-    const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
-    process.stdout.write(
-      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
-    );
-    process.stdout.write(
-      `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
-    );
-    process.stdout.write(
-      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n`,
     );
     process.stdout.write(
       `\nHTTP/2 over TLS, GET ${bodyBytes}-byte response (h2load -c${h2Clients} -m${h2Streams}; HTTP/1.1 upstream)\n${formatReport(h2)}\n\n`,
