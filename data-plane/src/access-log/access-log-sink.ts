@@ -1,4 +1,4 @@
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { ConfigError } from "@clawgate/runtime";
 import pino from "pino";
 import {
@@ -109,12 +109,17 @@ export function createAccessLogSink(
       });
       return closing;
     },
-    flushSync: () => {
+    // Not through sonic-boom's write, which would start one more asynchronous write that the
+    // exit does not wait for: what it holds first, then the batch, both with writeSync.
+    flushSync: (chunk) => {
       try {
         destination.flushSync();
+        // sonic-boom's types leave out its fd (-1 until the file is open: writeSync throws).
+        const { fd } = destination as unknown as { fd: number };
+        if (chunk !== undefined) writeAllSync(fd, chunk);
       } catch {
-        // Not open yet (sonic-boom opens the file asynchronously) or already closed: nothing
-        // it holds can be written any more.
+        // Not open yet (sonic-boom opens the file asynchronously), already closed, or a pipe
+        // nobody reads: those lines cannot be written any more.
       }
     },
     sample,
@@ -142,8 +147,11 @@ export function accessLogSinkOn(
     reopen?: () => void;
     /** Closes the stream, after the sink wrote out what it held. */
     close?: () => Promise<void>;
-    /** Writes what the stream holds before returning (flushSync); default: nothing to do. */
-    flushSync?: () => void;
+    /**
+     * Writes what the stream holds, then `chunk` (the batch, if any), before returning;
+     * default: `chunk` handed to the stream's write.
+     */
+    flushSync?: (chunk: Buffer | undefined) => void;
     /** accessLogSample: the share of successful requests logged; default 1 (all). */
     sample?: number;
     random?: () => number;
@@ -190,8 +198,18 @@ export function accessLogSinkOn(
     flushSync() {
       clearTimeout(flushTimer);
       flushTimer = undefined;
-      batch.flush();
-      control.flushSync?.();
+      let pending: Buffer | undefined;
+      batch.flush((chunk) => {
+        pending = chunk;
+      });
+      if (control.flushSync !== undefined) control.flushSync(pending);
+      else if (pending !== undefined) stream.write(pending);
     },
   };
+}
+
+/** Writes all of `chunk` to `fd` before returning (a write may take part of it). */
+function writeAllSync(fd: number, chunk: Buffer): void {
+  let at = 0;
+  while (at < chunk.length) at += writeSync(fd, chunk, at);
 }
