@@ -2,6 +2,7 @@ import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSlowUpstream } from "./process-healing/slow-upstream.js";
 import {
   type ControlPlane,
   type DataPlane,
@@ -155,5 +156,34 @@ describe("access log of a real data plane", () => {
     const [line] = accessLines((await readFile(path, "utf8")).split("\n").filter(Boolean));
     expect(line).toMatchObject({ requestId: after.requestId, path: "/api/after", status: 200 });
     expect(dp.process.running).toBe(true);
+  });
+
+  it("writes the lines it still holds when the process exits at once (a second SIGTERM while draining)", async () => {
+    // A request that outlasts the test keeps the drain open, so only the second signal ends
+    // the process: process.exit() without the graceful close that writes the batch out.
+    const hanging = await startSlowUpstream(30_000);
+    teardown.add("hanging upstream", () => hanging.close());
+    await cp.admin.putUpstream("hanging", { nodes: [{ address: hanging.address, weight: 1 }] });
+    await cp.admin.putRoute("hang", { match: { pathPrefix: "/hang" }, upstream: "hanging" });
+    const path = join(workDir, "exit-at-once.log");
+    const dp = await dataPlane({ CLAWGATE_ACCESS_LOG: path, CLAWGATE_DRAIN_TIMEOUT_MS: "60000" });
+    const answered = [];
+    for (const name of ["one", "two", "three"])
+      answered.push(await call(`${dp.proxyUrl}/api/${name}`));
+    expect(answered.map((a) => a.status)).toEqual([200, 200, 200]);
+    const stuck = fetch(`${dp.proxyUrl}/hang/x`).catch(() => undefined);
+    await waitFor(() => hanging.active === 1, { what: "the hanging request at its upstream" });
+
+    const draining = dp.process.output.count("stopping: draining requests in flight");
+    process.kill(dp.process.pid, "SIGTERM");
+    await waitFor(() => draining() === 1, { what: "the drain to start", timeoutMs: 10_000 });
+    process.kill(dp.process.pid, "SIGTERM");
+    await dp.process.exited;
+    await stuck;
+    expect(dp.process.output.grep("second signal while stopping; exiting now")).toHaveLength(1);
+
+    // The lines were in the batch (written every 32 KiB or 1 s): the exit wrote them out.
+    const lines = accessLines((await readFile(path, "utf8")).split("\n").filter(Boolean));
+    expect(lines.map((l) => l.requestId)).toEqual(answered.map((a) => a.requestId));
   });
 });

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,6 +67,32 @@ describe("the access log written to a file", () => {
         .filter(Boolean)
         .map((l) => JSON.parse(l).requestId),
     ).toEqual(["r0", "r1", "r2"]);
+    await sink.close();
+  });
+
+  it("writes what it holds before flushSync returns, as the process's exit needs", async () => {
+    dir = await mkdtemp(join(tmpdir(), "clawgate-access-log-"));
+    const path = join(dir, "access.log");
+    const sink = createAccessLogSink({ kind: "file", path }, (error) => {
+      throw error;
+    })!;
+    // sonic-boom opens the file asynchronously: wait until a line can reach it.
+    const first = sink.line();
+    first.requestId = "r0";
+    sink.write(first);
+    while (!readFileSync(path, "utf8").includes("r0")) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 1; i <= 3; i++) {
+      const line = sink.line();
+      line.requestId = `r${i}`;
+      sink.write(line);
+    }
+    // No turn of the event loop between the call and the read: an exit has none either.
+    sink.flushSync();
+    const ids = readFileSync(path, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).requestId);
+    expect(ids).toEqual(["r0", "r1", "r2", "r3"]);
     await sink.close();
   });
 });

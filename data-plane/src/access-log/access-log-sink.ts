@@ -1,4 +1,4 @@
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { ConfigError } from "@clawgate/runtime";
 import pino from "pino";
 import {
@@ -43,6 +43,12 @@ export interface AccessLogSink {
   reopen(): void;
   /** Writes out what is buffered and closes the file. */
   close(): Promise<void>;
+  /**
+   * Writes out what is buffered before it returns, synchronously: for the process's exit,
+   * which leaves no turn for an asynchronous write (a second SIGTERM while draining, the stop
+   * deadline, a fatal error). Lines written after it are batched again as usual.
+   */
+  flushSync(): void;
 }
 
 /**
@@ -90,20 +96,39 @@ export function createAccessLogSink(
   let closing: Promise<void> | undefined;
   // sonic-boom's types only know its string mode; in buffer mode its write takes Buffers.
   const lines = destination as unknown as LineStream;
-  return accessLogSinkOn(lines, {
+  const sink = accessLogSinkOn(lines, {
     reopen: () => {
       if (target.kind === "file" && closing === undefined) destination.reopen();
     },
     // Once: stop() may run twice (a failed boot, then the signal).
     close: () => {
+      process.off("exit", onExit);
       closing ??= new Promise<void>((resolve) => {
         destination.once("close", () => resolve());
         destination.end();
       });
       return closing;
     },
+    // Not through sonic-boom's write, which would start one more asynchronous write that the
+    // exit does not wait for: what it holds first, then the batch, both with writeSync.
+    flushSync: (chunk) => {
+      try {
+        destination.flushSync();
+        // sonic-boom's types leave out its fd (-1 until the file is open: writeSync throws).
+        const { fd } = destination as unknown as { fd: number };
+        if (chunk !== undefined) writeAllSync(fd, chunk);
+      } catch {
+        // Not open yet (sonic-boom opens the file asynchronously), already closed, or a pipe
+        // nobody reads: those lines cannot be written any more.
+      }
+    },
     sample,
   });
+  // process.exit() with lines still in the batch (up to flushAfterMs of them): pino flushes
+  // only what sonic-boom holds at exit, and the batch sits in front of it.
+  const onExit = () => sink.flushSync();
+  process.on("exit", onExit);
+  return sink;
 }
 
 /** A stream an access log can write to: a file's or stdout's sonic-boom, or a test's stream. */
@@ -122,6 +147,11 @@ export function accessLogSinkOn(
     reopen?: () => void;
     /** Closes the stream, after the sink wrote out what it held. */
     close?: () => Promise<void>;
+    /**
+     * Writes what the stream holds, then `chunk` (the batch, if any), before returning;
+     * default: `chunk` handed to the stream's write.
+     */
+    flushSync?: (chunk: Buffer | undefined) => void;
     /** accessLogSample: the share of successful requests logged; default 1 (all). */
     sample?: number;
     random?: () => number;
@@ -165,5 +195,21 @@ export function accessLogSinkOn(
       })();
       return closing;
     },
+    flushSync() {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      let pending: Buffer | undefined;
+      batch.flush((chunk) => {
+        pending = chunk;
+      });
+      if (control.flushSync !== undefined) control.flushSync(pending);
+      else if (pending !== undefined) stream.write(pending);
+    },
   };
+}
+
+/** Writes all of `chunk` to `fd` before returning (a write may take part of it). */
+function writeAllSync(fd: number, chunk: Buffer): void {
+  let at = 0;
+  while (at < chunk.length) at += writeSync(fd, chunk, at);
 }

@@ -37,14 +37,17 @@ export class LineBatch {
     return writer;
   }
 
-  /** Hands on what was gathered, if anything, and starts a new batch. */
-  flush(): void {
+  /**
+   * Hands on what was gathered, if anything, and starts a new batch: to the batch's `out`, or to
+   * `to` (the process's exit writes it synchronously instead).
+   */
+  flush(to: (chunk: Buffer) => void = this.out): void {
     const writer = this.#writer;
     if (writer.used === 0) return;
     const chunk = writer.buffer.subarray(0, writer.used);
     // A new buffer rather than reusing this one: the stream holds the chunk until its write
     // completes on libuv's thread pool. One allocation per ~100 lines.
     writer.reset(Buffer.allocUnsafeSlow(this.bytes));
-    this.out(chunk);
+    to(chunk);
   }
 }

@@ -22,6 +22,7 @@ describe("parseH2loadOutput", () => {
       p50Ms: 51,
       p99Ms: 100,
       errors: 2 + 1 + 2 + 1,
+      errorKinds: "failed 2, errored 1, 4xx 2, 5xx 1",
     });
   });
 

@@ -1,4 +1,4 @@
-import type { WrkResult } from "./wrk-output.js";
+import { describeErrorKinds, type WrkResult } from "./wrk-output.js";
 
 /**
  * An h2load run as the bench tables read a wrk run: requests/s and the request count from its
@@ -27,12 +27,19 @@ export function parseH2loadOutput(report: string, requestLog: string): WrkResult
   micros.sort((a, b) => a - b);
   const percentile = (p: number) =>
     micros[Math.min(micros.length - 1, Math.floor((p / 100) * micros.length))]! / 1000;
-  const failed = Number(counts[4]) + Number(counts[5]) + Number(counts[6]);
+  const kinds = {
+    failed: Number(counts[4]),
+    errored: Number(counts[5]),
+    timeout: Number(counts[6]),
+    "4xx": Number(statuses[3]),
+    "5xx": Number(statuses[4]),
+  };
   return {
     requestsPerSecond: Number(rate[1]),
     requests: Number(counts[2]),
     p50Ms: percentile(50),
     p99Ms: percentile(99),
-    errors: failed + Number(statuses[3]) + Number(statuses[4]),
+    errors: Object.values(kinds).reduce((sum, n) => sum + n, 0),
+    errorKinds: describeErrorKinds(kinds),
   };
 }

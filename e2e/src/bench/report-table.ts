@@ -5,6 +5,8 @@ export interface Measured {
   result: WrkResult;
   /** The proxy's own cost; absent for the direct run. */
   usage?: { cpuMicrosPerRequest: number; residentMiB: number };
+  /** How many of the target's rounds had errors, of how many; absent: only this run. */
+  erroredRounds?: { count: number; of: number };
 }
 
 /** The floor every proxy is compared with, and the well-known Node proxy. */
@@ -54,5 +56,31 @@ export function formatReport(rows: Measured[]): string {
     cells
       .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
       .join("  ");
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+  return [
+    line(header),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...body.map(line),
+    ...errorNotes(rows),
+  ].join("\n");
+}
+
+/**
+ * A note under the table for each target that had errors, in its reported round or any other:
+ * a row whose requests partly failed (a timeout, a 5xx) measured something else than the rest,
+ * so neither it nor a ratio to it is a baseline.
+ */
+export function errorNotes(rows: readonly Measured[]): string[] {
+  const notes: string[] = [];
+  for (const { target, result, erroredRounds } of rows) {
+    const rounds = erroredRounds === undefined ? 0 : erroredRounds.count;
+    if (result.errors === 0 && rounds === 0) continue;
+    const reported =
+      result.errors === 0
+        ? "none in the reported round"
+        : `${result.errors} (${result.errorKinds})`;
+    const inRounds =
+      erroredRounds === undefined ? "" : `, in ${rounds} of ${erroredRounds.of} rounds`;
+    notes.push(`! ${target} had errors: ${reported}${inRounds}; not a baseline`);
+  }
+  return notes;
 }

@@ -16,6 +16,7 @@ import { startNodeProxy } from "./node-proxy-process.js";
 import { benchWorkers, perWorkerLine } from "./per-worker.js";
 import { cpuSeconds, processTree, residentMiB } from "./process-usage.js";
 import { formatReport, type Measured } from "./report-table.js";
+import { inTurn } from "./round-order.js";
 import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
 import { sseBody, writePostScript } from "./wrk-scripts.js";
@@ -36,6 +37,8 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * the Node proxies, e.g. --cpu-prof), BENCH_BASELINE_DP (another build's
  * data-plane/dist/bin/clawgate-data-plane.js, measured side by side as "clawgate-baseline"),
  * BENCH_BASELINE_ACCESS_LOG (the baseline's access log: off, the default, or file),
+ * BENCH_DP_NODE_FLAGS (extra node flags for the data planes, e.g. --cpu-prof with an absolute
+ * --cpu-prof-dir),
  * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
  * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it),
  * BENCH_H2_CLIENTS and BENCH_H2_STREAMS (the HTTP/2 table: h2load connections, default 5, and
@@ -59,6 +62,9 @@ const SSE_EVENTS = 100;
 const workers = benchWorkers(process.env.BENCH_WORKERS);
 const h2Clients = Number(process.env.BENCH_H2_CLIENTS ?? "5");
 const h2Streams = Number(process.env.BENCH_H2_STREAMS ?? "10");
+// Extra node flags for the data planes (`--cpu-prof --cpu-prof-dir=/abs/dir`: a data plane runs
+// in a temporary directory removed when it stops, so a relative directory is lost with it).
+const dpNodeArgs = process.env.BENCH_DP_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
 
 interface Target {
   target: string;
@@ -79,8 +85,16 @@ async function main(): Promise<void> {
   try {
     const dir = await makeWorkDir("bench");
     teardown.add("bench dir", () => removeWorkDir(dir));
-    const [upstreamPort, nginxPort, minimalPort, fastifyPort, h2DirectPort, h2NginxPort, h2DpPort] =
-      await freePorts(7);
+    const [
+      upstreamPort,
+      nginxPort,
+      minimalPort,
+      fastifyPort,
+      h2DirectPort,
+      h2NginxPort,
+      h2DpPort,
+      h2LogOffPort,
+    ] = await freePorts(8);
     const pki = await makeTestPki();
     teardown.add("test PKI", () => pki.remove());
     const tls = { certFile: pki.serverCert, keyFile: pki.serverKey, caFile: pki.caCert };
@@ -105,7 +119,11 @@ async function main(): Promise<void> {
       dir,
       port: nginxPort!,
       httpExtra: `  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }`,
+      // The 64 KiB POST body held in memory, as the Node proxies hold it: with nginx's default
+      // 16 KiB buffer each body went to a temporary file, with a warning per request in the
+      // error log, and that disk work (timeouts under load) was what the row measured.
       serverBody: `    client_max_body_size 1m;
+    client_body_buffer_size 128k;
     location / {
       proxy_pass http://bench;
       proxy_http_version 1.1;
@@ -167,24 +185,36 @@ async function main(): Promise<void> {
     ]);
     // The access log on, to a file: what it costs the proxy, not what reading a pipe costs
     // this process. Its twin below runs with the log off, so the two show its price.
-    const dp = await startDataPlane({
-      ...quiet,
-      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-      CLAWGATE_NODE_ID: "bench",
-      CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
-      CLAWGATE_WORKERS: workers.setting,
-      // The HTTP/2 table's target: the same data plane, on its TLS listener.
-      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2DpPort}`,
-      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
-      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
-    });
+    const dp = await startDataPlane(
+      {
+        ...quiet,
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_NODE_ID: "bench",
+        CLAWGATE_ACCESS_LOG: `${dir}/access.log`,
+        CLAWGATE_WORKERS: workers.setting,
+        // The HTTP/2 table's target: the same data plane, on its TLS listener.
+        CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2DpPort}`,
+        CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+        CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
+      },
+      { nodeArgs: dpNodeArgs },
+    );
     teardown.add("data plane", () => dp.stop());
-    const logOff = await startDataPlane({
-      ...quiet,
-      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
-      CLAWGATE_NODE_ID: "bench-log-off",
-      CLAWGATE_ACCESS_LOG: "off",
-    });
+    // The same settings but the log (workers, an idle TLS listener), so the two rows differ by
+    // the log alone.
+    const logOff = await startDataPlane(
+      {
+        ...quiet,
+        CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+        CLAWGATE_NODE_ID: "bench-log-off",
+        CLAWGATE_ACCESS_LOG: "off",
+        CLAWGATE_WORKERS: workers.setting,
+        CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${h2LogOffPort}`,
+        CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+        CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
+      },
+      { nodeArgs: dpNodeArgs },
+    );
     teardown.add("data plane, access log off", () => logOff.stop());
     const baselineBin = process.env.BENCH_BASELINE_DP;
     const baseline =
@@ -197,7 +227,7 @@ async function main(): Promise<void> {
               CLAWGATE_NODE_ID: "baseline",
               CLAWGATE_ACCESS_LOG: baselineAccessLog(dir).setting,
             },
-            { bin: baselineBin },
+            { bin: baselineBin, nodeArgs: dpNodeArgs },
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
     await waitForConvergence(cp, baseline === undefined ? [dp, logOff] : [dp, logOff, baseline]);
@@ -238,9 +268,22 @@ async function main(): Promise<void> {
       (script: string | undefined) =>
       (url: string, seconds: number): Promise<WrkResult> =>
         runWrk(url, { connections, duration: `${seconds}s`, script });
+    // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
+    const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
+    // Each table is printed once measured: a later table that fails (h2load with no request
+    // done on a starved machine) no longer throws the earlier ones away.
     const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, wrk(undefined));
+    process.stdout.write(
+      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
+    );
     const post = await measureAll(targets, "/upload", "POST 64 KiB", wrk(postScript));
+    process.stdout.write(
+      `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
+    );
     const sse = await measureAll(targets, "/events", `SSE ${SSE_EVENTS} events`, wrk(undefined));
+    process.stdout.write(
+      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n`,
+    );
     const h2Targets: Target[] = [
       { target: "direct-h2", base: `https://127.0.0.1:${h2DirectPort}`, pid: undefined },
       { target: "nginx-h2", base: `https://127.0.0.1:${h2NginxPort}`, pid: h2Nginx.pid },
@@ -263,17 +306,6 @@ async function main(): Promise<void> {
         logFile: `${dir}/h2load.log`,
       }),
     );
-    // CPU and RSS of "clawgate" are its whole process tree: the primary and every worker.
-    const perWorker = (rows: Measured[]) => perWorkerLine(rows, "clawgate", workers.count);
-    process.stdout.write(
-      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
-    );
-    process.stdout.write(
-      `\nPOST, 64 KiB request body (retrying route)\n${formatReport(post)}\n${perWorker(post)}\n`,
-    );
-    process.stdout.write(
-      `\nSSE, ${SSE_EVENTS} events per response\n${formatReport(sse)}\n${perWorker(sse)}\n`,
-    );
     process.stdout.write(
       `\nHTTP/2 over TLS, GET ${bodyBytes}-byte response (h2load -c${h2Clients} -m${h2Streams}; HTTP/1.1 upstream)\n${formatReport(h2)}\n\n`,
     );
@@ -284,8 +316,9 @@ async function main(): Promise<void> {
 
 /**
  * BENCH_ROUNDS rounds of one wrk run per target on `path`, the targets in turn within each
- * round, so a burst of load from elsewhere on the machine hits every target alike; each target
- * is reported by its median round (by requests/s), charged to its proxy's process tree.
+ * round (each round starting one target later), so a burst of load from elsewhere on the
+ * machine hits every target alike; each target is reported by its median round (by
+ * requests/s), charged to its proxy's process tree, with how many of its rounds had errors.
  */
 async function measureAll(
   targets: readonly Target[],
@@ -295,7 +328,7 @@ async function measureAll(
 ): Promise<Measured[]> {
   const runs = new Map<string, Measured[]>(targets.map(({ target }) => [target, []]));
   for (let round = 1; round <= rounds; round++) {
-    for (const { target, base, pid } of targets) {
+    for (const { target, base, pid } of inTurn(targets, round)) {
       const url = `${base}${path}`;
       if (warmup > 0) await load(url, warmup);
       log(`measuring ${target}: ${what}, round ${round} of ${rounds}`);
@@ -316,7 +349,11 @@ async function measureAll(
       });
     }
   }
-  return targets.map(({ target }) => median(runs.get(target)!));
+  return targets.map(({ target }) => {
+    const measured = runs.get(target)!;
+    const count = measured.filter(({ result }) => result.errors > 0).length;
+    return { ...median(measured), erroredRounds: { count, of: measured.length } };
+  });
 }
 
 function median(measured: Measured[]): Measured {

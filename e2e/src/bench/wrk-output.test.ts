@@ -26,7 +26,13 @@ describe("parseWrkOutput", () => {
       p50Ms: 1.14,
       p99Ms: 2.5,
       errors: 11,
+      errorKinds: "non-2xx 7, read 3, timeout 1",
     });
+  });
+
+  it("says no error kind when the run had none", () => {
+    const clean = SAMPLE.replace(/ {2}Socket errors.*\n {2}Non-2xx.*\n/, "");
+    expect(parseWrkOutput(clean)).toMatchObject({ errors: 0, errorKinds: "" });
   });
 
   it("converts microseconds and seconds to milliseconds", () => {

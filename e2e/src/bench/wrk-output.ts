@@ -8,6 +8,16 @@ export interface WrkResult {
   p99Ms: number;
   /** Non-2xx/3xx responses plus socket errors of every kind. */
   errors: number;
+  /** What those errors were, e.g. `non-2xx 7, read 3, timeout 1`; empty when there were none. */
+  errorKinds: string;
+}
+
+/** `name count` for each kind that happened, comma-separated: the table's note on a row. */
+export function describeErrorKinds(counts: Readonly<Record<string, number>>): string {
+  return Object.entries(counts)
+    .filter(([, count]) => count > 0)
+    .map(([kind, count]) => `${kind} ${count}`)
+    .join(", ");
 }
 
 const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
@@ -20,13 +30,21 @@ export function parseWrkOutput(text: string): WrkResult {
   if (total === null) throw new Error(`no request count in wrk output:\n${text}`);
   const nonSuccess = /Non-2xx or 3xx responses:\s+(\d+)/.exec(text);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
-  const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0);
+  const [connect, read, write, timeout] = (socket?.slice(1) ?? []).map(Number);
+  const kinds = {
+    "non-2xx": Number(nonSuccess?.[1] ?? 0),
+    connect: connect ?? 0,
+    read: read ?? 0,
+    write: write ?? 0,
+    timeout: timeout ?? 0,
+  };
   return {
     requestsPerSecond: Number(rps[1]),
     requests: Number(total[1]),
     p50Ms: percentile(text, 50),
     p99Ms: percentile(text, 99),
-    errors: Number(nonSuccess?.[1] ?? 0) + socketErrors,
+    errors: Object.values(kinds).reduce((sum, n) => sum + n, 0),
+    errorKinds: describeErrorKinds(kinds),
   };
 }
 
