@@ -37,9 +37,9 @@ health.onVerdict(() => verdicts++);
 // The last report of every data plane is in the view once it counts every node evicted.
 const settled = new Promise<void>((resolve) => {
   const off = health.onUpdate(() => {
-    if (health.nodesWhere("evicted").length !== nodeCount) return;
-    const summary = health.node("upstream-0", "127.1.0.0:9");
-    if (summary?.evicted !== dataPlanes) return;
+    // The last node of each report is the last one evicted.
+    const last = evicted[nodeCount - 1] as ReportedNodeHealth;
+    if (health.node(last.upstream, last.address)?.evicted !== dataPlanes) return;
     off();
     resolve();
   });
