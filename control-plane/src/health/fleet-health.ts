@@ -219,7 +219,9 @@ export class FleetHealth {
     const shared = this.#shared;
     const received = this.#received.get(dataPlane);
     const previous =
-      shared === undefined ? this.#reports.get(dataPlane) : (received ?? this.#reports.get(dataPlane));
+      shared === undefined
+        ? this.#reports.get(dataPlane)
+        : (received ?? this.#reports.get(dataPlane));
     // Only what changed since the data plane's previous report is journaled, counted, stored.
     const changed = diffReports(previous, next);
     for (const key of changed) {

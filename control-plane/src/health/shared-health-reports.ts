@@ -119,6 +119,11 @@ export class SharedHealthReports {
   readonly #known = new Map<string, KnownKey>();
   /** Mod revision of this replica's last write of each data plane's key, for withdrawals. */
   readonly #own = new Map<string, number>();
+  /**
+   * The value of each data plane's write under way: its watch event may come before the commit's
+   * answer, and is then recognised by it rather than read back.
+   */
+  readonly #committing = new Map<string, string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #informer: Informer;
   /**
@@ -277,6 +282,7 @@ export class SharedHealthReports {
       const lease = await this.#currentLease();
       if (this.#stopped) return;
       let committed: { succeeded: boolean; revision: number };
+      this.#committing.set(dataPlane, value);
       try {
         committed = await this.#store.commit(
           [{ key, modRevision: known?.modRevision ?? 0 }],
@@ -286,6 +292,8 @@ export class SharedHealthReports {
         if (!isLeaseGone(error)) throw error;
         this.#leaseLost(lease);
         continue;
+      } finally {
+        this.#committing.delete(dataPlane);
       }
       if (committed.succeeded) {
         this.#own.set(dataPlane, committed.revision);
@@ -462,7 +470,12 @@ export class SharedHealthReports {
   /** Hands `change` over after every earlier change of the same data plane. */
   #readInOrder(dataPlane: string, change: InformerChange): void {
     // This replica's own write: handed over from memory when it committed (#handOverOwn).
-    if (change.current !== undefined && change.current.modRevision === this.#own.get(dataPlane)) {
+    const current = change.current;
+    if (
+      current !== undefined &&
+      (current.modRevision === this.#own.get(dataPlane) ||
+        current.value === this.#committing.get(dataPlane))
+    ) {
       return;
     }
     const before = this.#reading.get(dataPlane) ?? this.#firstRead;
