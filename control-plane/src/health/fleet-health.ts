@@ -215,7 +215,6 @@ export class FleetHealth {
    * journals its changes and replaces its report (shared: in the store, and the view follows).
    */
   report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
-    const next = this.#parse(dataPlane, nodes);
     const shared = this.#shared;
     const received = this.#received.get(dataPlane);
     const previous =
@@ -223,7 +222,7 @@ export class FleetHealth {
         ? this.#reports.get(dataPlane)
         : (received ?? this.#reports.get(dataPlane));
     // Only what changed since the data plane's previous report is journaled, counted, stored.
-    const changed = diffReports(previous, next);
+    const { next, changed } = this.#parseAgainst(dataPlane, nodes, previous);
     for (const key of changed) {
       const node = next.get(key);
       if (node === undefined) continue;
@@ -257,7 +256,21 @@ export class FleetHealth {
   }
 
   #parse(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
+    return this.#parseAgainst(dataPlane, nodes, undefined).next;
+  }
+
+  /**
+   * `nodes` parsed, in one pass with the diff against `previous`: an unchanged node keeps its
+   * previous entry, so a 20,000-node report that changes one node allocates one entry, not
+   * 20,000 (their garbage was much of the cost). `changed` as diffReports gives it.
+   */
+  #parseAgainst(
+    dataPlane: string,
+    nodes: readonly ReportedNodeHealth[],
+    previous: Map<string, StoredNode> | undefined,
+  ): { next: Map<string, StoredNode>; changed: string[] } {
     const next = new Map<string, StoredNode>();
+    const changed: string[] = [];
     for (const node of nodes) {
       if (!isNodeHealthState(node.state)) {
         this.#logger?.debug(
@@ -266,15 +279,31 @@ export class FleetHealth {
         );
         continue;
       }
-      next.set(nodeKey(node.upstream, node.address), {
+      const key = nodeKey(node.upstream, node.address);
+      const changedAtMs = Number(node.changedAtMs);
+      const before = previous?.get(key);
+      if (
+        before !== undefined &&
+        before.state === node.state &&
+        before.evidence === node.evidence &&
+        before.changedAtMs === changedAtMs
+      ) {
+        next.set(key, before);
+        continue;
+      }
+      next.set(key, {
         upstream: node.upstream,
         address: node.address,
         state: node.state,
         evidence: node.evidence,
-        changedAtMs: Number(node.changedAtMs),
+        changedAtMs,
       });
+      changed.push(key);
     }
-    return next;
+    if (previous !== undefined && previous.size + changed.length > next.size) {
+      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
+    }
+    return { next, changed };
   }
 
   /** A shared report's nodes, parsed once: this replica's own come back already parsed. */
