@@ -88,6 +88,36 @@ function nodeKey(upstream: string, address: string): string {
   return `${upstream}\u0000${address}`;
 }
 
+function sameNode(a: StoredNode | undefined, b: StoredNode): boolean {
+  return (
+    a !== undefined &&
+    a.state === b.state &&
+    a.evidence === b.evidence &&
+    a.changedAtMs === b.changedAtMs
+  );
+}
+
+/**
+ * The nodes of `next` that differ from `previous`, and the nodes `previous` had that `next`
+ * lacks. Unchanged entries of `next` are replaced by `previous`'s, so a data plane's whole view
+ * sent again keeps one object per node across reports.
+ */
+function diffReports(
+  previous: Map<string, StoredNode> | undefined,
+  next: Map<string, StoredNode>,
+): string[] {
+  const changed: string[] = [];
+  for (const [key, node] of next) {
+    const before = previous?.get(key);
+    if (before !== undefined && sameNode(before, node)) next.set(key, before);
+    else changed.push(key);
+  }
+  if (previous !== undefined && previous.size + changed.length > next.size) {
+    for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
+  }
+  return changed;
+}
+
 /**
  * The fleet's view of node health: each data plane's latest report (its whole view), and per
  * node how many data planes see it healthy, quarantined or evicted and what the majority says.
@@ -108,6 +138,14 @@ export class FleetHealth {
    */
   readonly #received = new Map<string, Map<string, StoredNode>>();
   readonly #verdicts = new Map<string, MajorityVerdict>();
+  /**
+   * Per node, how many data planes in the view see it in each state, kept up to date report by
+   * report, so a report costs what changed in it rather than nodes times data planes (issue 9:
+   * recounting 20,000 nodes per report blocked the event loop for seconds).
+   */
+  readonly #tallies = new Map<string, StateCounts>();
+  /** Shared: the parsed form of each report this replica published, to reuse when it is handed back. */
+  readonly #parsed = new WeakMap<readonly ReportedNodeHealth[], Map<string, StoredNode>>();
   readonly #listeners = new Set<VerdictListener>();
   readonly #updateListeners = new Set<(dataPlane: string) => void>();
   readonly #dropTimers = new Map<string, NodeJS.Timeout>();
@@ -141,11 +179,11 @@ export class FleetHealth {
           if (!reports.has(dataPlane)) this.#remove(dataPlane);
         }
         for (const report of reports.values()) {
-          this.#apply(report.dataPlane, this.#parse(report.dataPlane, report.nodes));
+          this.#apply(report.dataPlane, this.#parseShared(report.dataPlane, report.nodes));
         }
       },
       onReport: (report) => {
-        this.#apply(report.dataPlane, this.#parse(report.dataPlane, report.nodes));
+        this.#apply(report.dataPlane, this.#parseShared(report.dataPlane, report.nodes));
       },
       onGone: (dataPlane) => this.#remove(dataPlane),
       onMoved: (dataPlane) => {
@@ -177,22 +215,28 @@ export class FleetHealth {
    * journals its changes and replaces its report (shared: in the store, and the view follows).
    */
   report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
-    const next = this.#parse(dataPlane, nodes);
     const shared = this.#shared;
+    const received = this.#received.get(dataPlane);
     const previous =
       shared === undefined
         ? this.#reports.get(dataPlane)
-        : (this.#received.get(dataPlane) ?? this.#reports.get(dataPlane));
-    for (const node of next.values()) {
-      const before = previous?.get(nodeKey(node.upstream, node.address))?.state;
-      const action = actionFor(before, node.state);
+        : (received ?? this.#reports.get(dataPlane));
+    // Only what changed since the data plane's previous report is journaled, counted, stored.
+    const { next, changed } = this.#parseAgainst(dataPlane, nodes, previous);
+    for (const key of changed) {
+      const node = next.get(key);
+      if (node === undefined) continue;
+      const action = actionFor(previous?.get(key)?.state, node.state);
       if (action !== undefined) this.#journalChange(dataPlane, node, action);
     }
     if (shared === undefined) {
-      this.#apply(dataPlane, next);
+      if (changed.length > 0 || previous === undefined) this.#apply(dataPlane, next, changed);
       return;
     }
+    // Already shared by this replica and nothing changed: the store holds it as it is.
+    if (received !== undefined && changed.length === 0) return;
     this.#received.set(dataPlane, next);
+    this.#parsed.set(nodes, next);
     shared.publish(dataPlane, nodes);
   }
 
@@ -212,7 +256,21 @@ export class FleetHealth {
   }
 
   #parse(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
+    return this.#parseAgainst(dataPlane, nodes, undefined).next;
+  }
+
+  /**
+   * `nodes` parsed, in one pass with the diff against `previous`: an unchanged node keeps its
+   * previous entry, so a 20,000-node report that changes one node allocates one entry, not
+   * 20,000 (their garbage was much of the cost). `changed` as diffReports gives it.
+   */
+  #parseAgainst(
+    dataPlane: string,
+    nodes: readonly ReportedNodeHealth[],
+    previous: Map<string, StoredNode> | undefined,
+  ): { next: Map<string, StoredNode>; changed: string[] } {
     const next = new Map<string, StoredNode>();
+    const changed: string[] = [];
     for (const node of nodes) {
       if (!isNodeHealthState(node.state)) {
         this.#logger?.debug(
@@ -221,21 +279,54 @@ export class FleetHealth {
         );
         continue;
       }
-      next.set(nodeKey(node.upstream, node.address), {
+      const key = nodeKey(node.upstream, node.address);
+      const changedAtMs = Number(node.changedAtMs);
+      const before = previous?.get(key);
+      if (
+        before !== undefined &&
+        before.state === node.state &&
+        before.evidence === node.evidence &&
+        before.changedAtMs === changedAtMs
+      ) {
+        next.set(key, before);
+        continue;
+      }
+      next.set(key, {
         upstream: node.upstream,
         address: node.address,
         state: node.state,
         evidence: node.evidence,
-        changedAtMs: Number(node.changedAtMs),
+        changedAtMs,
       });
+      changed.push(key);
     }
-    return next;
+    if (previous !== undefined && previous.size + changed.length > next.size) {
+      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
+    }
+    return { next, changed };
   }
 
-  #apply(dataPlane: string, next: Map<string, StoredNode>): void {
+  /** A shared report's nodes, parsed once: this replica's own come back already parsed. */
+  #parseShared(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
+    // Shared with #received: diffing only swaps entries for equal ones, so that is harmless.
+    return this.#parsed.get(nodes) ?? this.#parse(dataPlane, nodes);
+  }
+
+  /** Puts `next` in the view; `changed` (the keys that differ from the view's) when known. */
+  #apply(dataPlane: string, next: Map<string, StoredNode>, changed?: readonly string[]): void {
     const previous = this.#reports.get(dataPlane);
+    const keys = changed ?? diffReports(previous, next);
+    if (previous !== undefined && keys.length === 0) return;
     this.#reports.set(dataPlane, next);
-    this.#reconsider(new Set([...next.keys(), ...(previous?.keys() ?? [])]));
+    const moved: string[] = [];
+    for (const key of keys) {
+      const before = previous?.get(key)?.state;
+      const after = next.get(key)?.state;
+      if (before === after) continue;
+      this.#tally(key, before, after);
+      moved.push(key);
+    }
+    this.#reconsider(moved);
     this.#updated(dataPlane);
   }
 
@@ -243,8 +334,21 @@ export class FleetHealth {
     const previous = this.#reports.get(dataPlane);
     if (previous === undefined) return;
     this.#reports.delete(dataPlane);
-    this.#reconsider(new Set(previous.keys()));
+    for (const [key, node] of previous) this.#tally(key, node.state, undefined);
+    this.#reconsider(previous.keys());
     this.#updated(dataPlane);
+  }
+
+  /** One data plane's word on the node `key` went from `before` to `after`. */
+  #tally(key: string, before: NodeHealthState | undefined, after: NodeHealthState | undefined) {
+    let counts = this.#tallies.get(key);
+    if (counts === undefined) {
+      counts = emptyCounts();
+      this.#tallies.set(key, counts);
+    }
+    if (before !== undefined) counts[before]--;
+    if (after !== undefined) counts[after]++;
+    if (counts.healthy + counts.quarantined + counts.evicted === 0) this.#tallies.delete(key);
   }
 
   #updated(dataPlane: string): void {
@@ -347,16 +451,18 @@ export class FleetHealth {
     this.#dropTimers.delete(dataPlane);
   }
 
-  #reconsider(keys: Set<string>): void {
+  #reconsider(keys: Iterable<string>): void {
     const changes: VerdictChange[] = [];
     for (const key of keys) {
-      const [upstream, address] = key.split("\u0000") as [string, string];
-      const summary = this.node(upstream, address);
-      const majority = summary?.majority ?? "unreported";
+      const counts = this.#tallies.get(key);
+      const majority = counts === undefined ? "unreported" : majorityOf(counts);
       const previous = this.#verdicts.get(key) ?? "unreported";
       if (majority === "unreported") this.#verdicts.delete(key);
       else this.#verdicts.set(key, majority);
       if (majority === previous) continue;
+      // Only a node whose verdict changed is summarized, for the listeners.
+      const [upstream, address] = key.split("\u0000") as [string, string];
+      const summary = this.node(upstream, address);
       changes.push({
         upstream,
         address,

@@ -119,6 +119,11 @@ export class SharedHealthReports {
   readonly #known = new Map<string, KnownKey>();
   /** Mod revision of this replica's last write of each data plane's key, for withdrawals. */
   readonly #own = new Map<string, number>();
+  /**
+   * The value of each data plane's write under way: its watch event may come before the commit's
+   * answer, and is then recognised by it rather than read back.
+   */
+  readonly #committing = new Map<string, string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #informer: Informer;
   /**
@@ -277,6 +282,7 @@ export class SharedHealthReports {
       const lease = await this.#currentLease();
       if (this.#stopped) return;
       let committed: { succeeded: boolean; revision: number };
+      this.#committing.set(dataPlane, value);
       try {
         committed = await this.#store.commit(
           [{ key, modRevision: known?.modRevision ?? 0 }],
@@ -286,15 +292,12 @@ export class SharedHealthReports {
         if (!isLeaseGone(error)) throw error;
         this.#leaseLost(lease);
         continue;
+      } finally {
+        this.#committing.delete(dataPlane);
       }
       if (committed.succeeded) {
         this.#own.set(dataPlane, committed.revision);
-        this.#observe(dataPlane, {
-          revision: committed.revision,
-          modRevision: committed.revision,
-          replica: this.replicaId,
-          reportedAtMs: outgoing.reportedAtMs,
-        });
+        this.#handOverOwn(dataPlane, outgoing, committed.revision);
         return;
       }
       // Someone changed the key since this replica last saw it: look again, then decide.
@@ -434,8 +437,47 @@ export class SharedHealthReports {
     for (const report of reports.values()) this.#followWriter(report);
   }
 
+  /**
+   * This replica's own write, handed over from memory rather than read back from the store
+   * (inflating and parsing megabytes it just wrote; issue 9), in order with the data plane's
+   * reads: unless the store has moved past it meanwhile, as #observe decides.
+   */
+  #handOverOwn(dataPlane: string, outgoing: Outgoing, revision: number): void {
+    const before = this.#reading.get(dataPlane) ?? this.#firstRead;
+    const done = before
+      .then(() => {
+        if (this.#stopped) return;
+        this.#observe(dataPlane, {
+          revision,
+          modRevision: revision,
+          replica: this.replicaId,
+          reportedAtMs: outgoing.reportedAtMs,
+        });
+        if (this.#known.get(dataPlane)?.revision !== revision) return;
+        this.#handlers?.onReport({
+          dataPlane,
+          replica: this.replicaId,
+          reportedAtMs: outgoing.reportedAtMs,
+          nodes: outgoing.nodes,
+        });
+      })
+      .finally(() => {
+        if (this.#reading.get(dataPlane) === done) this.#reading.delete(dataPlane);
+      });
+    this.#reading.set(dataPlane, done);
+  }
+
   /** Hands `change` over after every earlier change of the same data plane. */
   #readInOrder(dataPlane: string, change: InformerChange): void {
+    // This replica's own write: handed over from memory when it committed (#handOverOwn).
+    const current = change.current;
+    if (
+      current !== undefined &&
+      (current.modRevision === this.#own.get(dataPlane) ||
+        current.value === this.#committing.get(dataPlane))
+    ) {
+      return;
+    }
     const before = this.#reading.get(dataPlane) ?? this.#firstRead;
     const parsing =
       change.current === undefined ? undefined : parseHealthReport(dataPlane, change.current.value);

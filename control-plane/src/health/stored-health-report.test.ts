@@ -19,6 +19,23 @@ function inflatedLength(value: string): number {
 }
 
 describe("stored health reports", () => {
+  it.each([0, 1, 999, 1_000, 1_001, 2_500])(
+    "encode %i nodes, in slices, as the JSON of the whole report",
+    async (count) => {
+      const nodes = evictedNodes(count, (i) => `status "down" é ${i}`);
+      const value = await encodeHealthReport({ replica: "cp-1", reportedAtMs: 0, nodes });
+      expect(await parseHealthReport("dp-1", value)).toEqual({
+        ok: true,
+        report: {
+          dataPlane: "dp-1",
+          replica: "cp-1",
+          reportedAtMs: 0,
+          nodes: nodes.map((node) => ({ ...node, changedAtMs: Number(node.changedAtMs) })),
+        },
+      });
+    },
+  );
+
   it("keep a small report as plain JSON", async () => {
     const value = await encodeHealthReport({
       replica: "cp-1",
