@@ -1,18 +1,22 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { QuotaKind } from "@clawgate/proto";
+import type { PolicyServices } from "@clawgate/data-plane";
+import { create, QuotaKind, TenantSchema } from "@clawgate/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ControlPlane, startControlPlane, Teardown, waitFor } from "../support/index.js";
 import { startLeaseHolder } from "./lease-holder.js";
+import { modelCall } from "./model-call.js";
 import { scriptedModel } from "./scripted-model.js";
 
 const RPM = QuotaKind.REQUESTS_PER_MINUTE;
+const TPM = QuotaKind.TOKENS_PER_MINUTE;
 
 /** Lets the stream deliver what is on its way (a share asked for) before the next request. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 async function withTenant(env: Record<string, string>, tenant: object, teardown: Teardown) {
-  const cp: ControlPlane = await startControlPlane(env);
+  // A loaded CI machine has taken over 20 s (the default) to start a control plane.
+  const cp: ControlPlane = await startControlPlane(env, { readyTimeoutMs: 60_000 });
   teardown.add("control plane", () => cp.stop());
   await cp.admin.put("tenants", "acme", tenant);
   await waitFor(async () => (await cp.admin.snapshot()).published, {
@@ -64,4 +68,56 @@ describe("fleet-wide tenant budgets through a real control plane", () => {
     const refused = a.book.admit("acme", RPM, 20);
     expect(refused.ok).toBe(false);
   }, 60_000);
+
+  it("spends a token budget with OpenAI-style JSON and SSE usage on one data plane, revokes the other's unspent share, and resets", async () => {
+    // Windows of 20 s, so the reset is seen within the test.
+    const { a, b } = await withTenant(
+      { CLAWGATE_QUOTA_MINUTE_MS: "20000" },
+      { tokensPerMinute: 100 },
+      teardown,
+    );
+    const tenant = create(TenantSchema, { name: "acme", tokensPerMinute: 100n });
+    const onA: PolicyServices = { clock: { now: () => performance.now() }, quota: a.book };
+    const onB: PolicyServices = { clock: { now: () => performance.now() }, quota: b.book };
+    /** 60 + 60 tokens on a, reported at once: over the fleet's 100 only if both usages were read. */
+    const spendOnA = async () => {
+      const statuses = [
+        await modelCall(onA, tenant, `${upstreamUrl}json`),
+        await modelCall(onA, tenant, `${upstreamUrl}sse`),
+      ];
+      a.book.flush();
+      return statuses;
+    };
+    // b takes a share first and spends none of it: its own calls go to a path that reports no
+    // usage, so it has no reason to ask again.
+    const share = b.nextLease((lease) => lease.kind === TPM && lease.granted > 0n);
+    expect(await modelCall(onB, tenant, upstreamUrl)).toBe(200);
+    let spentIn = (await share).window;
+    expect(await spendOnA()).toEqual([200, 200]);
+    // b, still holding its unspent share, stops admitting once the control plane has booked a's
+    // usage: it pushes the spent budget to every holder of a share of that window. What the
+    // design does not promise is that this reaches b in b's share's window: a loaded machine may
+    // book a's usage after that window ended (then it is dropped, as that window's leases lapsed
+    // on the data planes too), or the stream may break and take b's share with it. b then asks
+    // again on its next call; a share of a window a has not spent in yet means a spends again.
+    await waitFor(
+      async () => {
+        const held = b.lastLease(TPM);
+        if (held !== undefined && !held.revoked && held.window !== spentIn) {
+          // a's own lease of the old window may not have lapsed yet: then it spends next time.
+          if ((await spendOnA()).every((status) => status === 200)) spentIn = held.window;
+        }
+        return (await modelCall(onB, tenant, upstreamUrl)) === 429;
+      },
+      {
+        what: "data plane b refusing the tenant once a spent the fleet's budget",
+        timeoutMs: 45_000,
+      },
+    );
+    expect(b.lastLease(TPM)).toMatchObject({ revoked: true, exhausted: true, granted: 0n });
+    await waitFor(async () => (await modelCall(onB, tenant, upstreamUrl)) === 200, {
+      what: "the token budget back after the window reset",
+      timeoutMs: 30_000,
+    });
+  }, 150_000);
 });
