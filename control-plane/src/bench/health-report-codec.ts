@@ -1,6 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
+import { watchLongestGap } from "./longest-gap.js";
 
 /**
  * How long encoding and reading back one large shared health report blocks the event loop:
@@ -42,14 +43,7 @@ await measure("parse (inflate, JSON, schema)", () => codec.parseHealthReport("dp
 /** Runs `step` `rounds` times and prints how long the event loop was blocked meanwhile. */
 async function measure(phase: string, step: (round: number) => unknown): Promise<void> {
   const histogram = monitorEventLoopDelay({ resolution: 1 });
-  // A timer that should fire every millisecond: its longest lateness is the longest block.
-  let longestGapMs = 0;
-  let last = performance.now();
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    longestGapMs = Math.max(longestGapMs, now - last);
-    last = now;
-  }, 1);
+  const gap = watchLongestGap();
   histogram.enable();
   for (let round = 1; round <= rounds; round++) {
     await step(round);
@@ -57,7 +51,7 @@ async function measure(phase: string, step: (round: number) => unknown): Promise
     await new Promise((resolve) => setImmediate(resolve));
   }
   histogram.disable();
-  clearInterval(ticker);
+  const longestGapMs = gap.stop();
   console.log(
     `${phase}: event-loop delay p50 ${ms(histogram.percentile(50))} ms, p99 ${ms(histogram.percentile(99))} ms, max ${ms(histogram.max)} ms; longest 1 ms timer gap ${longestGapMs.toFixed(1)} ms`,
   );

@@ -3,6 +3,7 @@ import { FleetHealth } from "../health/fleet-health.js";
 import { SharedHealthReports } from "../health/shared-health-reports.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
+import { watchLongestGap } from "./longest-gap.js";
 
 /**
  * How long a control plane blocks its event loop while it takes in the first node-health reports
@@ -45,13 +46,7 @@ const settled = new Promise<void>((resolve) => {
   });
 });
 
-let longestGapMs = 0;
-let last = performance.now();
-const ticker = setInterval(() => {
-  const now = performance.now();
-  longestGapMs = Math.max(longestGapMs, now - last);
-  last = now;
-}, 1);
+const gap = watchLongestGap();
 const started = performance.now();
 for (let step = 0; step <= steps; step++) {
   for (let d = 1; d <= dataPlanes; d++) {
@@ -61,7 +56,7 @@ for (let step = 0; step <= steps; step++) {
   }
 }
 await settled;
-clearInterval(ticker);
+const longestGapMs = gap.stop();
 console.log(
   `${dataPlanes} data planes x ${steps + 1} reports of ${nodeCount} nodes: ` +
     `${(performance.now() - started).toFixed(0)} ms in all, longest turn ${longestGapMs.toFixed(1)} ms ` +

@@ -1,4 +1,4 @@
-import { create, fromBinary, SnapshotSchema } from "@clawgate/proto";
+import { create, fromBinary, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { AppliedSnapshot } from "../runtime/applied-snapshot.js";
 import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
@@ -23,21 +23,30 @@ function damaged(edit: (file: Buffer) => Buffer): ReturnType<typeof decodeCacheF
   return decodeCacheFile(edit(Buffer.from(encodeCacheFile(snapshot))));
 }
 
+/**
+ * Encodes `config` in turns with a clock that moves a whole turn per step, and counts the
+ * event-loop turns that passed meanwhile (an immediate that re-arms itself until the end).
+ */
+async function encodeCountingTurns(config: Snapshot): Promise<{ file: Buffer; turns: number }> {
+  let turns = 0;
+  let encoding = true;
+  const ticker = (): void => {
+    if (!encoding) return;
+    turns += 1;
+    setImmediate(ticker);
+  };
+  setImmediate(ticker);
+  let clock = 0;
+  const file = await encodeCacheFileInTurns(config, { now: () => (clock += 10) });
+  encoding = false;
+  return { file, turns };
+}
+
 describe("cache file", () => {
   it("encodes a whole config across event-loop turns, to the same bytes", async () => {
-    let turns = 0;
-    let encoding = true;
-    const ticker = (): void => {
-      if (!encoding) return;
-      turns += 1;
-      setImmediate(ticker);
-    };
-    setImmediate(ticker);
-    // A clock that moves a whole turn per step: every resource encoded ends a turn.
-    let clock = 0;
+    // Every resource encoded ends a turn.
     const big = snapshotOf(7, 200, 20);
-    const file = await encodeCacheFileInTurns(big, { now: () => (clock += 10) });
-    encoding = false;
+    const { file, turns } = await encodeCountingTurns(big);
     expect(turns).toBeGreaterThan(100);
     expect(file.equals(encodeCacheFile(big))).toBe(true);
     const decoded = decodeCacheFile(file);
@@ -49,17 +58,7 @@ describe("cache file", () => {
     // copying and checksumming them all in one turn was the idle data plane's longest block.
     const big = snapshotOf(7, 200, 20);
     const first = encodeCacheFile(big);
-    let turns = 0;
-    let encoding = true;
-    const ticker = (): void => {
-      if (!encoding) return;
-      turns += 1;
-      setImmediate(ticker);
-    };
-    setImmediate(ticker);
-    let clock = 0;
-    const again = await encodeCacheFileInTurns(big, { now: () => (clock += 10) });
-    encoding = false;
+    const { file: again, turns } = await encodeCountingTurns(big);
     // 222 resources taken and copied, a turn for each.
     expect(turns).toBeGreaterThanOrEqual(2 * 222);
     expect(again.equals(first)).toBe(true);
