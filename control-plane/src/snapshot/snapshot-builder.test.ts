@@ -165,6 +165,35 @@ describe("SnapshotBuilder", () => {
     expect(versions).toEqual([revision]);
   });
 
+  it("rebuilds a lone change at once after a quiet window, and one right after it coalesced", async () => {
+    const pacer = new ManualScheduler();
+    const { store, builder } = await setup({ coalesceMs: 25, pacer });
+    await builder.start();
+    const publishedAt: number[] = [];
+    builder.onPublish(() => publishedAt.push(pacer.now()));
+    pacer.advance(100);
+
+    // Quiet since the start's build: due at once, no window to wait out.
+    const lone = await put(store, "upstreams/lone", { nodes: [{ address: "127.0.0.1:9001" }] });
+    await delivered();
+    const first = nextPublish(builder, (published) => published.version >= lone);
+    pacer.advance(0);
+    expect((await first).version).toBe(lone);
+    expect(publishedAt).toEqual([100]);
+
+    // 5 ms after that build: this one waits its coalescing window, like a burst would.
+    pacer.advance(5);
+    const next = await put(store, "upstreams/next", { nodes: [{ address: "127.0.0.1:9002" }] });
+    await delivered();
+    pacer.advance(24);
+    await delivered();
+    expect(publishedAt).toEqual([100]);
+    const second = nextPublish(builder, (published) => published.version >= next);
+    pacer.advance(1);
+    expect((await second).version).toBe(next);
+    expect(publishedAt).toEqual([100, 130]);
+  });
+
   it("rebuilds under a steady stream of writes no later than maxDelayMs", async () => {
     const pacer = new ManualScheduler();
     const { store, builder } = await setup({ coalesceMs: 50, maxDelayMs: 100, pacer });

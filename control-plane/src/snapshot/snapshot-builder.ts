@@ -45,7 +45,10 @@ export interface SnapshotBuilderOptions {
    * which start() starts and stop() stops.
    */
   model?: ConfigModel;
-  /** Quiet time a burst of changes gets to settle before one rebuild; default 25 ms. */
+  /**
+   * A change within this long of the last rebuild waits this long for more to settle, so a burst
+   * costs one rebuild; a change after a quiet window rebuilds at once. Default 25 ms.
+   */
   coalesceMs?: number;
   /** Longest a change waits for its rebuild under a steady stream of writes; default 250 ms. */
   maxDelayMs?: number;
@@ -145,6 +148,10 @@ export class SnapshotBuilder implements SnapshotStatusSource {
   /** True once the model has numbered its first read: no rebuild before (start()). */
   private modelStarted = false;
   private firstPendingAt: number | undefined;
+  /** When the last rebuild ran (pacer clock); a change long after it needs no coalescing. */
+  private lastRebuildAt = Number.NEGATIVE_INFINITY;
+  /** The pending rebuild is due at once (a change after a quiet window): later ones join it. */
+  private rebuildingAtOnce = false;
   private readonly pacer: Scheduler;
   /** Cancels the pending coalesced rebuild, if one is scheduled. */
   private cancelTimer: (() => void) | undefined;
@@ -258,10 +265,22 @@ export class SnapshotBuilder implements SnapshotStatusSource {
     this.whole = true;
   }
 
-  /** Debounces rebuilds by coalesceMs, but never past maxDelayMs after the first pending change. */
+  /**
+   * A change after a quiet coalesceMs is rebuilt in the next turn (changes of the same turn join
+   * it): a lone write reaches data planes without waiting out a window it does not need, which
+   * was most of a one-route change's latency. A change during a burst debounces by coalesceMs,
+   * but never past maxDelayMs after the first pending change.
+   */
   private schedule(): void {
     if (this.stopped) return;
+    if (this.rebuildingAtOnce && this.cancelTimer !== undefined) return;
     const now = this.pacer.now();
+    if (this.cancelTimer === undefined && now - this.lastRebuildAt >= this.coalesceMs) {
+      this.rebuildingAtOnce = true;
+      this.cancelTimer = this.pacer.after(0, () => this.flush());
+      return;
+    }
+    this.rebuildingAtOnce = false;
     this.firstPendingAt ??= now;
     const due = Math.min(now + this.coalesceMs, this.firstPendingAt + this.maxDelayMs);
     this.cancelTimer?.();
@@ -270,6 +289,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   private flush(): void {
     this.cancelTimer = undefined;
+    this.rebuildingAtOnce = false;
     if (this.stopped) return;
     this.firstPendingAt = undefined;
     try {
@@ -281,6 +301,7 @@ export class SnapshotBuilder implements SnapshotStatusSource {
 
   private rebuild(): void {
     if (this.stopped || !this.modelStarted) return;
+    this.lastRebuildAt = this.pacer.now();
     // The version: the revision of the newest change to what the snapshot holds, the same on
     // every replica, not the revision the model reached (other keys share the prefix).
     const revision = this.model.configRevision;

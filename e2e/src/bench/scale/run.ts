@@ -253,25 +253,79 @@ async function measureChanges(
   row: Row,
 ): Promise<void> {
   const bytesBefore = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
+  // A witness: one simulated stream in this process, so each change's latency splits into the
+  // control plane's part (write to the delta on the wire) and the data planes' (wire to applied).
+  const status = await cp.admin.snapshot();
+  const witness = new SimulatedStreams(
+    cp.grpcAddress,
+    1,
+    status.publishedVersion ?? status.version,
+    "witness",
+  );
+  const witnessed = new Map<number, number>();
+  witness.onArrival((arrival) => {
+    if (!witnessed.has(arrival.version)) witnessed.set(arrival.version, arrival.atMs);
+  });
   const changeLatencies: number[] = [];
+  const controlPlaneLatencies: number[] = [];
+  const dataPlaneLatencies: number[] = [];
+  const slowest = { ms: -1, change: 0, dataPlane: 0, controlPlaneMs: 0 };
   const changeLags: number[] = [];
   const idleLags: number[] = [];
-  for (let k = 1; k <= changes; k++) {
-    // Resets the lag histograms; then a quiet window as long as a change, for the baseline.
-    await scrapeAll(dataPlanes, LAG);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    idleLags.push(...(await scrapeAll(dataPlanes, LAG)));
-    const revision = await changeOneRoute(cp, k);
-    const sentAt = revision.sentAt;
-    const times = await appliedVersions.waitAll(revision.revision, STEP_MS);
-    changeLatencies.push(...times.map((at) => at - sentAt));
-    changeLags.push(...(await scrapeAll(dataPlanes, LAG)));
+  try {
+    await waitFor(
+      async () =>
+        (await cp.admin.dataplanes()).some((d) => d.nodeId === "witness-0" && d.state === "SYNCED"),
+      { what: "the witness stream to be SYNCED", timeoutMs: STEP_MS, intervalMs: 20 },
+    );
+    for (let k = 1; k <= changes; k++) {
+      // Resets the lag histograms; then a quiet window as long as a change, for the baseline.
+      await scrapeAll(dataPlanes, LAG);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      idleLags.push(...(await scrapeAll(dataPlanes, LAG)));
+      const revision = await changeOneRoute(cp, k);
+      const sentAt = revision.sentAt;
+      const times = await appliedVersions.waitAll(revision.revision, STEP_MS);
+      const onWire = await waitFor(() => witnessed.get(revision.revision), {
+        what: `the witness stream to receive version ${revision.revision}`,
+        timeoutMs: STEP_MS,
+        intervalMs: 2,
+      });
+      controlPlaneLatencies.push(onWire - sentAt);
+      for (const [i, at] of times.entries()) {
+        changeLatencies.push(at - sentAt);
+        dataPlaneLatencies.push(at - onWire);
+        if (at - sentAt > slowest.ms) {
+          Object.assign(slowest, {
+            ms: at - sentAt,
+            change: k,
+            dataPlane: i,
+            controlPlaneMs: onWire - sentAt,
+          });
+        }
+      }
+      changeLags.push(...(await scrapeAll(dataPlanes, LAG)));
+    }
+  } finally {
+    witness.close();
   }
   const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
   row(
     `one-route change to ${dataPlaneCount} DPs applied (${changes} changes)`,
     `p50 ${ms(percentile(changeLatencies, 0.5))}, p99 ${ms(percentile(changeLatencies, 0.99))}`,
     "p99 < 100 ms",
+  );
+  row(
+    "  of which: write to delta on the wire (witness stream)",
+    `p50 ${ms(percentile(controlPlaneLatencies, 0.5))}, p99 ${ms(percentile(controlPlaneLatencies, 0.99))}`,
+  );
+  row(
+    "  of which: delta on the wire to applied (per DP)",
+    `p50 ${ms(percentile(dataPlaneLatencies, 0.5))}, p99 ${ms(percentile(dataPlaneLatencies, 0.99))}`,
+  );
+  row(
+    "  slowest one",
+    `${ms(slowest.ms)}: change ${slowest.change}, DP ${slowest.dataPlane}, on the wire after ${ms(slowest.controlPlaneMs)}`,
   );
   row(
     "DP event-loop block, one-route change",
@@ -282,7 +336,8 @@ async function measureChanges(
     "DP event-loop block, idle window (no change, no scrape)",
     `p50 ${secondsAsMs(percentile(idleLags, 0.5))}, max ${secondsAsMs(Math.max(...idleLags))}`,
   );
-  const wireBytes = (bytesAfter - bytesBefore) / (changes * dataPlaneCount);
+  // The witness stream took each change too.
+  const wireBytes = (bytesAfter - bytesBefore) / (changes * (dataPlaneCount + 1));
   row("bytes on the wire per one-route change per DP", bytes(wireBytes), "independent of size");
 }
 
