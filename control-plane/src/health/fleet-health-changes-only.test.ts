@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { HealthChanges, ReportedNodeHealth } from "../fleet/fleet.js";
 import type { HealEventInput } from "../journal/heal-event.js";
@@ -124,12 +125,15 @@ describe("FleetHealth with changes-only reports", () => {
 
   it("ignores changes with a warning naming the data plane when it holds no whole report of it", () => {
     const warnings: Array<{ dataPlane?: string; msg: string }> = [];
-    const logger = {
-      debug() {},
-      warn(fields: { dataPlane?: string }, msg: string) {
-        warnings.push({ dataPlane: fields.dataPlane, msg });
+    const logger = pino(
+      { level: "warn" },
+      {
+        write(line: string) {
+          const { dataPlane, msg } = JSON.parse(line) as { dataPlane?: string; msg: string };
+          warnings.push({ dataPlane, msg });
+        },
       },
-    };
+    );
     const { journal, recorded } = journaled();
     const health = new FleetHealth({ journal, logger });
     const applied = health.reportChanges("dp-7", {
