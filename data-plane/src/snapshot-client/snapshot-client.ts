@@ -404,8 +404,13 @@ export class SnapshotClient {
     // Response headers: whether this control plane takes changes-only health reports. A control
     // plane older than them sends its headers with its first message, without the header.
     call.on("metadata", (metadata: grpc.Metadata) => {
-      if (attempt.ended || this.#stopped) return;
-      attempt.health?.headers(metadata.get(HEALTH_CHANGES_HEADER)[0]?.toString() === "1");
+      if (attempt.ended || this.#stopped || attempt.health === undefined) return;
+      const takesChanges = metadata.get(HEALTH_CHANGES_HEADER)[0]?.toString() === "1";
+      this.#options.logger.info(
+        { controlPlane: attempt.address, healthReports: takesChanges ? "changes-only" : "whole" },
+        "node-health reports on this stream: the whole view, then as the control plane takes them",
+      );
+      attempt.health.headers(takesChanges);
     });
     // Every end, clean or not, arrives as one status event; errors carry nothing more.
     call.on("error", () => {});
