@@ -8,7 +8,7 @@ import {
 } from "@clawgate/proto";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { FakeClock } from "../clock/clock.js";
 import { HealthRegistry } from "../health/health-registry.js";
 import type { HealthTarget } from "../health/health-targets.js";
@@ -31,13 +31,18 @@ class HealthControlPlane {
   #streams = 0;
   address = "";
 
-  constructor(takesChanges: boolean) {
+  /**
+   * `headers`: "changes" sends HEALTH_CHANGES_HEADER at once; "plain" headers without it (an
+   * older control plane that sent a message); "none" no headers at all (an older control plane
+   * with nothing to send).
+   */
+  constructor(headers: "changes" | "plain" | "none") {
     this.#server.addService(snapshotServiceDefinition, {
       streamSnapshots: (call: ServerCall) => {
         const stream = this.#streams++;
-        const headers = new grpc.Metadata();
-        if (takesChanges) headers.set(HEALTH_CHANGES_HEADER, "1");
-        call.sendMetadata(headers);
+        const metadata = new grpc.Metadata();
+        if (headers === "changes") metadata.set(HEALTH_CHANGES_HEADER, "1");
+        if (headers !== "none") call.sendMetadata(metadata);
         call.on("error", () => {});
         call.on("data", (request: StreamSnapshotsRequest) => {
           if (request.message.case !== "health") return;
@@ -91,8 +96,8 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-async function controlPlane(takesChanges: boolean): Promise<HealthControlPlane> {
-  const cp = await new HealthControlPlane(takesChanges).start();
+async function controlPlane(headers: "changes" | "plain" | "none"): Promise<HealthControlPlane> {
+  const cp = await new HealthControlPlane(headers).start();
   cleanup.push(() => cp.shutdown());
   return cp;
 }
@@ -147,12 +152,13 @@ function dataPlane(addresses: string[]) {
 
 describe("health reports on the snapshot stream", () => {
   it("sends the whole view after Hello, then only what changed, to a control plane that takes changes", async () => {
-    const cp = await controlPlane(true);
+    const cp = await controlPlane("changes");
     const dp = dataPlane([cp.address]);
     dp.health.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
     dp.client.start();
     await cp.until(() => cp.reports.length === 1);
-    expect(dp.client.healthChangesOnly()).toBe(true);
+    // The headers may come just after the whole view went.
+    await vi.waitFor(() => expect(dp.client.healthChangesOnly()).toBe(true));
 
     dp.health.reportRefused("agents", "10.0.0.1:80");
     dp.fail("10.0.0.1:80");
@@ -168,25 +174,28 @@ describe("health reports on the snapshot stream", () => {
     ]);
   });
 
-  it("sends only whole views to a control plane without the header", async () => {
-    const cp = await controlPlane(false);
-    const dp = dataPlane([cp.address]);
-    dp.health.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
-    dp.client.start();
-    await cp.until(() => cp.reports.length === 1);
-    expect(dp.client.healthChangesOnly()).toBe(false);
-    dp.fail("10.0.0.2:80");
-    dp.fail("10.0.0.2:80");
-    await cp.until(() => cp.reports.length === 2);
-    expect(cp.lines()).toEqual([
-      "whole: 10.0.0.1:80 healthy, 10.0.0.2:80 healthy",
-      "whole: 10.0.0.1:80 healthy, 10.0.0.2:80 evicted",
-    ]);
-  });
+  it.each(["plain", "none"] as const)(
+    "sends only whole views to a control plane without the header (headers: %s)",
+    async (headers) => {
+      const cp = await controlPlane(headers);
+      const dp = dataPlane([cp.address]);
+      dp.health.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
+      dp.client.start();
+      await cp.until(() => cp.reports.length === 1);
+      expect(dp.client.healthChangesOnly()).toBe(false);
+      dp.fail("10.0.0.2:80");
+      dp.fail("10.0.0.2:80");
+      await cp.until(() => cp.reports.length === 2);
+      expect(cp.lines()).toEqual([
+        "whole: 10.0.0.1:80 healthy, 10.0.0.2:80 healthy",
+        "whole: 10.0.0.1:80 healthy, 10.0.0.2:80 evicted",
+      ]);
+    },
+  );
 
   it("starts again from the whole view on the next control plane after a reconnect", async () => {
-    const first = await controlPlane(true);
-    const second = await controlPlane(true);
+    const first = await controlPlane("changes");
+    const second = await controlPlane("changes");
     const dp = dataPlane([first.address, second.address]);
     dp.health.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
     dp.client.start();
@@ -200,6 +209,7 @@ describe("health reports on the snapshot stream", () => {
     dp.fail("10.0.0.2:80");
 
     await second.until(() => second.reports.length === 1);
+    await vi.waitFor(() => expect(dp.client.healthChangesOnly()).toBe(true));
     dp.health.sync([node("10.0.0.1:80")]);
     dp.client.reportHealth();
     await second.until(() => second.reports.length === 2);

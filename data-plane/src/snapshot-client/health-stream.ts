@@ -27,21 +27,24 @@ export interface HealthStreamOptions {
 }
 
 /**
- * The node-health reports of one snapshot stream. Nothing is sent until the control plane's
- * response headers say whether it takes changes-only reports (HEALTH_CHANGES_HEADER); then the
- * whole view goes first, built and encoded over several turns (20,000 nodes). After it:
+ * The node-health reports of one snapshot stream. Right after the Hello the whole view goes,
+ * built and encoded over several turns (20,000 nodes). After it, each report is:
  *
- * - changes-only: each report carries what changed since the previous one, taken from the
- *   registry's change log, so it costs what changed (issue 9). The log keeps every transition,
- *   so none is skipped; when it overflowed, the whole view goes again.
- * - whole views, to an older control plane: each report is the whole view, as before.
+ * - changes-only, once the control plane's response headers said it takes them
+ *   (HEALTH_CHANGES_HEADER): what changed since the previous report, taken from the registry's
+ *   change log, so it costs what changed (issue 9). The log keeps every transition, so none is
+ *   skipped; when it overflowed, the whole view goes again.
+ * - the whole view otherwise, as before: to an older control plane, and until the headers came
+ *   (an older control plane sends them only with its first message, maybe never on a stream
+ *   with nothing to send). Every whole view starts the change log anew, so the first
+ *   changes-only report builds on the last whole one sent.
  *
  * Reports are written in the order they were taken. While the stream cannot take more, a
  * changes-only report waits in the change log, and a whole view is replaced by the next one.
  */
 export class HealthStream {
   readonly #options: HealthStreamOptions;
-  #mode: "headers" | "changes" | "whole" = "headers";
+  #mode: "unknown" | "changes" | "whole" = "unknown";
   /** The whole view after Hello (or after the change log overflowed) is not written yet. */
   #viewPending = false;
   #blocked = false;
@@ -63,27 +66,27 @@ export class HealthStream {
     return this.#mode === "changes" && !this.#viewPending;
   }
 
-  /** The control plane's response headers arrived: sends the whole view. */
+  /** The Hello is written: the whole view follows it. */
+  start(): void {
+    if (!this.#closed && !this.#viewPending) this.#sendWholeView();
+  }
+
+  /** The control plane's response headers arrived: whether it takes changes-only reports. */
   headers(takesChanges: boolean): void {
-    if (this.#closed || this.#mode !== "headers") return;
+    if (this.#closed || this.#mode !== "unknown") return;
     this.#mode = takesChanges ? "changes" : "whole";
-    this.#sendWholeView();
   }
 
   /** The view changed (a node's state, or nodes added or removed): report it as this stream does. */
   request(held?: HealthChange): void {
     if (this.#closed) return;
-    if (
-      this.#mode === "headers" ||
-      this.#viewPending ||
-      (this.#blocked && this.#mode === "changes")
-    ) {
+    if (this.#viewPending || (this.#blocked && this.#mode === "changes")) {
       this.#wanted = true;
       this.#held ??= held;
       return;
     }
     const { source, encoder } = this.#options;
-    if (this.#mode === "whole") {
+    if (this.#mode !== "changes") {
       // Taken now, in one turn: the view is one instant, as the pacer's held rule needs.
       const nodes = source.snapshot(held);
       this.#enqueue(
@@ -138,7 +141,7 @@ export class HealthStream {
 
   #write(bytes: Uint8Array): void {
     if (this.#closed) return;
-    if (this.#blocked && this.#mode === "whole") {
+    if (this.#blocked && this.#mode !== "changes") {
       this.#waitingView = bytes;
       return;
     }

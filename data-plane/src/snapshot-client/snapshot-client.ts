@@ -408,7 +408,7 @@ export class SnapshotClient {
       const takesChanges = metadata.get(HEALTH_CHANGES_HEADER)[0]?.toString() === "1";
       this.#options.logger.info(
         { controlPlane: attempt.address, healthReports: takesChanges ? "changes-only" : "whole" },
-        "node-health reports on this stream: the whole view, then as the control plane takes them",
+        "node-health reports on this stream: after the whole view, as the control plane takes them",
       );
       attempt.health.headers(takesChanges);
     });
@@ -432,6 +432,7 @@ export class SnapshotClient {
       }),
     );
     this.#writeHealth(attempt);
+    health?.start();
     this.#writeBreakers(attempt);
   }
 
