@@ -116,7 +116,9 @@ describe("changes-only node-health reports on real processes", () => {
     await fleetSays(nodes.b.address, "healthy");
   });
 
-  it("starts again from the whole view after the data plane reconnects, then follows changes", async () => {
+  it("starts again from the whole view after the data plane reconnects, then follows changes", {
+    timeout: 120_000,
+  }, async () => {
     const reconnected = dp.process.output.count(MODE_LINE);
     // Restarted in place: same ports, so the data plane's stream breaks and comes back to it.
     await cp.stop();
@@ -124,7 +126,11 @@ describe("changes-only node-health reports on real processes", () => {
     await nodes.b.process.stop();
     cp = await startControlPlane(cp.env);
     teardown.add("control plane, restarted", () => cp.stop());
-    await waitFor(() => reconnected() >= 1, { what: "the data plane to reconnect" });
+    // Its reconnect backoff grows to 10 s while the control plane is down.
+    await waitFor(() => reconnected() >= 1, {
+      what: "the data plane to reconnect",
+      timeoutMs: 30_000,
+    });
     await fleetSays(nodes.b.address, "evicted");
 
     // And a change after the whole view travels as a change.
