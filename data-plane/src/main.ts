@@ -214,6 +214,8 @@ export async function startDataPlane(
     workers && new WorkerCoordination({ workers, book: quota, fleetProbes, nodeId: config.nodeId });
   const tenantMetrics = new TenantMetrics(requestRegistry);
   const client = new SnapshotClient({
+    // Node health rides the stream: the whole view after each Hello, then paced reports.
+    health,
     onQuotaGrant: (grant) => {
       quota.grant(grant);
       coordination?.granted(grant);
@@ -274,12 +276,12 @@ export async function startDataPlane(
     coordination?.streamChanged(state.status === "connected");
   });
   const stopQuotaFlush = startQuotaFlush(quota);
-  // The control plane journals, counts and remediates from these reports (state of the world),
-  // coalesced to one per second so a burst of changes costs one report, not one per change.
+  // The control plane journals, counts and remediates from these reports, coalesced to one per
+  // second so a burst of changes costs one report, not one per change. After each Hello the
+  // whole view goes; then only what changed, where the control plane takes that (issue 9).
   const healthReports = new HealthReportPacer({
-    // Built in one turn on purpose: the view is one instant, as the pacer's rule that no
-    // state is skipped needs; the client encodes it over several turns.
-    send: (held) => client.sendHealth(health.snapshot(held)),
+    send: (held) => client.reportHealth(held),
+    keepsEveryChange: () => client.healthChangesOnly(),
   });
   health.onChange((change) => healthReports.request(change));
   // Cumulative counts, so a report lost with a stream costs nothing; once a second at most.

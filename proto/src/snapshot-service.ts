@@ -14,6 +14,13 @@ export const PROTOCOL_VERSION = 1;
 export const PROTOCOL_VERSION_TRAILER = "clawgate-protocol-version";
 
 /**
+ * Response header (initial metadata) a control plane sends, with the value "1", on every
+ * snapshot stream when it takes NodeHealthReport with changes_only. A data plane sends
+ * changes-only reports only where it saw it, so an older control plane gets whole views.
+ */
+export const HEALTH_CHANGES_HEADER = "clawgate-health-changes";
+
+/**
  * What the control plane writes on a stream: a message, or the bytes of one already encoded.
  * A snapshot is encoded once per version and the same bytes go to every data plane.
  */

@@ -26,6 +26,23 @@ export interface ReportedNodeHealth {
 /** A data plane's whole view of node health, as it last reported it. */
 export type HealthReportListener = (nodeId: string, nodes: readonly ReportedNodeHealth[]) => void;
 
+/** A node that left a data plane's view. */
+export interface RemovedNode {
+  upstream: string;
+  address: string;
+}
+
+/**
+ * What changed in a data plane's view since its previous report on the same stream
+ * (NodeHealthReport with changes_only): `removed` leave first, then `nodes` apply in order.
+ */
+export interface HealthChanges {
+  nodes: readonly ReportedNodeHealth[];
+  removed: readonly RemovedNode[];
+}
+
+export type HealthChangesListener = (nodeId: string, changes: HealthChanges) => void;
+
 export interface FleetOptions {
   /** How long a connected data plane may lag the published version before it is STALE; default 10 s. */
   graceMs?: number;
@@ -71,6 +88,7 @@ export class Fleet implements FleetSource {
   private nextToken = 1;
   private readonly listeners = new Set<(nodeId: string | null) => void>();
   private readonly healthListeners = new Set<HealthReportListener>();
+  private readonly healthChangeListeners = new Set<HealthChangesListener>();
 
   constructor(options: FleetOptions = {}) {
     this.graceMs = options.graceMs ?? 10_000;
@@ -98,6 +116,25 @@ export class Fleet implements FleetSource {
     return () => {
       this.healthListeners.delete(listener);
     };
+  }
+
+  /**
+   * Calls `listener` with every changes-only node-health report a connected data plane sends
+   * (each on top of its previous report); returns the unsubscribe function.
+   */
+  onHealthChanges(listener: HealthChangesListener): () => void {
+    this.healthChangeListeners.add(listener);
+    return () => {
+      this.healthChangeListeners.delete(listener);
+    };
+  }
+
+  /** A data plane sent what changed in its view; ignored unless `stream` is its current one. */
+  healthChangesReported(nodeId: string, stream: StreamToken, changes: HealthChanges): void {
+    const record = this.records.get(nodeId);
+    if (record === undefined || record.stream !== stream) return;
+    record.lastSeen = this.clock();
+    for (const listener of this.healthChangeListeners) listener(nodeId, changes);
   }
 
   /** A data plane sent its view of node health; ignored unless `stream` is its current one. */

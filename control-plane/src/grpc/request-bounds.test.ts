@@ -5,10 +5,17 @@ import {
   create,
   HelloSchema,
   NackSchema,
+  NodeHealthSchema,
   STREAM_LIMITS,
 } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
-import { checkAnswer, checkBreakerReport, checkHello, truncate } from "./request-bounds.js";
+import {
+  checkAnswer,
+  checkBreakerReport,
+  checkHealthChanges,
+  checkHello,
+  truncate,
+} from "./request-bounds.js";
 
 describe("checkHello", () => {
   const fields = [
@@ -100,6 +107,44 @@ describe("checkBreakerReport", () => {
     expect(checkBreakerReport(many)).toEqual({
       ok: false,
       reason: `BreakerReport.breakers has ${many.length} entries; the limit is ${STREAM_LIMITS.breakerStates}`,
+    });
+  });
+});
+
+describe("checkHealthChanges", () => {
+  const node = (address: string, state = "evicted") =>
+    create(NodeHealthSchema, { upstream: "agents", address, state, evidence: "e" });
+
+  it("counts changes and removed nodes together against the report bound", () => {
+    const half = Math.ceil(STREAM_LIMITS.healthNodes / 2);
+    const nodes = Array.from({ length: half }, (_, i) => node(`10.0.0.1:${i}`));
+    const removed = Array.from({ length: half + 1 }, (_, i) => node(`10.0.0.2:${i}`, ""));
+    expect(checkHealthChanges(nodes, removed)).toEqual({
+      ok: false,
+      reason: `NodeHealthReport.nodes and .removed have ${2 * half + 1} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    });
+  });
+
+  it("names a removed node's field over its bound, and keeps only upstream and address", () => {
+    const long = "a".repeat(STREAM_LIMITS.healthAddressLength + 1);
+    expect(checkHealthChanges([], [node(long, "")])).toEqual({
+      ok: false,
+      reason: `NodeHealthReport.removed[0].address is ${long.length} characters long; the limit is ${STREAM_LIMITS.healthAddressLength}`,
+    });
+    expect(checkHealthChanges([node("10.0.0.1:80")], [node("10.0.0.2:80", "")])).toEqual({
+      ok: true,
+      value: {
+        nodes: [
+          {
+            upstream: "agents",
+            address: "10.0.0.1:80",
+            state: "evicted",
+            evidence: "e",
+            changedAtMs: 0n,
+          },
+        ],
+        removed: [{ upstream: "agents", address: "10.0.0.2:80" }],
+      },
     });
   });
 });

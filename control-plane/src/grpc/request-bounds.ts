@@ -46,9 +46,50 @@ export function checkHealthReport(nodes: readonly NodeHealth[]): Bounded<Reporte
       reason: `NodeHealthReport.nodes has ${nodes.length} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
     };
   }
+  return checkNodes("nodes", nodes);
+}
+
+/** A changes-only report as the control plane applies it: nodes that left, then changes in order. */
+export interface BoundedHealthChanges {
+  nodes: ReportedNodeHealth[];
+  removed: { upstream: string; address: string }[];
+}
+
+/**
+ * Checks a changes-only node-health report: the same bounds as a whole one (its entries, nodes
+ * and removed together, at most STREAM_LIMITS.healthNodes), so its cost follows the changes.
+ */
+export function checkHealthChanges(
+  nodes: readonly NodeHealth[],
+  removed: readonly NodeHealth[],
+): Bounded<BoundedHealthChanges> {
+  const entries = nodes.length + removed.length;
+  if (entries > STREAM_LIMITS.healthNodes) {
+    return {
+      ok: false,
+      reason: `NodeHealthReport.nodes and .removed have ${entries} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    };
+  }
+  const changed = checkNodes("nodes", nodes);
+  if (!changed.ok) return changed;
+  const gone = checkNodes("removed", removed);
+  if (!gone.ok) return gone;
+  return {
+    ok: true,
+    value: {
+      nodes: changed.value,
+      removed: gone.value.map(({ upstream, address }) => ({ upstream, address })),
+    },
+  };
+}
+
+function checkNodes(
+  list: "nodes" | "removed",
+  nodes: readonly NodeHealth[],
+): Bounded<ReportedNodeHealth[]> {
   const bounded: ReportedNodeHealth[] = [];
   for (const [index, node] of nodes.entries()) {
-    const field = `NodeHealthReport.nodes[${index}]`;
+    const field = `NodeHealthReport.${list}[${index}]`;
     const reason =
       tooLong(`${field}.upstream`, node.upstream, STREAM_LIMITS.healthUpstreamLength) ??
       tooLong(`${field}.address`, node.address, STREAM_LIMITS.healthAddressLength) ??

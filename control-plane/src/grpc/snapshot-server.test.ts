@@ -1,6 +1,7 @@
 import {
   AckSchema,
   create,
+  HEALTH_CHANGES_HEADER,
   HelloSchema,
   NackSchema,
   NodeHealthReportSchema,
@@ -784,6 +785,68 @@ describe("snapshot server bounds what a data plane may send", () => {
     expect(reports).toHaveLength(1);
     expect(reports[0]![0]!.startsWith("e".repeat(STREAM_LIMITS.healthEvidenceLength))).toBe(true);
     expect(reports[0]![0]!.length).toBeLessThan(STREAM_LIMITS.healthEvidenceLength + 50);
+  });
+
+  it("says in its response headers that it takes changes-only health reports, and applies them on the whole view", async () => {
+    const h = await harness();
+    const whole: string[][] = [];
+    const changes: Array<{ nodes: string[]; removed: string[] }> = [];
+    h.fleet.onHealthReport((_, nodes) => whole.push(nodes.map((n) => `${n.address} ${n.state}`)));
+    h.fleet.onHealthChanges((_, c) =>
+      changes.push({
+        nodes: c.nodes.map((n) => `${n.address} ${n.state}`),
+        removed: c.removed.map((n) => n.address),
+      }),
+    );
+    const node = (address: string, state: string) =>
+      create(NodeHealthSchema, { upstream: "first", address, state });
+    const dp = new TestDataPlane(h.client);
+    const headers = new Promise<grpc.Metadata>((resolve) => dp.call.on("metadata", resolve));
+    dp.hello("dp-1");
+    expect((await headers).get(HEALTH_CHANGES_HEADER)).toEqual(["1"]);
+    await dp.next();
+    dp.send({
+      case: "health",
+      value: create(NodeHealthReportSchema, {
+        nodes: [node("127.0.0.1:1", "healthy"), node("127.0.0.1:2", "healthy")],
+      }),
+    });
+    dp.send({
+      case: "health",
+      value: create(NodeHealthReportSchema, {
+        changesOnly: true,
+        nodes: [node("127.0.0.1:1", "quarantined"), node("127.0.0.1:1", "evicted")],
+        removed: [create(NodeHealthSchema, { upstream: "first", address: "127.0.0.1:2" })],
+      }),
+    });
+    await vi.waitFor(() => expect(changes).toHaveLength(1));
+    expect(whole).toEqual([["127.0.0.1:1 healthy", "127.0.0.1:2 healthy"]]);
+    expect(changes).toEqual([
+      { nodes: ["127.0.0.1:1 quarantined", "127.0.0.1:1 evicted"], removed: ["127.0.0.1:2"] },
+    ]);
+  });
+
+  it("refuses a changes-only health report on a stream with no whole report yet, naming it", async () => {
+    const h = await harness();
+    const changes: unknown[] = [];
+    h.fleet.onHealthChanges((_, c) => changes.push(c));
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    dp.send({
+      case: "health",
+      value: create(NodeHealthReportSchema, {
+        changesOnly: true,
+        nodes: [
+          create(NodeHealthSchema, { upstream: "first", address: "127.0.0.1:1", state: "evicted" }),
+        ],
+      }),
+    });
+    const status = await dp.status;
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(status.details).toContain("changes_only before any whole report on this stream");
+    expect(changes).toEqual([]);
+    expect(h.logs.some((l) => l.msg.includes("no whole view to apply it on"))).toBe(true);
   });
 
   it("ends a stream that sends no Hello, freeing its slot", async () => {

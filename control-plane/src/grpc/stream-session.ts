@@ -2,13 +2,15 @@ import {
   type Ack,
   create,
   type EncodedOrResponse,
+  HEALTH_CHANGES_HEADER,
   type Hello,
   type Nack,
+  type NodeHealth,
   PROTOCOL_VERSION,
   type StreamSnapshotsRequest,
   StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
-import { type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
+import { Metadata, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
 import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js";
@@ -18,6 +20,7 @@ import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import {
   checkAnswer,
   checkBreakerReport,
+  checkHealthChanges,
   checkHealthReport,
   checkHello,
   checkProbeClaim,
@@ -147,6 +150,8 @@ export class StreamSession {
   private unsubscribe: (() => void) | undefined;
   private closed = false;
   private helloTimer: NodeJS.Timeout | undefined;
+  /** The data plane sent its whole health view on this stream: changes-only reports build on it. */
+  private healthViewSent = false;
 
   constructor(options: StreamSessionOptions) {
     this.call = options.call;
@@ -172,6 +177,11 @@ export class StreamSession {
       );
     }, options.helloTimeoutMs);
     this.helloTimer.unref();
+    // Said at once, in the response headers, so a data plane knows before its first health
+    // report after Hello whether this control plane takes changes-only reports (issue 9).
+    const headers = new Metadata();
+    headers.set(HEALTH_CHANGES_HEADER, "1");
+    this.call.sendMetadata(headers);
     this.call.on("data", (request: StreamSnapshotsRequest) => this.onRequest(request));
     // The data plane half-closed: it wants no more snapshots.
     this.call.on("end", () => {
@@ -225,11 +235,17 @@ export class StreamSession {
         return;
       }
       case "health": {
-        const nodes = checkHealthReport(message.value.nodes);
+        const report = message.value;
+        if (report.changesOnly) {
+          this.onHealthChanges(this.identity, report.nodes, report.removed);
+          return;
+        }
+        const nodes = checkHealthReport(report.nodes);
         // State of the world: the report replaces whatever this data plane said before.
-        if (nodes.ok)
+        if (nodes.ok) {
+          this.healthViewSent = true;
           this.fleet.healthReported(this.identity.nodeId, this.identity.stream, nodes.value);
-        else this.refuse(nodes.reason);
+        } else this.refuse(nodes.reason);
         return;
       }
       case "outcomes": {
@@ -288,6 +304,33 @@ export class StreamSession {
         // An empty or newer message kind: nothing this control plane can act on.
         this.logger.debug({ nodeId: this.identity.nodeId }, "ignoring an empty stream message");
     }
+  }
+
+  /**
+   * What changed in the data plane's view since its previous report; its cost follows the
+   * changes. Changes need a view to apply on: without a whole report on this stream first (a
+   * data plane that broke the protocol), the stream is refused, so the data plane starts again
+   * with a Hello and its whole view rather than leave this replica's view of it wrong.
+   */
+  private onHealthChanges(
+    identity: Identity,
+    nodes: readonly NodeHealth[],
+    removed: readonly NodeHealth[],
+  ): void {
+    if (!this.healthViewSent) {
+      const reason =
+        "NodeHealthReport with changes_only before any whole report on this stream; send the whole view first after Hello";
+      this.logger.warn(
+        { nodeId: identity.nodeId, peer: this.peer(), reason },
+        "refusing a changes-only health report with no whole view to apply it on",
+      );
+      this.fail(serviceError(status.INVALID_ARGUMENT, reason));
+      return;
+    }
+    const changes = checkHealthChanges(nodes, removed);
+    if (changes.ok)
+      this.fleet.healthChangesReported(identity.nodeId, identity.stream, changes.value);
+    else this.refuse(changes.reason);
   }
 
   /**

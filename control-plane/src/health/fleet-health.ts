@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Fleet, ReportedNodeHealth } from "../fleet/fleet.js";
+import type { Fleet, HealthChanges, ReportedNodeHealth } from "../fleet/fleet.js";
 import type { HealAction } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
 import {
@@ -46,7 +46,8 @@ export type VerdictListener = (change: VerdictChange) => void;
 
 export interface FleetHealthOptions {
   /** Fleet whose data planes' reports are read, and whose disconnects drop them; default none. */
-  fleet?: Pick<Fleet, "onHealthReport" | "onChange" | "get">;
+  fleet?: Pick<Fleet, "onHealthReport" | "onChange" | "get"> &
+    Partial<Pick<Fleet, "onHealthChanges">>;
   /** Records quarantine / evict / readmit as each data plane reports them; default none. */
   journal?: Pick<Journal, "record">;
   logger?: Pick<Logger, "debug" | "warn">;
@@ -146,6 +147,11 @@ export class FleetHealth {
   readonly #tallies = new Map<string, StateCounts>();
   /** Shared: the parsed form of each report this replica published, to reuse when it is handed back. */
   readonly #parsed = new WeakMap<readonly ReportedNodeHealth[], Map<string, StoredNode>>();
+  /**
+   * Shared: the reports in #received that no other structure holds (not handed to the view nor
+   * kept in #parsed), which changes-only reports may therefore update in place.
+   */
+  readonly #ownedReceived = new WeakSet<Map<string, StoredNode>>();
   readonly #listeners = new Set<VerdictListener>();
   readonly #updateListeners = new Set<(dataPlane: string) => void>();
   readonly #dropTimers = new Map<string, NodeJS.Timeout>();
@@ -161,6 +167,8 @@ export class FleetHealth {
     if (fleet !== undefined) {
       this.#unsubscribe.push(
         fleet.onHealthReport((dataPlane, nodes) => this.report(dataPlane, nodes)),
+        fleet.onHealthChanges?.((dataPlane, changes) => this.reportChanges(dataPlane, changes)) ??
+          (() => {}),
         fleet.onChange((dataPlane) => {
           if (dataPlane !== null) this.#followConnection(dataPlane);
         }),
@@ -241,6 +249,89 @@ export class FleetHealth {
   }
 
   /**
+   * `dataPlane` sent what changed in its view since its previous report to this replica
+   * (changes_only): `removed` leave first, then each node of `nodes` in order, so a node that
+   * changed twice journals both transitions. The work follows the changes, not the view: its
+   * report is updated in place, and only the changed nodes are tallied and reconsidered.
+   * False, with a warning, when there is no report of `dataPlane` here to apply them on.
+   */
+  reportChanges(dataPlane: string, changes: HealthChanges): boolean {
+    const shared = this.#shared;
+    let view = shared === undefined ? this.#reports.get(dataPlane) : this.#received.get(dataPlane);
+    if (view === undefined) {
+      this.#logger?.warn(
+        { dataPlane, nodes: changes.nodes.length, removed: changes.removed.length },
+        "ignoring a changes-only health report: this control plane holds no whole report of that data plane to apply it on",
+      );
+      return false;
+    }
+    if (shared !== undefined && !this.#ownedReceived.has(view)) {
+      // Copied once after each whole report: that map may be the view's too (#parsed).
+      view = new Map(view);
+      this.#received.set(dataPlane, view);
+      this.#ownedReceived.add(view);
+    }
+    /** Each touched node's state before this report, for the tallies. */
+    const before = new Map<string, NodeHealthState | undefined>();
+    /**
+     * Nodes removed and back in the same report: journaled against the state they left in, as
+     * the equivalent whole report (which lists them in their new state only) would be.
+     */
+    const left = new Map<string, NodeHealthState>();
+    for (const { upstream, address } of changes.removed) {
+      const key = nodeKey(upstream, address);
+      const node = view.get(key);
+      if (node === undefined) continue;
+      if (!before.has(key)) before.set(key, node.state);
+      left.set(key, node.state);
+      view.delete(key);
+    }
+    for (const node of changes.nodes) {
+      if (!isNodeHealthState(node.state)) {
+        this.#logger?.debug(
+          { dataPlane, upstream: node.upstream, node: node.address, state: node.state },
+          "ignoring a node health state this control plane does not know",
+        );
+        continue;
+      }
+      const key = nodeKey(node.upstream, node.address);
+      const previous = view.get(key);
+      const next: StoredNode = {
+        upstream: node.upstream,
+        address: node.address,
+        state: node.state,
+        evidence: node.evidence,
+        changedAtMs: Number(node.changedAtMs),
+      };
+      if (sameNode(previous, next)) continue;
+      if (!before.has(key)) before.set(key, previous?.state);
+      const from = previous?.state ?? left.get(key);
+      left.delete(key);
+      const action = actionFor(from, next.state);
+      if (action !== undefined) this.#journalChange(dataPlane, next, action);
+      view.set(key, next);
+    }
+    if (before.size === 0) return true;
+    if (shared !== undefined) {
+      // The store gets the whole view, read when it is written (SharedHealthReports coalesces
+      // a large view's writes); the view here follows the store, as for a whole report.
+      const received = view;
+      shared.publish(dataPlane, { count: received.size, read: () => [...received.values()] });
+      return true;
+    }
+    const moved: string[] = [];
+    for (const [key, was] of before) {
+      const now = view.get(key)?.state;
+      if (was === now) continue;
+      this.#tally(key, was, now);
+      moved.push(key);
+    }
+    this.#reconsider(moved);
+    this.#updated(dataPlane);
+    return true;
+  }
+
+  /**
    * Forgets `dataPlane`'s report now; its nodes' verdicts are recounted without it. Shared: this
    * replica withdraws the report it wrote, and every replica's view follows the store.
    */
@@ -253,10 +344,6 @@ export class FleetHealth {
     }
     this.#received.delete(dataPlane);
     shared.withdraw(dataPlane);
-  }
-
-  #parse(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
-    return this.#parseAgainst(dataPlane, nodes, undefined).next;
   }
 
   /**
@@ -309,7 +396,11 @@ export class FleetHealth {
   /** A shared report's nodes, parsed once: this replica's own come back already parsed. */
   #parseShared(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
     // Shared with #received: diffing only swaps entries for equal ones, so that is harmless.
-    return this.#parsed.get(nodes) ?? this.#parse(dataPlane, nodes);
+    // Otherwise parsed against the view, so unchanged nodes keep their entries.
+    return (
+      this.#parsed.get(nodes) ??
+      this.#parseAgainst(dataPlane, nodes, this.#reports.get(dataPlane)).next
+    );
   }
 
   /** Puts `next` in the view; `changed` (the keys that differ from the view's) when known. */

@@ -27,6 +27,11 @@ export interface SharedHealthReportsOptions {
   /** At most one write per data plane per this many ms; the newest report wins; default 100. */
   coalesceMs?: number;
   /**
+   * A large view waits longer between writes: one of N nodes waits at least N divided by this
+   * per second (20,000 nodes: 5 s); default WRITE_NODES_PER_SECOND.
+   */
+  writeNodesPerSecond?: number;
+  /**
    * Delay before retrying a failed write, and the first delay before re-reading after a failed
    * watch (backing off to 5 s); default 1000 ms.
    */
@@ -56,11 +61,31 @@ export interface SharedHealthHandlers {
   onMoved(dataPlane: string): void;
 }
 
+/**
+ * A view to share, read when it is written: a data plane sending changes-only reports keeps its
+ * view in a map this replica updates in place, and only the write turns it into a list.
+ */
+export interface LiveHealthView {
+  /** Nodes in the view now. */
+  count: number;
+  read(): readonly ReportedNodeHealth[];
+}
+
 /** A report received here and not withdrawn: what this replica writes for the data plane. */
 interface Outgoing {
-  nodes: readonly ReportedNodeHealth[];
+  nodes: readonly ReportedNodeHealth[] | LiveHealthView;
   reportedAtMs: number;
 }
+
+/**
+ * Default writeNodesPerSecond. Each write encodes the data plane's whole view (JSON, deflated
+ * when large) and every replica reads it back: at 20,000 nodes, a write per report (one a second
+ * per data plane) was a large share of a control plane's CPU (issue 9), and changes-only reports
+ * alone would not change that. Writes of a large view are coalesced instead: the newest view is
+ * always the one written, so other replicas' views stay correct, only up to count/4,000 s late;
+ * transitions are journaled when the receiving replica takes the report in, not delayed.
+ */
+export const WRITE_NODES_PER_SECOND = 4_000;
 
 /** One data plane's writes: one at a time, at most one per coalesceMs. */
 interface Outbox {
@@ -110,6 +135,7 @@ export class SharedHealthReports {
   readonly #prefix: string;
   readonly #ttlSeconds: number;
   readonly #coalesceMs: number;
+  readonly #writeNodesPerSecond: number;
   readonly #retryMs: number;
   readonly #logger: SharedHealthReportsOptions["logger"];
   readonly #clock: () => number;
@@ -150,6 +176,10 @@ export class SharedHealthReports {
     this.#prefix = options.prefix;
     this.#ttlSeconds = options.leaseTtlSeconds ?? 10;
     this.#coalesceMs = options.coalesceMs ?? 100;
+    this.#writeNodesPerSecond = options.writeNodesPerSecond ?? WRITE_NODES_PER_SECOND;
+    if (!(this.#writeNodesPerSecond > 0)) {
+      throw new RangeError(`writeNodesPerSecond must be > 0, got ${this.#writeNodesPerSecond}`);
+    }
     this.#retryMs = options.retryMs ?? 1_000;
     this.#logger = options.logger;
     this.#clock = options.clock ?? Date.now;
@@ -201,8 +231,11 @@ export class SharedHealthReports {
     await Promise.all([...this.#inFlight, ...this.#reading.values(), this.#firstRead]);
   }
 
-  /** Shares `dataPlane`'s whole view, received here now; replaces any report not yet written. */
-  publish(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
+  /**
+   * Shares `dataPlane`'s whole view, received here now; replaces any report not yet written. A
+   * LiveHealthView is read when the write starts, so it holds the newest view then.
+   */
+  publish(dataPlane: string, nodes: readonly ReportedNodeHealth[] | LiveHealthView): void {
     if (this.#stopped) return;
     this.#latest.set(dataPlane, { nodes, reportedAtMs: this.#clock() });
     this.#markDirty(dataPlane);
@@ -240,8 +273,10 @@ export class SharedHealthReports {
     }
     outbox.dirty = false;
     outbox.busy = true;
-    outbox.notBefore = now + this.#coalesceMs;
     const latest = this.#latest.get(dataPlane);
+    const count = latest === undefined ? 0 : countOf(latest.nodes);
+    outbox.notBefore =
+      now + Math.max(this.#coalesceMs, (count * 1_000) / this.#writeNodesPerSecond);
     const run = (latest === undefined ? this.#delete(dataPlane) : this.#write(dataPlane, latest))
       .catch((error: unknown) => {
         if (error instanceof HealthReportTooLarge) {
@@ -267,10 +302,11 @@ export class SharedHealthReports {
 
   async #write(dataPlane: string, outgoing: Outgoing): Promise<void> {
     const key = healthReportKey(this.#prefix, dataPlane);
+    const nodes = "read" in outgoing.nodes ? outgoing.nodes.read() : outgoing.nodes;
     const value = await encodeHealthReport({
       replica: this.replicaId,
       reportedAtMs: outgoing.reportedAtMs,
-      nodes: outgoing.nodes,
+      nodes,
     });
     let known = this.#known.get(dataPlane);
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
@@ -297,7 +333,7 @@ export class SharedHealthReports {
       }
       if (committed.succeeded) {
         this.#own.set(dataPlane, committed.revision);
-        this.#handOverOwn(dataPlane, outgoing, committed.revision);
+        this.#handOverOwn(dataPlane, outgoing.reportedAtMs, nodes, committed.revision);
         return;
       }
       // Someone changed the key since this replica last saw it: look again, then decide.
@@ -442,7 +478,12 @@ export class SharedHealthReports {
    * (inflating and parsing megabytes it just wrote; issue 9), in order with the data plane's
    * reads: unless the store has moved past it meanwhile, as #observe decides.
    */
-  #handOverOwn(dataPlane: string, outgoing: Outgoing, revision: number): void {
+  #handOverOwn(
+    dataPlane: string,
+    reportedAtMs: number,
+    nodes: readonly ReportedNodeHealth[],
+    revision: number,
+  ): void {
     const before = this.#reading.get(dataPlane) ?? this.#firstRead;
     const done = before
       .then(() => {
@@ -451,15 +492,10 @@ export class SharedHealthReports {
           revision,
           modRevision: revision,
           replica: this.replicaId,
-          reportedAtMs: outgoing.reportedAtMs,
+          reportedAtMs,
         });
         if (this.#known.get(dataPlane)?.revision !== revision) return;
-        this.#handlers?.onReport({
-          dataPlane,
-          replica: this.replicaId,
-          reportedAtMs: outgoing.reportedAtMs,
-          nodes: outgoing.nodes,
-        });
+        this.#handlers?.onReport({ dataPlane, replica: this.replicaId, reportedAtMs, nodes });
       })
       .finally(() => {
         if (this.#reading.get(dataPlane) === done) this.#reading.delete(dataPlane);
@@ -550,4 +586,8 @@ function knownOf(kv: KeyValue, parsed: ParsedHealthReport): KnownKey {
     known.reportedAtMs = parsed.report.reportedAtMs;
   }
   return known;
+}
+
+function countOf(nodes: readonly ReportedNodeHealth[] | LiveHealthView): number {
+  return "read" in nodes ? nodes.count : nodes.length;
 }

@@ -1,6 +1,8 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { NodeHealth } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../clock/clock.js";
+import { HealthChangeLog, type HealthChanges } from "./health-change-log.js";
 import { HealthLog } from "./health-log.js";
 import type { HealthSink } from "./health-metrics.js";
 import { type HealthTarget, healthCheckSettings } from "./health-targets.js";
@@ -58,6 +60,8 @@ export interface HealthRegistryOptions {
   turnClock?: () => number;
   /** DNS servers the probes resolve node names with (dnsServers); default the system's. */
   dnsServers?: readonly string[];
+  /** Most changes kept between two reports before the next must be whole; default 50,000. */
+  changeLogLimit?: number;
 }
 
 /**
@@ -83,10 +87,13 @@ export class HealthRegistry {
   private closed = false;
   /** Watched nodes out of rotation; kept in step with every state change and removal. */
   private unusable = 0;
+  /** What changed since the last report, for changes-only reports (`takeChanges`). */
+  private readonly changes: HealthChangeLog;
 
   constructor(private readonly options: HealthRegistryOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.log = options.logger && new HealthLog({ logger: options.logger });
+    this.changes = new HealthChangeLog(options.changeLogLimit);
     const onResult = (result: ProbeResult) => this.onProbeResult(result);
     this.prober =
       options.prober?.(onResult) ??
@@ -201,12 +208,19 @@ export class HealthRegistry {
       const tracker = new NodeHealthTracker(upstream, target.address, settings, this.clock);
       byAddress.set(target.address, tracker);
       this.options.metrics?.track(upstream, target.address, tracker.state);
+      this.changes.changed(
+        upstream,
+        target.address,
+        "absent",
+        nodeHealth(upstream, target.address, tracker.state, tracker),
+      );
     }
     if (byAddress !== undefined) {
       for (const [address, tracker] of byAddress) {
         if (keep.has(address)) continue;
         if (!tracker.usable) this.unusable -= 1;
         byAddress.delete(address);
+        this.changes.removed(upstream, address, tracker.state);
         this.options.metrics?.forget(upstream, address);
       }
       if (byAddress.size === 0) this.nodes.delete(upstream);
@@ -248,7 +262,7 @@ export class HealthRegistry {
     const change = tracker.refused(ticket);
     if (change === undefined) return;
     this.prober.probeNow(upstream, address, ticket);
-    this.emit(change);
+    this.emit(change, tracker);
   }
 
   /** Calls `listener` on every state change; returns the unsubscribe function. */
@@ -260,10 +274,12 @@ export class HealthRegistry {
   }
 
   /**
-   * Every watched node, for the NodeHealthReport sent to the control plane. With `held`, that
-   * node is reported in `held.from`, the state it just left (see `HealthReportPacer`).
+   * Every watched node, for a whole NodeHealthReport, in one turn; what changes after it is
+   * what `takeChanges` gives next. With `held`, that node is reported in `held.from`, the state
+   * it just left (see `HealthReportPacer`).
    */
   snapshot(held?: HealthChange): NodeHealth[] {
+    this.changes.restart();
     const report: NodeHealth[] = [];
     for (const [upstream, byAddress] of this.nodes) {
       const heldHere = held?.upstream === upstream ? held : undefined;
@@ -272,29 +288,70 @@ export class HealthRegistry {
           report.push(nodeHealth(upstream, address, heldHere.from, tracker));
           continue;
         }
-        // A report of 20,000 nodes is sent whenever one changes: each node's entry is built
-        // again only when its own state changed, so the sender can reuse its encoding too.
-        const cached = this.reported.get(tracker);
-        if (
-          cached !== undefined &&
-          cached.changedAt === tracker.lastChangeAt &&
-          cached.state === tracker.state &&
-          cached.evidence === tracker.lastEvidence
-        ) {
-          report.push(cached.message);
-          continue;
-        }
-        const message = nodeHealth(upstream, address, tracker.state, tracker);
-        this.reported.set(tracker, {
-          changedAt: tracker.lastChangeAt,
-          state: tracker.state,
-          evidence: tracker.lastEvidence,
-          message,
-        });
-        report.push(message);
+        report.push(this.entry(upstream, address, tracker));
       }
     }
     return report;
+  }
+
+  /**
+   * Every watched node as it was when called, built about `syncTurnMs` at a time so a view of
+   * 20,000 nodes does not hold the event loop (the whole view a data plane sends after each
+   * Hello). A node that changed meanwhile is reported in its state at the start and a node added
+   * meanwhile not at all: `takeChanges` gives what changed since the start, on top of this view.
+   */
+  async snapshotInTurns(): Promise<NodeHealth[]> {
+    this.changes.restart();
+    const clock = this.options.turnClock ?? (() => performance.now());
+    const turnMs = this.options.syncTurnMs ?? SYNC_TURN_MS;
+    const report: NodeHealth[] = [];
+    let started = clock();
+    for (const upstream of [...this.nodes.keys()]) {
+      if (clock() - started >= turnMs) {
+        await nextTurn();
+        started = clock();
+      }
+      // Gone meanwhile: its nodes' removals are in the change log.
+      const byAddress = this.nodes.get(upstream);
+      if (byAddress === undefined) continue;
+      for (const [address, tracker] of byAddress) {
+        const before = this.changes.stateAtStart(upstream, address);
+        if (before === undefined) report.push(this.entry(upstream, address, tracker));
+        else if (before !== "absent") report.push(nodeHealth(upstream, address, before, tracker));
+      }
+    }
+    return report;
+  }
+
+  /**
+   * What changed since the last `snapshot`, `snapshotInTurns` or `takeChanges`, in order (a
+   * changes-only report); undefined when too much changed to keep (send a whole view instead).
+   */
+  takeChanges(): HealthChanges | undefined {
+    return this.changes.take();
+  }
+
+  /** The node's report entry, built again only when its state changed since the last report. */
+  private entry(upstream: string, address: string, tracker: NodeHealthTracker): NodeHealth {
+    // A report of 20,000 nodes is sent whenever one changes: each node's entry is built
+    // again only when its own state changed, so the sender can reuse its encoding too.
+    const cached = this.reported.get(tracker);
+    if (
+      cached !== undefined &&
+      cached.changedAt === tracker.lastChangeAt &&
+      cached.state === tracker.state &&
+      cached.evidence === tracker.lastEvidence
+    ) {
+      return cached.message;
+    }
+    const message = nodeHealth(upstream, address, tracker.state, tracker);
+    this.reported.set(tracker, {
+      changedAt: tracker.lastChangeAt,
+      state: tracker.state,
+      evidence: tracker.lastEvidence,
+      message,
+    });
+    return message;
   }
 
   /** Stops probing; the registry answers `isUsable` from its last state afterwards. */
@@ -314,13 +371,20 @@ export class HealthRegistry {
     if (tracker === undefined || this.closed) return;
     this.options.metrics?.probe(result.upstream, result.address, result.ok, result.durationMs);
     const change = tracker.probeResult(result.ok, result.evidence, result.ticket);
-    if (change !== undefined) this.emit(change);
+    if (change !== undefined) this.emit(change, tracker);
   }
 
-  private emit(change: HealthChange): void {
+  private emit(change: HealthChange, tracker: NodeHealthTracker): void {
     // Only "healthy" is usable, so only changes into or out of it move the count.
     if (change.from === "healthy") this.unusable += 1;
     else if (change.to === "healthy") this.unusable -= 1;
+    // Before the listeners: the pacer among them may report at once, this change included.
+    this.changes.changed(
+      change.upstream,
+      change.address,
+      change.from,
+      nodeHealth(change.upstream, change.address, change.to, tracker),
+    );
     this.options.metrics?.change(change);
     this.log?.change(change);
     for (const listener of this.listeners) {

@@ -106,4 +106,21 @@ describe("HealthReportPacer", () => {
     timers.fire();
     expect(sent).toHaveLength(3);
   });
+
+  it("keeps its pacing when the reports keep every change: a node changing again waits for the interval", () => {
+    const timers = manualSchedule();
+    const sent: (HealthChange | undefined)[] = [];
+    const pacer = new HealthReportPacer({
+      send: (held) => sent.push(held),
+      schedule: timers.schedule,
+      keepsEveryChange: () => true,
+    });
+    pacer.request(change("10.0.0.9:80", "healthy", "evicted"));
+    pacer.request(change("10.0.0.1:80", "healthy", "quarantined"));
+    pacer.request(change("10.0.0.1:80", "quarantined", "evicted"));
+    // Changes-only reports list both of its transitions: nothing forces a report early.
+    expect(sent).toEqual([undefined]);
+    timers.fire();
+    expect(sent).toEqual([undefined, undefined]);
+  });
 });

@@ -11,6 +11,12 @@ export interface HealthReportPacerOptions {
   intervalMs?: number;
   /** Timer source; default real, unref'd timers. */
   schedule?: Schedule;
+  /**
+   * True while whatever `send` feeds keeps every change itself (a changes-only health stream
+   * lists each transition): a node changing again then waits for the interval like any other
+   * change, instead of forcing a report. Default: never.
+   */
+  keepsEveryChange?: () => boolean;
 }
 
 /**
@@ -25,11 +31,14 @@ export interface HealthReportPacerOptions {
  * state may be skipped: a node changing again before its last change was reported (quarantined,
  * then evicted by the confirming probe) sends the view at once with that node still in the state
  * it just left. A burst of first changes (a rack going dark) stays one report per interval.
+ * Where the reports carry each change themselves (changes-only, `keepsEveryChange`), nothing is
+ * skipped by waiting, so a second change waits like the first.
  */
 export class HealthReportPacer {
   readonly #send: (held?: HealthChange) => void;
   readonly #intervalMs: number;
   readonly #schedule: Schedule;
+  readonly #keepsEveryChange: () => boolean;
   /** Nodes ("upstream address") whose latest change has not been sent yet. */
   readonly #unsent = new Set<string>();
   #cancel: (() => void) | undefined;
@@ -43,6 +52,7 @@ export class HealthReportPacer {
       throw new RangeError(`health report intervalMs must be >= 0, got ${options.intervalMs}`);
     }
     this.#schedule = options.schedule ?? systemSchedule;
+    this.#keepsEveryChange = options.keepsEveryChange ?? (() => false);
   }
 
   /**
@@ -54,7 +64,7 @@ export class HealthReportPacer {
     if (change !== undefined) {
       // Upstream names hold no space (DESIGN.md resource names): the key is unambiguous.
       const key = `${change.upstream} ${change.address}`;
-      if (this.#unsent.has(key)) {
+      if (this.#unsent.has(key) && !this.#keepsEveryChange()) {
         // Its previous state would be skipped: report it now, the new one follows paced.
         this.#sendNow(change);
         this.#unsent.add(key);

@@ -57,4 +57,24 @@ describe("health report encoding", () => {
     // In one turn, every other task waited for all 20,000 nodes.
     expect(turns).toBeGreaterThanOrEqual(10);
   });
+
+  it("frames a changes-only report that decodes to its changes, removed and flag, in one turn or several", async () => {
+    const changes = {
+      nodes: [node("10.0.0.1:80", "quarantined", "", 2n), node("10.0.0.1:80", "evicted", "x", 3n)],
+      removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.2:80" })],
+    };
+    const expected = create(StreamSnapshotsRequestSchema, {
+      message: { case: "health", value: { changesOnly: true, ...changes } },
+    });
+    const encoder = new HealthReportEncoder();
+    const once = encoder.encodeChanges(changes);
+    expect(fromBinary(StreamSnapshotsRequestSchema, once)).toEqual(expected);
+    expect(Buffer.from(await encoder.encodeChangesInTurns(changes)).equals(once)).toBe(true);
+    // No change at all still says changes_only, so it never reads as an empty whole view.
+    const empty = fromBinary(
+      StreamSnapshotsRequestSchema,
+      encoder.encodeChanges({ nodes: [], removed: [] }),
+    );
+    expect(empty.message.case === "health" && empty.message.value.changesOnly).toBe(true);
+  });
 });

@@ -4,6 +4,15 @@ import type { NodeHealth } from "@clawgate/proto";
 /** StreamSnapshotsRequest field 4 (health) and NodeHealthReport field 1 (nodes), length-delimited. */
 const HEALTH_FIELD = (4 << 3) | 2;
 const NODES_FIELD = (1 << 3) | 2;
+/** NodeHealthReport field 2 (changes_only, varint) set to true, and field 3 (removed). */
+const CHANGES_ONLY = Uint8Array.of(2 << 3, 1);
+const REMOVED_FIELD = (3 << 3) | 2;
+
+/** A changes-only report's lists (NodeHealthReport with changes_only). */
+export interface HealthChangesToEncode {
+  readonly nodes: readonly NodeHealth[];
+  readonly removed: readonly NodeHealth[];
+}
 
 /**
  * Nodes encoded per event-loop turn by `encodeInTurns`. A first report of 20,000 nodes took
@@ -23,21 +32,42 @@ export class HealthReportEncoder {
 
   /** The whole report in one turn: for reports of up to `HEALTH_NODES_PER_TURN` nodes. */
   encode(nodes: readonly NodeHealth[]): Uint8Array {
-    return withHeader([this.#entries(nodes)]);
+    return withHeader([this.#entries(nodes, NODES_FIELD)]);
   }
 
   /** The same bytes as `encode`, `HEALTH_NODES_PER_TURN` nodes per event-loop turn. */
   async encodeInTurns(nodes: readonly NodeHealth[]): Promise<Uint8Array> {
+    return withHeader(await this.#entriesInTurns(nodes, NODES_FIELD));
+  }
+
+  /** A changes-only report in one turn: for up to `HEALTH_NODES_PER_TURN` entries. */
+  encodeChanges(changes: HealthChangesToEncode): Uint8Array {
+    return withHeader([
+      this.#entries(changes.nodes, NODES_FIELD),
+      CHANGES_ONLY,
+      this.#entries(changes.removed, REMOVED_FIELD),
+    ]);
+  }
+
+  /** The same bytes as `encodeChanges`, `HEALTH_NODES_PER_TURN` entries per event-loop turn. */
+  async encodeChangesInTurns(changes: HealthChangesToEncode): Promise<Uint8Array> {
+    const nodes = await this.#entriesInTurns(changes.nodes, NODES_FIELD);
+    if (changes.nodes.length > 0) await nextTurn();
+    const removed = await this.#entriesInTurns(changes.removed, REMOVED_FIELD);
+    return withHeader([...nodes, CHANGES_ONLY, ...removed]);
+  }
+
+  async #entriesInTurns(nodes: readonly NodeHealth[], field: number): Promise<Uint8Array[]> {
     const pieces: Uint8Array[] = [];
     for (let at = 0; at < nodes.length; at += HEALTH_NODES_PER_TURN) {
       if (at > 0) await nextTurn();
-      pieces.push(this.#entries(nodes.slice(at, at + HEALTH_NODES_PER_TURN)));
+      pieces.push(this.#entries(nodes.slice(at, at + HEALTH_NODES_PER_TURN), field));
     }
-    return withHeader(pieces);
+    return pieces;
   }
 
-  /** The `nodes` entries of NodeHealthReport, one after another. */
-  #entries(nodes: readonly NodeHealth[]): Uint8Array {
+  /** The entries of one repeated NodeHealth field of NodeHealthReport, one after another. */
+  #entries(nodes: readonly NodeHealth[], field: number): Uint8Array {
     const encoded: Uint8Array[] = [];
     let length = 0;
     for (const node of nodes) {
@@ -52,7 +82,7 @@ export class HealthReportEncoder {
     const out = new Uint8Array(length);
     let at = 0;
     for (const bytes of encoded) {
-      out[at++] = NODES_FIELD;
+      out[at++] = field;
       at = writeVarint(out, at, bytes.length);
       out.set(bytes, at);
       at += bytes.length;

@@ -3,6 +3,7 @@ import {
   create,
   type EncodedOrRequest,
   fromBinary,
+  HEALTH_CHANGES_HEADER,
   type NodeHealth,
   PROTOCOL_VERSION,
   PROTOCOL_VERSION_TRAILER,
@@ -18,6 +19,7 @@ import {
 import { Backoff } from "@clawgate/runtime";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import type { HealthChange } from "../health/node-health.js";
 import {
   type ChannelSecurity,
   describeChannelSecurity,
@@ -27,6 +29,7 @@ import {
 import type { ConnectionState, ConnectionStateListener } from "./connection-state.js";
 import { DECODE_AT_ONCE_BYTES, decodeResponse } from "./decode-in-turns.js";
 import { HEALTH_NODES_PER_TURN, HealthReportEncoder } from "./health-report-bytes.js";
+import { type HealthReportSource, HealthStream } from "./health-stream.js";
 import { SnapshotParts } from "./snapshot-parts.js";
 
 export type ApplyResult = { ok: true } | { ok: false; reason: string };
@@ -76,6 +79,12 @@ export interface SnapshotClientOptions {
   onQuotaGrant?: (grant: QuotaGrant) => void;
   /** Who probes a fleetProbe upstream, and how the last probe went. */
   onProbeVerdict?: (verdict: ProbeVerdict) => void;
+  /**
+   * The node-health view `reportHealth` reports from: after each Hello its whole view, then
+   * only what changed where the control plane takes that (HEALTH_CHANGES_HEADER), whole views
+   * elsewhere. Default none (`sendHealth` gives whole views instead).
+   */
+  health?: HealthReportSource;
 }
 
 /**
@@ -148,6 +157,8 @@ interface Attempt {
   /** True while the queue is being worked through (an apply may span turns). */
   applying: boolean;
   readonly parts: SnapshotParts;
+  /** The stream's node-health reports, with `health`. */
+  readonly health: HealthStream | undefined;
   readonly closed: Promise<void>;
   markClosed(): void;
 }
@@ -236,6 +247,26 @@ export class SnapshotClient {
       this.#healthEncoding -= 1;
       if (!this.#stopped) this.#setHealth(bytes);
     });
+  }
+
+  /**
+   * The node-health view changed (`held`: see HealthReportPacer): reports it on the open stream
+   * from the `health` source, as that stream takes reports. Without a stream nothing is sent:
+   * the next Hello is followed by the whole view.
+   */
+  reportHealth(held?: HealthChange): void {
+    if (this.#stopped) return;
+    const attempt = this.#attempt;
+    if (attempt !== undefined && !attempt.ended) attempt.health?.request(held);
+  }
+
+  /**
+   * True while the open stream carries changes-only health reports: every transition reaches
+   * the control plane, none skipped, however reports are paced.
+   */
+  healthChangesOnly(): boolean {
+    const attempt = this.#attempt;
+    return attempt !== undefined && !attempt.ended && attempt.health?.changesOnly === true;
   }
 
   #setHealth(bytes: Uint8Array): void {
@@ -330,6 +361,17 @@ export class SnapshotClient {
     const closed = new Promise<void>((resolve) => {
       markClosed = resolve;
     });
+    const source = this.#options.health;
+    const health =
+      source &&
+      new HealthStream({
+        source,
+        encoder: this.#healthEncoder,
+        write: (bytes) => call.write(bytes),
+        onceDrain: (listener) => call.once("drain", listener),
+        onError: (err) =>
+          this.#options.logger.error({ err }, "could not build a node-health report"),
+      });
     const attempt: Attempt = {
       address,
       client,
@@ -343,6 +385,7 @@ export class SnapshotClient {
       queue: [],
       applying: false,
       parts: new SnapshotParts(),
+      health,
       closed,
       markClosed,
     };
@@ -358,6 +401,17 @@ export class SnapshotClient {
       this.#setState({ status: "connected", address });
     });
     call.on("data", (bytes: Buffer) => this.#onBytes(attempt, bytes));
+    // Response headers: whether this control plane takes changes-only health reports. A control
+    // plane older than them sends its headers with its first message, without the header.
+    call.on("metadata", (metadata: grpc.Metadata) => {
+      if (attempt.ended || this.#stopped || attempt.health === undefined) return;
+      const takesChanges = metadata.get(HEALTH_CHANGES_HEADER)[0]?.toString() === "1";
+      this.#options.logger.info(
+        { controlPlane: attempt.address, healthReports: takesChanges ? "changes-only" : "whole" },
+        "node-health reports on this stream: after the whole view, as the control plane takes them",
+      );
+      attempt.health.headers(takesChanges);
+    });
     // Every end, clean or not, arrives as one status event; errors carry nothing more.
     call.on("error", () => {});
     call.on("status", (status: grpc.StatusObject) => this.#onStreamEnd(attempt, status));
@@ -378,6 +432,7 @@ export class SnapshotClient {
       }),
     );
     this.#writeHealth(attempt);
+    health?.start();
     this.#writeBreakers(attempt);
   }
 
@@ -552,6 +607,7 @@ export class SnapshotClient {
   #onStreamEnd(attempt: Attempt, status: grpc.StatusObject): void {
     if (attempt.ended) return;
     attempt.ended = true;
+    attempt.health?.close();
     attempt.client.close();
     attempt.markClosed();
     if (this.#attempt === attempt) this.#attempt = undefined;
