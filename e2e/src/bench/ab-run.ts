@@ -18,9 +18,10 @@ import { runWrk } from "./wrk-process.js";
  * `npm run bench:ab`: the quick side-by-side for work on the data plane's request path. The
  * minimal undici proxy, this build's data plane and, with BENCH_BASELINE_DP, another build's,
  * take turns under wrk (GET, 100 B, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds of
- * BENCH_DURATION, each round starting one target later. Printed: each target's median CPU
+ * BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each target's median CPU
  * us/request, req/s and p99, and the median over rounds of its CPU against the minimal
- * proxy's in the same round. On a shared machine only these same-run ratios mean anything.
+ * proxy's (and the baseline's) in the same round. On a shared machine only these same-round
+ * ratios mean anything.
  * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped) or `off`.
  * BENCH_DP_NODE_FLAGS: extra node flags for the data planes (e.g. --cpu-prof with an absolute
  * --cpu-prof-dir); BENCH_NODE_FLAGS the minimal proxy's. BENCH_PROFILE_DIR (absolute): after
@@ -49,6 +50,7 @@ interface Round {
   requestsPerSecond: number;
   p99Ms: number;
   errors: number;
+  errorKinds: string;
 }
 
 async function main(): Promise<void> {
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
     const runs = new Map<string, Round[]>(targets.map(({ target }) => [target, []]));
     for (const { base } of targets) await runWrk(`${base}/`, { connections, duration: "2s" });
     for (let round = 1; round <= rounds; round++) {
-      for (const { target, base, pid } of inTurn(targets, round)) {
+      for (const { target, base, pid } of inTurnBothWays(targets, round)) {
         const pids = processTree(pid);
         const before = cpuSeconds(pids);
         const result = await runWrk(`${base}/`, { connections, duration });
@@ -136,6 +138,7 @@ async function main(): Promise<void> {
           requestsPerSecond: result.requestsPerSecond,
           p99Ms: result.p99Ms,
           errors: result.errors,
+          errorKinds: result.errorKinds,
         });
       }
       log(
@@ -145,8 +148,8 @@ async function main(): Promise<void> {
     const floor = runs.get("minimal")!;
     const baselineRuns = runs.get("clawgate-baseline");
     const lines = [
-      "| target | CPU us/req | vs minimal (median of rounds) | req/s | p99 ms | errors |",
-      "|---|---:|---:|---:|---:|---:|",
+      "| target | CPU us/req | vs minimal | vs baseline | req/s | p99 ms | errors |",
+      "|---|---:|---:|---:|---:|---:|---|",
     ];
     for (const { target } of targets) {
       const own = runs.get(target)!;
@@ -156,7 +159,7 @@ async function main(): Promise<void> {
           ? "-"
           : `${median(own.map((r, i) => r.cpuMicros / baselineRuns[i]!.cpuMicros)).toFixed(3)}x`;
       lines.push(
-        `| ${target} | ${median(own.map((r) => r.cpuMicros)).toFixed(1)} | ${ratio.toFixed(3)}x | ${vsBaseline} | ${median(own.map((r) => r.requestsPerSecond)).toFixed(0)} | ${median(own.map((r) => r.p99Ms)).toFixed(2)} | ${own.reduce((sum, r) => sum + r.errors, 0)} |`,
+        `| ${target} | ${median(own.map((r) => r.cpuMicros)).toFixed(1)} | ${ratio.toFixed(3)}x | ${vsBaseline} | ${median(own.map((r) => r.requestsPerSecond)).toFixed(0)} | ${median(own.map((r) => r.p99Ms)).toFixed(2)} | ${errorsOf(own)} |`,
       );
     }
     process.stdout.write(`\n${lines.join("\n")}\n`);
@@ -182,6 +185,26 @@ async function profileOne(target: string, base: string, pid: number, dir: string
   await rename(join(dir, file), join(dir, `${target}.${kind}`));
   await writeFile(join(dir, `${target}.json`), JSON.stringify({ requests: result.requests }));
   log(`profiled ${target}: ${result.requests} requests`);
+}
+
+/**
+ * inTurn's order, reversed every other round: turning alone keeps each target right after the
+ * same neighbour, and in an A/A run (one build twice) the one after the minimal proxy came out
+ * about 5 % dearer than its twin.
+ */
+function inTurnBothWays<T>(targets: readonly T[], round: number): T[] {
+  const order = inTurn(targets, Math.ceil(round / 2));
+  return round % 2 === 0 ? order.reverse() : order;
+}
+
+/** Errors over all rounds, with the kinds of each round that had some. */
+function errorsOf(rounds: readonly Round[]): string {
+  const total = rounds.reduce((sum, r) => sum + r.errors, 0);
+  if (total === 0) return "0";
+  const kinds = rounds
+    .map((r, i) => (r.errors > 0 ? `round ${i + 1}: ${r.errorKinds}` : ""))
+    .filter(Boolean);
+  return `${total} (${kinds.join("; ")})`;
 }
 
 function median(values: number[]): number {
