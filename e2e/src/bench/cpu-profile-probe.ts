@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
 import { join } from "node:path";
 import { isMainThread } from "node:worker_threads";
@@ -16,6 +16,11 @@ const dir = process.env.BENCH_PROFILE_DIR;
 // bytes of a request are allocated; written as `<pid>.heapprofile`.
 const heap = process.env.BENCH_PROFILE_KIND === "heap";
 if (isMainThread && dir !== undefined) {
+  // Written aside and renamed: the bench waits for the name, then reads the file.
+  const save = (name: string, profile: unknown) => {
+    writeFileSync(join(dir, `${name}.tmp`), JSON.stringify(profile));
+    renameSync(join(dir, `${name}.tmp`), join(dir, name));
+  };
   let session: Session | undefined;
   process.on("SIGUSR2", () => {
     if (session === undefined) {
@@ -38,15 +43,13 @@ if (isMainThread && dir !== undefined) {
     session = undefined;
     if (heap) {
       open.post("HeapProfiler.stopSampling", (error, result) => {
-        if (error === null)
-          writeFileSync(join(dir, `${process.pid}.heapprofile`), JSON.stringify(result.profile));
+        if (error === null) save(`${process.pid}.heapprofile`, result.profile);
         open.disconnect();
       });
       return;
     }
     open.post("Profiler.stop", (error, result) => {
-      if (error === null)
-        writeFileSync(join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      if (error === null) save(`${process.pid}.cpuprofile`, result.profile);
       open.disconnect();
     });
   });
