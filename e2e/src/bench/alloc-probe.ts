@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GCProfiler, getHeapStatistics } from "node:v8";
 import { isMainThread } from "node:worker_threads";
@@ -25,6 +25,10 @@ if (isMainThread && dir !== undefined) {
     const entries = (open.profiler.stop()?.statistics ?? []) as GcEntry[];
     const figures = allocFigures(open.usedStart, usedEnd, entries);
     open = undefined;
-    writeFileSync(join(dir, `${process.pid}.json`), JSON.stringify(figures));
+    // Written aside and renamed: the bench reads the file as soon as its name appears, and
+    // under load it once read it half-written ("Unexpected end of JSON input").
+    const file = join(dir, `${process.pid}.json`);
+    writeFileSync(`${file}.tmp`, JSON.stringify(figures));
+    renameSync(`${file}.tmp`, file);
   });
 }

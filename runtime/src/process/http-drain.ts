@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { InFlightList } from "./in-flight-list.js";
 
 export interface DrainResult {
@@ -8,63 +9,75 @@ export interface DrainResult {
   cut: number;
 }
 
-/** Set on each response: what its shared close listener calls (its drain's, made once). */
-const kClosed = Symbol("clawgate.httpDrain.closed");
-type DrainedResponse = ServerResponse & { [kClosed]?: (res: ServerResponse) => void };
+/**
+ * node:http's link from a connection to the response it is writing now, set when the response
+ * takes the socket and cleared when it finishes (ServerResponse.assignSocket / detachSocket).
+ */
+type ServingSocket = Socket & { _httpMessage?: ServerResponse | null };
 
 /**
  * Graceful stop for an http.Server: stop accepting, close idle keep-alive connections at once,
  * answer every later response with `Connection: close`, and close each connection as soon as
- * its last response is out. Attach before the server handles its first request.
+ * its last response is out. Attach before the server accepts its first connection.
+ *
+ * It keeps connections, not requests: one entry per connection, and nothing at all per request
+ * until the drain begins. A proxy serves many requests on each keep-alive connection, and work
+ * per request on the response (a second 'request' listener, whose emit copies the listener
+ * list; properties added to each ServerResponse, which give it another hidden class than
+ * node:http's own code sees elsewhere; a second 'close' listener) was paid on every request
+ * for a drain that almost never runs. What a connection is answering now is the response
+ * node:http has assigned it.
  */
 export class HttpDrain {
   readonly #server: Server;
-  // Not a Set: see InFlightList for what a per-request Set costs the garbage collector.
-  readonly #responses = new InFlightList<ServerResponse>();
+  // Not a Set: see InFlightList for what a Set that takes and drops items costs the collector.
+  readonly #connections = new InFlightList<ServingSocket>();
   #draining = false;
 
   constructor(server: Server) {
     this.#server = server;
-    // Runs before the request handler, so the header is set before anyone writes the head.
-    server.prependListener("request", (_req: IncomingMessage, res: DrainedResponse) => {
-      this.#responses.add(res);
-      if (this.#draining) res.setHeader("connection", "close");
-      // One 'close' listener shared by every response, which finds its drain on the response:
-      // a closure and a once() wrapper per request cost the proxy's hot path two allocations
-      // for a drain that almost never runs. 'close' is emitted once, so `on` is enough.
-      res[kClosed] = this.#closed;
-      res.on("close", onResponseClose);
+    const connections = this.#connections;
+    server.on("connection", (socket: ServingSocket) => {
+      connections.add(socket);
+      socket.once("close", () => connections.delete(socket));
     });
   }
-
-  /** A response closed: sent, or its connection went. */
-  readonly #closed = (res: ServerResponse): void => {
-    this.#responses.delete(res);
-    // A response whose head went out before the drain began kept its socket alive;
-    // once it is done the socket is idle and can go.
-    if (this.#draining) {
-      const server = this.#server;
-      setImmediate(() => server.closeIdleConnections());
-    }
-  };
 
   get draining(): boolean {
     return this.#draining;
   }
 
+  /** Responses being written now: those of connections with a response assigned. */
   get inFlight(): number {
-    return this.#responses.size;
+    let count = 0;
+    for (const socket of this.#connections) if (socket._httpMessage) count++;
+    return count;
   }
 
   /** Stops accepting and waits up to `timeoutMs` for requests in flight, then cuts the rest. */
   drain(timeoutMs: number): Promise<DrainResult> {
-    this.#draining = true;
     const server = this.#server;
-    // Responses still to be written tell their clients not to reuse the connection.
-    for (const res of this.#responses) if (!res.headersSent) res.setHeader("connection", "close");
+    if (!this.#draining) {
+      this.#draining = true;
+      // A response whose head went out before the drain began keeps its connection alive; once
+      // it is done the connection is idle and can go.
+      const closeIdleSoon = () => setImmediate(() => server.closeIdleConnections());
+      // Requests that arrive from now on are told not to reuse the connection; this listener
+      // runs before the application's, so the header is set before anyone writes the head.
+      server.prependListener("request", (_req: IncomingMessage, res: ServerResponse) => {
+        res.setHeader("connection", "close");
+        res.once("close", closeIdleSoon);
+      });
+      for (const socket of this.#connections) {
+        const res = socket._httpMessage;
+        if (!res) continue;
+        if (!res.headersSent) res.setHeader("connection", "close");
+        res.once("close", closeIdleSoon);
+      }
+    }
     return new Promise((resolve) => {
       const deadline = setTimeout(() => {
-        const cut = this.#responses.size;
+        const cut = this.inFlight;
         server.closeAllConnections();
         resolve({ drained: false, cut });
       }, timeoutMs);
@@ -76,9 +89,4 @@ export class HttpDrain {
       server.closeIdleConnections();
     });
   }
-}
-
-/** The one 'close' listener of every response the drain tracks; `this` is the response. */
-function onResponseClose(this: DrainedResponse): void {
-  this[kClosed]?.(this);
 }
