@@ -102,7 +102,13 @@ export interface RunningDataPlane {
  */
 export async function startDataPlane(
   config: DataPlaneConfig,
-  options: { notifier?: Notifier } = {},
+  options: {
+    notifier?: Notifier;
+    /** Told each time a version reaches the disk cache (benchmarks wait on it). */
+    onCacheSaved?: (version: number) => void;
+    /** Coalescing window of cache writes; default CACHE_SAVE_DELAY_MS (a benchmark sets 0). */
+    cacheSaveDelayMs?: number;
+  } = {},
 ): Promise<RunningDataPlane> {
   // Read before anything listens: a bad certificate file is a ConfigError (exit 2).
   const cpTls = readCpTls(config);
@@ -234,7 +240,14 @@ export async function startDataPlane(
       const here = async () => {
         const previous = applied.current();
         const result = await applied.applyInTurns(snapshot, "control-plane", superseded);
-        return result && afterApply(result, previous, fromControlPlane(snapshot));
+        return (
+          result &&
+          afterApply(
+            result,
+            previous,
+            fromControlPlane(() => lastGood.delivered(snapshot)),
+          )
+        );
       };
       if (workers === undefined) return here();
       return inEveryWorker(workers.applySnapshot(snapshot, here));
@@ -260,10 +273,13 @@ export async function startDataPlane(
   function applyDeltaHere(delta: SnapshotDelta): ApplyResult {
     const previous = applied.current();
     const result = applied.applyDelta(delta);
+    if (!result.ok) return afterApply(result, previous, []);
+    const compiled = result.value;
+    // Only the delta goes to disk; the whole snapshot is put together if the cache needs it.
     return afterApply(
       result,
       previous,
-      fromControlPlane(result.ok ? result.value.source : undefined),
+      fromControlPlane(() => lastGood.deliveredDelta(delta, () => compiled.source)),
     );
   }
   client.onStateChange((state) => {
@@ -297,13 +313,14 @@ export async function startDataPlane(
     fallbackAfterMs: config.cacheFallbackAfterMs,
     hasSnapshot: () => applied.current() !== undefined,
     apply: (snapshot) => applySnapshot(snapshot, "cache"),
-    saveDelayMs: CACHE_SAVE_DELAY_MS,
+    saveDelayMs: options.cacheSaveDelayMs ?? CACHE_SAVE_DELAY_MS,
     onServedFromCache: (version) => status.applied(version, "cache"),
+    onSaved: options.onCacheSaved,
   });
-  /** Steps that follow a control plane's snapshot, besides those every snapshot takes. */
-  function fromControlPlane(snapshot: Snapshot | undefined): AfterSwapStep[] {
+  /** Steps that follow a control plane's snapshot or delta, besides those every one takes. */
+  function fromControlPlane(cache: () => void): AfterSwapStep[] {
     return [
-      ["snapshot cache", () => snapshot && lastGood.delivered(snapshot)],
+      ["snapshot cache", cache],
       ["serving status", () => status.applied(applied.version(), "control-plane")],
     ];
   }
@@ -395,11 +412,15 @@ export async function startDataPlane(
             health.syncUpstreams(changes);
           },
         ],
-        // In turns: a first snapshot's 2,000 breakers and pickers; a request that meets an
-        // upstream not reached yet makes its record then (RequestHealing.upstream).
+        // A delta on the snapshot served: only the upstreams it changed. Otherwise in turns: a
+        // first snapshot's 2,000 breakers and pickers; a request that meets an upstream not
+        // reached yet makes its record then (RequestHealing.upstream).
         [
           "healing",
           () =>
+            (diff.changed !== undefined &&
+              previous !== undefined &&
+              healing.syncChanged(previous, compiled, diff.changed)) ||
             void healing
               .syncInTurns(compiled)
               .catch((err: unknown) =>
