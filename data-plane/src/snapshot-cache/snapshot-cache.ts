@@ -167,7 +167,7 @@ export class SnapshotCache {
         onDisk !== undefined &&
         deltas[0]!.baseVersion === onDisk.version &&
         onDisk.logBytes <= onDisk.wholeBytes * COMPACT_AT_SHARE;
-      const result = appends ? await this.#append(deltas) : await this.#write(whole());
+      const result = appends ? await this.#append(deltas) : await this.#writeWhole(whole);
       if (!result.ok) this.#onDisk = undefined;
       for (const waiter of waiters)
         waiter(result.ok ? { ok: true, version: Number(version) } : result);
@@ -198,6 +198,17 @@ export class SnapshotCache {
       logBytes: onDisk.logBytes + records.length + (fresh ? deltaLogHeader().length : 0),
     };
     return { ok: true, version: Number(last.version) };
+  }
+
+  async #writeWhole(whole: () => Snapshot): Promise<SaveResult> {
+    let snapshot: Snapshot;
+    try {
+      snapshot = whole();
+    } catch (err) {
+      // Not the disk's fault, but the queue must go on: the waiters hear why.
+      return { ok: false, reason: `cannot put the snapshot together: ${(err as Error).message}` };
+    }
+    return this.#write(snapshot);
   }
 
   async #write(snapshot: Snapshot): Promise<SaveResult> {
