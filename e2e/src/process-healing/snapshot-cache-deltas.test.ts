@@ -94,8 +94,8 @@ describe("last good snapshot on disk, written delta by delta", () => {
   });
 });
 
-function cacheHolds(dp: DataPlane, version: number): Promise<void> {
-  return waitFor(
+async function cacheHolds(dp: DataPlane, version: number): Promise<void> {
+  await waitFor(
     async () => metricValue(await dp.metrics(), "clawgate_snapshot_cache_version") === version,
     { what: `the cache to hold version ${version}`, timeoutMs: 30_000 },
   );
