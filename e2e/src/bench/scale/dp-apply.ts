@@ -14,8 +14,8 @@ import { scaleRoute, scaleSnapshot, startStubControlPlane } from "./stub-control
  * sent as deltas when the data plane accepts them. Prints the longest block, the heap, and
  * the CPU per one-route change: process.cpuUsage from sending it until the data plane has
  * ACKed it and written it to its disk cache (written at once here, not coalesced), beside
- * what the process spends per second with no change (idlePerSecondMs; netOfIdleP50 takes
- * that rate times each change's wall time off its CPU).
+ * what the process spends per second with no change (idlePerSecondMs). netOfIdleP50 takes
+ * off each change's CPU what the process spent in an equally long window right after it.
  * Sizes: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES, _CHANGES (defaults issue 9's 10,000 /
  * 2,000 / 20,000 / 20).
  */
@@ -144,8 +144,11 @@ async function main(): Promise<void> {
     await saved.wait(Number(version));
     const used = cpuMs(process.cpuUsage(from));
     cpu.push(used);
-    // Less what the rest of the process spent meanwhile, at its idle rate.
-    net.push(used - (idleCpuMs / 1_000) * (performance.now() - fromMs));
+    // Less what the rest of the process (the boot's eviction tail, probes on their thread,
+    // health reports) spends in a window as long right after, with no change.
+    const quietFrom = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, performance.now() - fromMs));
+    net.push(used - cpuMs(process.cpuUsage(quietFrom)));
   }
   blocks.sort((a, b) => a - b);
   cpu.sort((a, b) => a - b);
