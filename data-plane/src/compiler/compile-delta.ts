@@ -110,8 +110,9 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   const tenantsChanged = delta.tenants.length > 0 || delta.removedTenants.length > 0;
   const tenants = tenantsChanged ? tenantMap([...wire.tenants.values()]) : index.tenants;
   if (tenantsChanged) {
-    for (const [name, route] of index.routes) {
-      if (route.source.auth !== undefined && !routeSources.has(name) && !removedRoutes.has(name)) {
+    for (const name of index.authRoutes) {
+      const route = index.routes.get(name);
+      if (route !== undefined && !routeSources.has(name) && !removedRoutes.has(name)) {
         routeSources.set(name, route.source);
       }
     }
@@ -132,8 +133,13 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   for (const old of removed) {
     for (const upstream of upstreamsOf(old)) removeName(index.routesByUpstream, upstream, old.name);
   }
-  for (const name of removedRoutes) index.routes.delete(name);
+  for (const name of removedRoutes) {
+    index.routes.delete(name);
+    index.authRoutes.delete(name);
+  }
   for (const route of added) {
+    if (route.source.auth !== undefined) index.authRoutes.add(route.name);
+    else index.authRoutes.delete(route.name);
     // Set on an existing key keeps its place: the order stays that of the snapshot's routes.
     index.routes.set(route.name, route);
     for (const upstream of upstreamsOf(route))

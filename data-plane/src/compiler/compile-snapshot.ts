@@ -88,6 +88,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
   }
 
   const routes = new Map<string, CompiledRoute>();
+  const authRoutes = new Set<string>();
   const routesByUpstream = new Map<string, Set<string>>();
   const poolSettings: PoolSettingsCache = new Map();
   const tenants = tenantMap(snapshot.tenants);
@@ -95,6 +96,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     const compiled = compileRoute(route, upstreams, poolSettings, tenants);
     routes.set(route.name, compiled);
     wire.routes.set(route.name, route);
+    if (route.auth !== undefined) authRoutes.add(route.name);
     for (const upstream of upstreamsOf(compiled)) addName(routesByUpstream, upstream, route.name);
     if (++count % STEP_RESOURCES === 0) yield;
   }
@@ -113,6 +115,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     routes,
     breakers,
     routesByUpstream,
+    authRoutes,
     upstreamsByBreaker,
     upstreamsByAddress,
     poolSettings,
