@@ -65,8 +65,8 @@ import { workerCount } from "./workers/worker-count.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 
 /**
- * Snapshots delivered within this window reach the disk cache as one write of the newest: a
- * write encodes the whole config, and a burst of one-route deltas must not pay that per change.
+ * Snapshots delivered within this window reach the disk cache as one write: the newest whole,
+ * or the deltas since as one append (one fsync for a burst of changes).
  */
 const CACHE_SAVE_DELAY_MS = 2_000;
 
