@@ -63,7 +63,8 @@ describe("last good snapshot on disk, written delta by delta", () => {
       });
       version = await waitForConvergence(cp, [dp], { atLeast: write.revision! });
     }
-    // A DELETE answers no revision: the removal is the next version after the last put.
+    // The removal publishes a version past the last put's: wait for that one, whatever the
+    // DELETE answered.
     await cp.admin.delete("routes", "d2");
     version = await waitForConvergence(cp, [dp], { atLeast: version + 1 });
     await cacheHolds(dp, version);
