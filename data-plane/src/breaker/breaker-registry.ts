@@ -91,6 +91,11 @@ export class BreakerRegistry {
     }
   }
 
+  /** Drops one upstream's breaker (a delta removed the upstream). */
+  forget(upstream: string): void {
+    if (this.breakers.delete(upstream)) this.options.metrics?.forget(upstream);
+  }
+
   get size(): number {
     return this.breakers.size;
   }

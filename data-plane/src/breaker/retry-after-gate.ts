@@ -68,6 +68,11 @@ export class RetryAfterGate {
     return this.cooldowns.get(upstream)?.check() ?? PASS;
   }
 
+  /** Forgets one upstream's cooldown (a delta removed the upstream). */
+  forget(upstream: string): void {
+    this.cooldowns.delete(upstream);
+  }
+
   /** Forgets upstreams not named; call after applying a snapshot. */
   retain(upstreamNames: Iterable<string>): void {
     const keep = new Set(upstreamNames);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { create, SnapshotSchema, TenantSchema } from "@clawgate/proto";
+import { create, RouteSchema, SnapshotSchema, TenantSchema } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { deltaOf } from "../testing/delta-fixture.js";
 import { policyRequest, run } from "../testing/policy-fixture.js";
@@ -68,5 +68,37 @@ describe("compileDelta and tenants", () => {
     const removed = compiled(compileDelta(rotated, deltaOf(3, { removedTenants: ["beta"] })));
     expect(authAs(removed, "b")).toBe("CLAWGATE_UNAUTHORIZED");
     expect(authAs(removed, "new")).toBe("alpha");
+  });
+
+  it("a route that gains auth in a delta is reached by the next tenant change", () => {
+    const route = { name: "api", match: { pathPrefix: "/api" }, upstream: "u" };
+    const base = compiled(
+      compileSnapshot(
+        create(SnapshotSchema, {
+          version: 1n,
+          upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:1", weight: 1 }] }],
+          routes: [route],
+          tenants: [{ name: "alpha", apiKeySha256: [sha("old")] }],
+        }),
+      ),
+    );
+    expect(authAs(base, "old")).toBe("nobody");
+    const guarded = compiled(
+      compileDelta(
+        base,
+        deltaOf(2, { routes: [create(RouteSchema, { ...route, auth: { tenants: "required" } })] }),
+      ),
+    );
+    expect(authAs(guarded, "old")).toBe("alpha");
+    const rotated = compiled(
+      compileDelta(
+        guarded,
+        deltaOf(3, {
+          tenants: [create(TenantSchema, { name: "alpha", apiKeySha256: [sha("new")] })],
+        }),
+      ),
+    );
+    expect(authAs(rotated, "new")).toBe("alpha");
+    expect(authAs(rotated, "old")).toBe("CLAWGATE_UNAUTHORIZED");
   });
 });

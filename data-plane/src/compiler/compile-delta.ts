@@ -4,7 +4,6 @@ import {
   formatProblems,
   type Route,
   type RouteReferences,
-  type Snapshot,
   type SnapshotDelta,
   type Upstream,
   type UpstreamReferences,
@@ -22,7 +21,7 @@ import {
 import { compileRoute, tenantMap } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type { CompiledRoute, CompiledUpstream, CompileResult } from "./compiled-types.js";
-import { deepFreeze, frozenMap } from "./freeze.js";
+import { deepFreeze } from "./freeze.js";
 import { FrozenCompiledSnapshot } from "./frozen-compiled-snapshot.js";
 
 /**
@@ -64,9 +63,11 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   if (problems.length > 0) return { ok: false, reason: formatProblems(problems), problems };
 
   // Compile first, touching nothing the base owns: a bug that throws here leaves it whole.
+  // Only what the delta brought is frozen; every other resource was frozen when it came.
   for (const resource of [delta.routes, delta.upstreams, delta.breakers, delta.tenants]) {
     deepFreeze(resource);
   }
+  const wire = base.wire.next(delta);
   // Upstreams to compile: those the delta carries, and those whose breaker policy changed.
   const recompile = new Map<string, Upstream>(changedUpstreams);
   for (const name of changedBreakers.keys()) {
@@ -74,16 +75,15 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
       if (recompile.has(upstream) || removedUpstreams.has(upstream)) continue;
       const current = base.upstreams.get(upstream);
       if (current !== undefined)
-        recompile.set(upstream, sourceUpstream(base, upstream) ?? current.source);
+        recompile.set(upstream, base.wire.upstreams.get(upstream) ?? current.source);
     }
   }
-  const upstreams = new Map<string, CompiledUpstream>(base.upstreams);
-  for (const name of removedUpstreams) upstreams.delete(name);
+  const compiledUpstreams = new Map<string, CompiledUpstream>();
   const breakers = { get: breakerNamed } as ReadonlyMap<string, BreakerPolicy>;
   const fileProblems: ConfigProblem[] = [];
   for (const [name, upstream] of recompile) {
     try {
-      upstreams.set(name, compileUpstream(upstream, breakers));
+      compiledUpstreams.set(name, compileUpstream(upstream, breakers));
     } catch (error) {
       // A TLS file this machine cannot read: refused like a whole snapshot naming it would be.
       if (!(error instanceof UpstreamFileError)) throw error;
@@ -93,6 +93,8 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   if (fileProblems.length > 0) {
     return { ok: false, reason: formatProblems(fileProblems), problems: fileProblems };
   }
+  // The base's map with the recompiled upstreams in and the removed ones out, copying neither.
+  const upstreams = base.upstreams.with(compiledUpstreams, removedUpstreams);
 
   // Routes to compile: those the delta carries, and those sending to a recompiled upstream.
   const routeSources = new Map<string, Route>(changedRoutes);
@@ -106,12 +108,11 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   }
   // Routes with auth hold a key index of the tenants: a changed tenant recompiles them.
   const tenantsChanged = delta.tenants.length > 0 || delta.removedTenants.length > 0;
-  const tenants = tenantsChanged
-    ? tenantMap(patch(base.source.tenants, delta.tenants, delta.removedTenants))
-    : index.tenants;
+  const tenants = tenantsChanged ? tenantMap([...wire.tenants.values()]) : index.tenants;
   if (tenantsChanged) {
-    for (const [name, route] of index.routes) {
-      if (route.source.auth !== undefined && !routeSources.has(name) && !removedRoutes.has(name)) {
+    for (const name of index.authRoutes) {
+      const route = index.routes.get(name);
+      if (route !== undefined && !routeSources.has(name) && !removedRoutes.has(name)) {
         routeSources.set(name, route.source);
       }
     }
@@ -127,14 +128,18 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
   }
   const added = [...compiledRoutes.values()];
   const table = base.table().update(removed, added);
-  const source = deepFreeze(nextSource(base.source, delta));
 
   // Everything compiled: bring the index in line, in place, and hand it over.
   for (const old of removed) {
     for (const upstream of upstreamsOf(old)) removeName(index.routesByUpstream, upstream, old.name);
   }
-  for (const name of removedRoutes) index.routes.delete(name);
+  for (const name of removedRoutes) {
+    index.routes.delete(name);
+    index.authRoutes.delete(name);
+  }
   for (const route of added) {
+    if (route.source.auth !== undefined) index.authRoutes.add(route.name);
+    else index.authRoutes.delete(route.name);
     // Set on an existing key keeps its place: the order stays that of the snapshot's routes.
     index.routes.set(route.name, route);
     for (const upstream of upstreamsOf(route))
@@ -159,10 +164,10 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
     value: new FrozenCompiledSnapshot(
       Number(delta.version),
       Number(delta.createdAtMs),
-      frozenMap(upstreams),
+      upstreams,
       table,
       base.handOver(),
-      source,
+      wire,
       {
         base: new WeakRef(base),
         upstreams: new Set([...removedUpstreams, ...recompile.keys()]),
@@ -171,50 +176,6 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
       },
     ),
   };
-}
-
-/**
- * The wire snapshot the delta leads to, as the control plane would send it whole: resources
- * replaced in place, new ones after the rest, removed ones gone. Kept for /config_dump, the
- * disk cache and the next delta.
- */
-function nextSource(base: Snapshot, delta: SnapshotDelta): Snapshot {
-  return {
-    ...base,
-    version: delta.version,
-    nonce: delta.nonce,
-    createdAtMs: delta.createdAtMs,
-    part: 0,
-    parts: 0,
-    routes: patch(base.routes, delta.routes, delta.removedRoutes),
-    upstreams: patch(base.upstreams, delta.upstreams, delta.removedUpstreams),
-    breakers: patch(base.breakers, delta.breakers, delta.removedBreakers),
-    tenants: patch(base.tenants, delta.tenants, delta.removedTenants),
-  };
-}
-
-function patch<T extends { name: string }>(
-  list: readonly T[],
-  changed: readonly T[],
-  removed: readonly string[],
-): T[] {
-  if (changed.length === 0 && removed.length === 0) return list as T[];
-  const byName = new Map(changed.map((resource) => [resource.name, resource]));
-  const gone = new Set(removed);
-  const result: T[] = [];
-  for (const resource of list) {
-    if (gone.has(resource.name)) continue;
-    const replacement = byName.get(resource.name);
-    result.push(replacement ?? resource);
-    byName.delete(resource.name);
-  }
-  for (const resource of byName.values()) result.push(resource);
-  return result;
-}
-
-/** The upstream as the wire carried it (the compiled one's source has defaults filled). */
-function sourceUpstream(base: FrozenCompiledSnapshot, name: string): Upstream | undefined {
-  return base.source.upstreams.find((upstream) => upstream.name === name);
 }
 
 /** Routes whose references the delta can break: its own, and unchanged ones naming a removed upstream. */

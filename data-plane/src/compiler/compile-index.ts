@@ -22,6 +22,11 @@ export interface CompileIndex {
   readonly routesByUpstream: Map<string, Set<string>>;
   /** Breaker name -> names of the upstreams that name it. */
   readonly upstreamsByBreaker: Map<string, Set<string>>;
+  /**
+   * Names of the routes with `auth`: they hold a key index of the tenants, so a delta that
+   * changes a tenant recompiles them, found here rather than by a pass over every route.
+   */
+  readonly authRoutes: Set<string>;
   /** Node address -> names of the upstreams that hold it. */
   readonly upstreamsByAddress: Map<string, string[]>;
   /** One frozen PoolSettings per distinct setting, shared by every snapshot after this one. */

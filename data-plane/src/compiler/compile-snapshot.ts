@@ -10,9 +10,11 @@ import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-i
 import { compileRoute, type PoolSettingsCache, tenantMap } from "./compile-route.js";
 import { compileUpstream } from "./compile-upstream.js";
 import type { CompiledRoute, CompiledUpstream, CompileResult } from "./compiled-types.js";
-import { deepFreeze, frozenMap } from "./freeze.js";
+import { deepFreeze } from "./freeze.js";
 import { FrozenCompiledSnapshot } from "./frozen-compiled-snapshot.js";
+import { LayeredMap } from "./layered-map.js";
 import { RouteTable } from "./route-table.js";
+import { type WireResources, WireSource } from "./wire-source.js";
 
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 
@@ -50,6 +52,13 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
 
   const breakers = new Map<string, BreakerPolicy>();
   for (const breaker of snapshot.breakers) breakers.set(breaker.name, breaker);
+  // The wire resources by name, for the deltas that follow (WireSource).
+  const wire: WireResources = {
+    routes: new Map(),
+    upstreams: new Map(),
+    breakers: new Map(breakers),
+    tenants: new Map(snapshot.tenants.map((tenant) => [tenant.name, tenant])),
+  };
 
   const upstreams = new Map<string, CompiledUpstream>();
   const upstreamsByBreaker = new Map<string, Set<string>>();
@@ -57,6 +66,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
   const fileProblems: ConfigProblem[] = [];
   let count = 0;
   for (const upstream of snapshot.upstreams) {
+    wire.upstreams.set(upstream.name, upstream);
     try {
       upstreams.set(upstream.name, compileUpstream(upstream, breakers));
     } catch (error) {
@@ -78,12 +88,15 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
   }
 
   const routes = new Map<string, CompiledRoute>();
+  const authRoutes = new Set<string>();
   const routesByUpstream = new Map<string, Set<string>>();
   const poolSettings: PoolSettingsCache = new Map();
   const tenants = tenantMap(snapshot.tenants);
   for (const route of snapshot.routes) {
     const compiled = compileRoute(route, upstreams, poolSettings, tenants);
     routes.set(route.name, compiled);
+    wire.routes.set(route.name, route);
+    if (route.auth !== undefined) authRoutes.add(route.name);
     for (const upstream of upstreamsOf(compiled)) addName(routesByUpstream, upstream, route.name);
     if (++count % STEP_RESOURCES === 0) yield;
   }
@@ -102,6 +115,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     routes,
     breakers,
     routesByUpstream,
+    authRoutes,
     upstreamsByBreaker,
     upstreamsByAddress,
     poolSettings,
@@ -112,10 +126,10 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     value: new FrozenCompiledSnapshot(
       version,
       createdAtMs,
-      frozenMap(upstreams),
+      LayeredMap.over(upstreams),
       table,
       index,
-      deepFreeze(snapshot),
+      WireSource.whole(deepFreeze(snapshot), wire),
       undefined,
     ),
   };

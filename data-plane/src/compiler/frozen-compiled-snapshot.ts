@@ -3,7 +3,9 @@ import type { Snapshot } from "@clawgate/proto";
 import type { CompileIndex } from "./compile-index.js";
 import type { CompiledRoute, CompiledSnapshot, CompiledUpstream } from "./compiled-types.js";
 import { frozenMap, frozenSet } from "./freeze.js";
+import type { LayeredMap } from "./layered-map.js";
 import type { RouteTable } from "./route-table.js";
+import type { WireSource } from "./wire-source.js";
 
 /** What a delta changed relative to the snapshot it was compiled on. */
 export interface DeltaChanges {
@@ -36,10 +38,12 @@ export class FrozenCompiledSnapshot implements CompiledSnapshot {
   constructor(
     readonly version: number,
     readonly createdAtMs: number,
-    readonly upstreams: ReadonlyMap<string, CompiledUpstream>,
+    /** Immutable, and derived by the next delta without a copy of every upstream. */
+    readonly upstreams: LayeredMap<string, CompiledUpstream>,
     table: RouteTable,
     index: CompileIndex,
-    readonly source: Snapshot,
+    /** The wire snapshot by name; the next delta derives its own from it. */
+    readonly wire: WireSource,
     /** Set when compiled from a delta: what it changed, for work in proportion after the swap. */
     readonly changes: DeltaChanges | undefined,
   ) {
@@ -47,6 +51,11 @@ export class FrozenCompiledSnapshot implements CompiledSnapshot {
     this.#index = index;
     this.routeCount = index.routes.size;
     Object.freeze(this);
+  }
+
+  /** The wire snapshot this was compiled from (put together on first read: WireSource). */
+  get source(): Snapshot {
+    return this.wire.snapshot();
   }
 
   /** The route table, for the next delta to update. */

@@ -15,6 +15,11 @@ export interface SnapshotDiff {
    * any address may be (a whole snapshot).
    */
   readonly addresses: ReadonlySet<string> | undefined;
+  /**
+   * When `next` was compiled from a delta on `previous`: the upstreams it recompiled, added or
+   * removed (whatever their nodes), for state kept per upstream. Undefined: any may have.
+   */
+  readonly changed: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -36,7 +41,7 @@ export function diffSnapshots(
     for (const name of previous?.upstreams.keys() ?? []) {
       if (!next.upstreams.has(name)) upstreams.set(name, undefined);
     }
-    return { upstreams, addresses: undefined };
+    return { upstreams, addresses: undefined, changed: undefined };
   }
   const addresses = new Set<string>();
   const addNodes = (upstream: CompiledUpstream | undefined) => {
@@ -52,7 +57,7 @@ export function diffSnapshots(
   for (const route of [...changes.removedRoutes, ...changes.addedRoutes]) {
     for (const target of route.targets) addNodes(target.upstream);
   }
-  return { upstreams, addresses };
+  return { upstreams, addresses, changed: changes.upstreams };
 }
 
 /**

@@ -7,6 +7,7 @@ export {
 } from "./last-good-snapshot.js";
 export {
   CACHE_FILE_NAME,
+  DELTA_LOG_NAME,
   type LoadResult,
   type SaveResult,
   SnapshotCache,

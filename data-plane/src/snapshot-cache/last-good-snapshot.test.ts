@@ -4,9 +4,11 @@ import { join } from "node:path";
 import { create, type Snapshot, SnapshotSchema } from "@clawgate/proto";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
+import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
 import { CacheMetrics } from "./cache-metrics.js";
 import { LastGoodSnapshot } from "./last-good-snapshot.js";
 import { SnapshotCache } from "./snapshot-cache.js";
+import { snapshotWithDelta } from "./snapshot-with-delta.js";
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -111,6 +113,52 @@ describe("LastGoodSnapshot", () => {
     restarted.start();
     expect(await version).toBe(12);
     expect(second.serving()).toBe(12);
+    await restarted.stop();
+    await second.lastGood.stop();
+  });
+
+  it("writes a burst of deltas as one append, and a restart with no control plane serves the last", async () => {
+    const first = await setup({ saveDelayMs: 60_000 });
+    const whole = snapshotOf(1, 30, 3);
+    await first.cache.save(whole);
+    let expected = whole;
+    let wholeAsked = 0;
+    for (let version = 2; version <= 6; version++) {
+      const delta = deltaOf(version, { routes: [routeAt(version, 3, 1, `/d${version}`)] });
+      expected = snapshotWithDelta(expected, delta);
+      const now = expected;
+      first.lastGood.deliveredDelta(delta, () => {
+        wholeAsked++;
+        return now;
+      });
+    }
+    await first.lastGood.stop();
+    // On top of the whole file on disk: appended, never encoded whole.
+    expect(wholeAsked).toBe(0);
+    expect(await first.metrics()).toContain("clawgate_snapshot_cache_version 6");
+
+    const second = await setup({ fallbackAfterMs: 10 });
+    const restarted = new LastGoodSnapshot({
+      cache: new SnapshotCache(first.cache.dir),
+      metrics: new CacheMetrics(new Registry()),
+      logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+      fallbackAfterMs: 10,
+      hasSnapshot: () => false,
+      apply: (s) => {
+        served(s);
+        return { ok: true };
+      },
+    });
+    let served: (s: Snapshot) => void = () => {};
+    const servedSnapshot = new Promise<Snapshot>((resolve) => {
+      served = resolve;
+    });
+    restarted.start();
+    const loaded = await servedSnapshot;
+    expect(loaded.version).toBe(6n);
+    expect(loaded.routes.map((r) => `${r.name}${r.match?.path}`)).toEqual(
+      expected.routes.map((r) => `${r.name}${r.match?.path}`),
+    );
     await restarted.stop();
     await second.lastGood.stop();
   });

@@ -1,4 +1,4 @@
-import type { Snapshot } from "@clawgate/proto";
+import type { Snapshot, SnapshotDelta } from "@clawgate/proto";
 import type { CacheMetrics } from "./cache-metrics.js";
 import type { SnapshotCache } from "./snapshot-cache.js";
 
@@ -23,10 +23,12 @@ export interface LastGoodSnapshotOptions {
   apply: (snapshot: Snapshot) => CacheApplyResult;
   /** Told when the cached snapshot is being served. */
   onServedFromCache?: (version: number) => void;
+  /** Told each time a version reaches the disk (what clawgate_snapshot_cache_version shows). */
+  onSaved?: (version: number) => void;
   /**
-   * Snapshots delivered within this window are written once, the newest; default 0 (the next
-   * timer turn). Writing encodes the whole config, so at one write per change a stream of
-   * one-route deltas would cost a full encode each; stop() writes what is still pending.
+   * Snapshots delivered within this window are written once, the newest (deltas: appended as
+   * one write); default 0 (the next timer turn). Fewer fsyncs for a burst of changes; stop()
+   * writes what is still pending.
    */
   saveDelayMs?: number;
 }
@@ -42,8 +44,11 @@ export class LastGoodSnapshot {
   #timer: NodeJS.Timeout | undefined;
   #loading: Promise<void> | undefined;
   #stopped = false;
-  /** The newest delivered snapshot not yet handed to the cache, and its timer. */
-  #pending: Snapshot | undefined;
+  /**
+   * What was delivered and not yet handed to the cache, and its timer: the deltas since the
+   * last hand-over (undefined once a whole snapshot came), and the newest version whole.
+   */
+  #pending: { deltas: SnapshotDelta[] | undefined; whole: () => Snapshot } | undefined;
   #saveTimer: NodeJS.Timeout | undefined;
 
   constructor(options: LastGoodSnapshotOptions) {
@@ -60,8 +65,21 @@ export class LastGoodSnapshot {
 
   /** A control plane's snapshot was applied: it replaces the cached one, on disk too (coalesced). */
   delivered(snapshot: Snapshot): void {
+    this.#deliver(undefined, () => snapshot);
+  }
+
+  /**
+   * A control plane's delta was applied: it goes to disk as a delta (SnapshotCache.saveDeltas);
+   * `whole` puts together the snapshot it led to, called only if the cache needs it whole.
+   */
+  deliveredDelta(delta: SnapshotDelta, whole: () => Snapshot): void {
+    this.#deliver(delta, whole);
+  }
+
+  #deliver(delta: SnapshotDelta | undefined, whole: () => Snapshot): void {
     this.#options.metrics.fromCache(false);
-    this.#pending = snapshot;
+    const deltas = this.#pending === undefined ? [] : this.#pending.deltas;
+    this.#pending = { deltas: delta && deltas && [...deltas, delta], whole };
     if (this.#saveTimer !== undefined || this.#stopped) return;
     this.#saveTimer = setTimeout(() => this.#savePending(), this.#options.saveDelayMs ?? 0);
     this.#saveTimer.unref();
@@ -69,13 +87,16 @@ export class LastGoodSnapshot {
 
   #savePending(): void {
     this.#saveTimer = undefined;
-    const snapshot = this.#pending;
+    const pending = this.#pending;
     this.#pending = undefined;
-    if (snapshot === undefined) return;
+    if (pending === undefined) return;
     const { cache, metrics, logger } = this.#options;
-    void cache.save(snapshot).then((result) => {
+    const { deltas, whole } = pending;
+    const saved = deltas === undefined ? cache.save(whole()) : cache.saveDeltas(deltas, whole);
+    void saved.then((result) => {
       if (result.ok) {
         metrics.saved(result.version);
+        this.#options.onSaved?.(result.version);
         return;
       }
       metrics.error("save-io");
@@ -91,7 +112,7 @@ export class LastGoodSnapshot {
     // The last snapshot delivered reaches the disk before the process exits.
     this.#savePending();
     await this.#loading;
-    await this.#options.cache.flush();
+    await this.#options.cache.close();
   }
 
   async #fallBack(): Promise<void> {
@@ -116,6 +137,11 @@ export class LastGoodSnapshot {
         "ignoring the snapshot cache: it cannot be used; waiting for a control plane",
       );
       return;
+    }
+    if (loaded.ignored !== undefined) {
+      // A crash mid-append: the deltas before the tear are served, the tear never is.
+      metrics.error("load-corrupt");
+      logger.warn({ path: cache.path, reason: loaded.ignored }, "ignoring the delta log's tail");
     }
     // A control plane may have answered while the file was read; its snapshot wins.
     if (this.#stopped || hasSnapshot()) return;

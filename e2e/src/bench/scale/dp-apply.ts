@@ -11,7 +11,11 @@ import { scaleRoute, scaleSnapshot, startStubControlPlane } from "./stub-control
  * `node e2e/dist/bench/scale/dp-apply.js`: one data plane in this process, fed by a control
  * plane reduced to its stream (bytes encoded before the clock starts), so the event-loop
  * block measured is the data plane's own: a full snapshot at boot, then one-route changes,
- * sent as deltas when the data plane accepts them. Prints the longest block and the heap.
+ * sent as deltas when the data plane accepts them. Prints the longest block, the heap, and
+ * the CPU per one-route change: process.cpuUsage from sending it until the data plane has
+ * ACKed it and written it to its disk cache (written at once here, not coalesced), beside
+ * what the process spends per second with no change (idlePerSecondMs). netOfIdleP50 takes
+ * off each change's CPU what the process spent in an equally long window right after it.
  * Sizes: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES, _CHANGES (defaults issue 9's 10,000 /
  * 2,000 / 20,000 / 20).
  */
@@ -25,6 +29,33 @@ const changes = setting("CHANGES", 20);
 function setting(name: string, fallback: number): number {
   const raw = process.env[`CLAWGATE_BENCH_${name}`];
   return raw === undefined ? fallback : Number(raw);
+}
+
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** Resolves waiters once a version at or above theirs is reached. */
+class Waiters {
+  #reached = 0;
+  readonly #waiting: { version: number; resolve: () => void }[] = [];
+
+  reached(version: number): void {
+    this.#reached = Math.max(this.#reached, version);
+    for (const waiter of this.#waiting.splice(0)) {
+      if (waiter.version <= this.#reached) waiter.resolve();
+      else this.#waiting.push(waiter);
+    }
+  }
+
+  wait(version: number): Promise<void> {
+    if (version <= this.#reached) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push({ version, resolve }));
+  }
 }
 
 async function main(): Promise<void> {
@@ -50,7 +81,14 @@ async function main(): Promise<void> {
   });
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
-  const dp = await startDataPlane(config);
+  // Versions on disk, so a change is measured until its cache write is done too.
+  const saved = new Waiters();
+  // No coalescing window: each change is written at once, so its measured CPU spans only its
+  // own work (a window of 2 s would add that long of whatever else the process does).
+  const dp = await startDataPlane(config, {
+    onCacheSaved: (version) => saved.reached(version),
+    cacheSaveDelayMs: 0,
+  });
   await answered(100n);
   const bootMs = delay.max / 1e6;
   // The boot's mass eviction: every node refuses, probes evict them in one burst.
@@ -58,7 +96,15 @@ async function main(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 5_000));
   const evictionMs = delay.max / 1e6;
 
+  // What the process spends meanwhile on other things (the eviction burst's tail, timers), per
+  // second: the floor under each change's CPU below, measured over the change's own window.
+  const idleFrom = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const idleCpuMs = cpuMs(process.cpuUsage(idleFrom));
+
   const blocks: number[] = [];
+  const cpu: number[] = [];
+  const net: number[] = [];
   for (let c = 1; c <= changes; c++) {
     const version = 100n + BigInt(c);
     const changed = route(c % size.routes, c);
@@ -89,11 +135,24 @@ async function main(): Promise<void> {
     const bytes = encodeResponse(message);
     await new Promise((resolve) => setTimeout(resolve, 50));
     delay.reset();
+    const from = process.cpuUsage();
+    const fromMs = performance.now();
     cp.write(bytes);
     await answered(version);
     blocks.push(delay.max / 1e6);
+    // The change's whole cost: decode, compile, swap, the steps after it, the cache write.
+    await saved.wait(Number(version));
+    const used = cpuMs(process.cpuUsage(from));
+    cpu.push(used);
+    // Less what the rest of the process (the boot's eviction tail, probes on their thread,
+    // health reports) spends in a window as long right after, with no change.
+    const quietFrom = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, performance.now() - fromMs));
+    net.push(used - cpuMs(process.cpuUsage(quietFrom)));
   }
   blocks.sort((a, b) => a - b);
+  cpu.sort((a, b) => a - b);
+  net.sort((a, b) => a - b);
   // A whole snapshot while serving (what a reconnect brings): every resource arrives anew.
   const againVersion = 100n + BigInt(changes) + 1n;
   const again = encodeResponse(
@@ -122,6 +181,12 @@ async function main(): Promise<void> {
       changeBlockMs: {
         p50: blocks[Math.floor(blocks.length / 2)],
         max: blocks[blocks.length - 1],
+      },
+      cpuPerChangeMs: {
+        p50: round(cpu[Math.floor(cpu.length / 2)]!),
+        max: round(cpu[cpu.length - 1]!),
+        netOfIdleP50: round(net[Math.floor(net.length / 2)]!),
+        idlePerSecondMs: round(idleCpuMs),
       },
       heapMiB: Math.round(heapMiB),
     }),
