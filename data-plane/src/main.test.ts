@@ -156,13 +156,16 @@ describe("startDataPlane", () => {
       unhealthyThreshold: 2,
       healthyThreshold: 2,
     });
-    const healthy = once(cp.acks, "health");
+    // The whole view goes right after the Hello (empty: no snapshot yet); the first report
+    // with the node follows the applied snapshot: the node is watched, healthy.
+    const healthy = new Promise<unknown>((resolve) =>
+      cp.acks.on("health", (nodes: unknown[]) => {
+        if (nodes.length > 0) resolve(nodes);
+      }),
+    );
     const dp = await startDataPlane(config([`--cp-addresses=${cp.address}`]));
     cleanup.push(() => dp.stop());
-    // The first report follows the applied snapshot: the node is watched, healthy.
-    expect((await healthy)[0]).toMatchObject([
-      { upstream: "agents", address: node, state: "healthy" },
-    ]);
+    expect(await healthy).toMatchObject([{ upstream: "agents", address: node, state: "healthy" }]);
     const metric = async () =>
       (await (await fetch(`http://${dp.adminAddress}/metrics`)).text()).match(
         new RegExp(
