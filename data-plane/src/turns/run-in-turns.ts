@@ -10,6 +10,11 @@ export interface RunInTurnsOptions {
   superseded?: () => boolean;
   /** Clock in ms; default performance.now. */
   now?: () => number;
+  /**
+   * Let the event loop run before the first step, so none of the work lands in the caller's
+   * turn (one that has other work to finish, such as a snapshot's swap); default false.
+   */
+  laterTurn?: boolean;
 }
 
 /**
@@ -26,6 +31,10 @@ export async function runInTurns<T>(
   const turnMs = options.turnMs ?? DEFAULT_TURN_MS;
   const now = options.now ?? (() => performance.now());
   const superseded = options.superseded ?? (() => false);
+  if (options.laterTurn === true) {
+    await nextTurn();
+    if (superseded()) return undefined;
+  }
   let turnStart = now();
   for (;;) {
     const step = steps.next();
