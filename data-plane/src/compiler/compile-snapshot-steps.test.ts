@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compiledView, requestsFor, snapshotOf } from "../testing/delta-fixture.js";
+import { compileRouteTable } from "../testing/route-table-fixture.js";
 import { compileSnapshot, compileSnapshotSteps } from "./compile-snapshot.js";
 import type { CompileResult } from "./compiled-types.js";
 import { RouteTable } from "./route-table.js";
@@ -38,6 +39,24 @@ describe("compiling a whole snapshot in steps", () => {
       requests.map((r) => whole.value.match(r.method, r.host, r.path, {})?.name),
     );
     expect(bySteps.filter((name) => name !== undefined).length).toBeGreaterThan(1_000);
+  });
+
+  it("pauses between host tiers, not only within one: 1,000 hosts of 2 routes each", () => {
+    const init = Array.from({ length: 2_000 }, (_, i) => ({
+      name: `r-${i}`,
+      match: { pathPrefix: `/p/${i}`, hosts: [`h${i % 1_000}.test`] },
+    }));
+    const compiled = compileRouteTable(init);
+    const routes = init.map(
+      (r) => compiled.match("GET", r.match.hosts[0]!, r.match.pathPrefix, {})!,
+    );
+    expect(new Set(routes.map((r) => r.name)).size).toBe(2_000);
+    // Each tier is far below 50 paths: before, none paused, and the grouping by host neither,
+    // so the 1,000 tiers were one step.
+    const { value: table, pauses } = run(RouteTable.buildSteps(routes, 50));
+    // 40 in the grouping, one every 5 tiers (2 paths and a tier weigh 12 of the 50).
+    expect(pauses).toBeGreaterThanOrEqual(2_000 / 50 + 1_000 / 5);
+    expect(table.match("GET", "h7.test", "/p/1007/x", {})?.name).toBe("r-1007");
   });
 
   it("compiles what compileSnapshot compiles", () => {
