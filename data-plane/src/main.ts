@@ -23,7 +23,7 @@ import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
-import { HealthMetrics, HealthRegistry, HealthReportPacer, healthTargets } from "./health/index.js";
+import { HealthMetrics, HealthRegistry, HealthReportPacer } from "./health/index.js";
 import { metricsSource, renderedText } from "./metrics/metrics-source.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
@@ -44,6 +44,7 @@ import {
   type SnapshotSource,
 } from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
+import { HealthSync } from "./runtime/health-sync.js";
 import { ListenError, listen } from "./runtime/listen.js";
 import { diffSnapshots } from "./runtime/snapshot-diff.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
@@ -327,6 +328,10 @@ export async function startDataPlane(
     ];
   }
 
+  // Each swap's changed upstreams reach the health registry in order (see HealthSync).
+  const healthSync = new HealthSync(health, (err) =>
+    logger.error({ err, step: "health" }, "snapshot applied, but syncing node health failed"),
+  );
   /** Refusals counted by afterApply, so one made in a worker is counted once too. */
   let nacks = 0;
   // Upstream CA and client certificate files are read when a snapshot compiles; a change on
@@ -404,16 +409,8 @@ export async function startDataPlane(
         // Pools of removed nodes, and those built with settings no route uses any more (a
         // changed keepAliveTimeoutMs), close once their requests in flight are done.
         ["pools", () => pools.retain({ get: (a) => compiled.poolKeysOf(a) }, diff.addresses)],
-        [
-          "health",
-          () => {
-            const changes = new Map<string, ReturnType<typeof healthTargets>>();
-            for (const [name, upstream] of diff.upstreams) {
-              changes.set(name, upstream === undefined ? [] : healthTargets([upstream]));
-            }
-            health.syncUpstreams(changes);
-          },
-        ],
+        // A first snapshot's 20,000 targets are made over the turns after this one.
+        ["health", () => healthSync.follow(diff.upstreams)],
         // A delta on the snapshot served: only the upstreams it changed. Otherwise in turns: a
         // first snapshot's 2,000 breakers and pickers; a request that meets an upstream not
         // reached yet makes its record then (RequestHealing.upstream).
@@ -440,7 +437,7 @@ export async function startDataPlane(
           "health report",
           () =>
             diff.upstreams.size > 0 &&
-            health.synced().then(() => setImmediate(() => healthReports.request())),
+            healthSync.synced().then(() => setImmediate(() => healthReports.request())),
         ],
         ...more,
       ],

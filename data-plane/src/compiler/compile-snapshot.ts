@@ -19,10 +19,13 @@ import { type WireResources, WireSource } from "./wire-source.js";
 export type { CompiledSnapshot, CompileResult } from "./compiled-types.js";
 
 /**
- * Resources compiled between two points where a caller may hand the event loop back; small
- * enough that one stretch stays well under a millisecond or two.
+ * Resources compiled between two points where a caller may hand the event loop back. A boot
+ * runs this code cold (interpreted, compiled lazily): 200 resources were 20 to 35 ms of CPU
+ * per step there, and with ten data planes booting on two cores each ms of CPU takes about
+ * five of the clock. At 50 a step stays a few ms; runInTurns still fills a turn with as many
+ * steps as fit in it, so smaller steps cost a generator resume each, not more turns.
  */
-const STEP_RESOURCES = 200;
+export const STEP_RESOURCES = 50;
 
 /**
  * Compiles a snapshot from the wire into the immutable object the request path reads. The

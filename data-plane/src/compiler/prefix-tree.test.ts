@@ -10,6 +10,26 @@ describe("prefix tree over path segments", () => {
   // a lookup must compare the segment itself, not trust the hash.
   const colliding = ["/svc/s13818", "/svc/s136662"] as const;
 
+  it("builds in steps of `every` keys in each pass: gathering, sizing the table, filling it", () => {
+    // Before, sizing the table was one pass over every key without a pause, and the fill
+    // ended by moving every node into a table of the right size in the same step.
+    const prefixes = Array.from(
+      { length: 300 },
+      (_, i) => [`/api/v${i % 3}/s-${i}`, `p${i}`] as const,
+    );
+    const exact = Array.from({ length: 300 }, (_, i) => [`/exact/${i}/status/`, `e${i}`] as const);
+    const steps = PrefixTree.buildSteps(prefixes, exact, 1);
+    let pauses = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) pauses++;
+    expect(pauses).toBeGreaterThanOrEqual(3 * 600);
+    const tree = step.value;
+    expect(longest(tree, "/api/v2/s-299/items")).toBe("p299");
+    expect(tree.getExact("/exact/7/status/")).toBe("e7");
+    expect(tree.getExact("/exact/7/status")).toBeUndefined();
+    expect(tree.size + tree.exactSize).toBe(600);
+  });
+
   it("tells apart segments whose hashes collide", () => {
     const tree = PrefixTree.build([
       ["/svc", "svc"],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../clock/clock.js";
-import { HealthRegistry } from "./health-registry.js";
+import { HealthRegistry, SYNC_AT_ONCE_NODES } from "./health-registry.js";
 import type { HealthCheckSettings, HealthTarget } from "./health-targets.js";
 import type { HealthChange } from "./node-health.js";
 import type { ProbeEvidence, ProbeResult, ProbeTarget } from "./prober/probe-protocol.js";
@@ -105,6 +105,22 @@ describe("HealthRegistry.sync", () => {
     expect(prober.targets).toHaveLength(100);
     // Each turn handed the prober the upstreams it synced, never the whole set again.
     expect(prober.calls.every((call) => call.length === 1)).toBe(true);
+  });
+
+  it("starts a sync of more than SYNC_AT_ONCE_NODES nodes on the next turn, not in the caller's", async () => {
+    // One turn for the whole sync (no turn limit): before, all of it ran inside the call, the
+    // turn of the snapshot's swap.
+    const { registry, prober } = setup();
+    const targets: HealthTarget[] = [];
+    for (let i = 0; i <= SYNC_AT_ONCE_NODES; i++) {
+      targets.push(node(`10.1.${i >> 8}.${i & 255}:80`, {}, `u-${i % 50}`));
+    }
+    registry.sync(targets);
+    expect(registry.state("u-0", "10.1.0.0:80")).toBeUndefined();
+    expect(prober.targets).toHaveLength(0);
+    await registry.synced();
+    expect(registry.state("u-0", "10.1.0.0:80")).toBe("healthy");
+    expect(prober.targets).toHaveLength(SYNC_AT_ONCE_NODES + 1);
   });
 
   it("hands the prober only the upstreams a change touches", () => {

@@ -18,6 +18,13 @@ import { type Prober, type ProberFactory, ProbeWorker } from "./prober/probe-wor
 /** Default longest stretch of syncing nodes before the event loop runs again. */
 export const SYNC_TURN_MS = 10;
 
+/**
+ * A sync of more nodes than this starts on the next turn rather than in the caller's: the
+ * caller is the turn of a snapshot's swap, which has steps of its own to run, and a first
+ * snapshot's first slice of nodes made that turn the longest of the boot.
+ */
+export const SYNC_AT_ONCE_NODES = 500;
+
 interface ReportedNode {
   readonly changedAt: number;
   readonly state: HealthState;
@@ -130,13 +137,17 @@ export class HealthRegistry {
    */
   syncUpstreams(changes: ReadonlyMap<string, readonly HealthTarget[]>): void {
     if (this.closed || changes.size === 0) return;
+    let nodes = 0;
     for (const [upstream, targets] of changes) {
       // Re-inserted at the end: the latest list of an upstream is the one synced.
       this.pending.delete(upstream);
       this.pending.set(upstream, targets);
       if (targets.length > 0) this.watched.add(upstream);
+      nodes += targets.length;
     }
-    if (!this.draining) this.drain();
+    if (this.draining) return;
+    if (nodes <= SYNC_AT_ONCE_NODES) this.drain();
+    else this.drainNextTurn();
   }
 
   /**
@@ -153,7 +164,8 @@ export class HealthRegistry {
    * the rest to the next turn. A first snapshot of 20,000 nodes builds a state machine and a
    * metric series per node; in one turn that blocked the proxy's clients for hundreds of ms.
    * Meanwhile a node not synced yet is usable (like any new node) and a removed one keeps its
-   * last state until its upstream's turn comes. A small change finishes in the call itself.
+   * last state until its upstream's turn comes. A small change (up to
+   * SYNC_AT_ONCE_NODES nodes) finishes in the call itself; a bigger one starts on the next turn.
    */
   private drain(): void {
     const clock = this.options.turnClock ?? (() => performance.now());
@@ -167,14 +179,18 @@ export class HealthRegistry {
     }
     this.prober.setUpstreams(probeChanges);
     if (this.pending.size > 0) {
-      this.draining = true;
-      setImmediate(() => {
-        this.draining = false;
-        if (!this.closed) this.drain();
-      });
+      this.drainNextTurn();
       return;
     }
     for (const resolve of this.syncedWaiters.splice(0)) resolve();
+  }
+
+  private drainNextTurn(): void {
+    this.draining = true;
+    setImmediate(() => {
+      this.draining = false;
+      if (!this.closed) this.drain();
+    });
   }
 
   /** Makes the upstream's watched nodes `targets`; returns what its prober list becomes. */

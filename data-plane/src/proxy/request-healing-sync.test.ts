@@ -46,6 +46,15 @@ describe("RequestHealing.syncInTurns", () => {
     for (const name of names(2_000)) expect(healing.breakers.find(name)).toBeDefined();
   });
 
+  it("makes no record in the caller's turn, which is the turn of the snapshot's swap", async () => {
+    const healing = healingWith();
+    // A clock that never ends a turn: before, the whole sync ran inside the call.
+    const done = healing.syncInTurns(compiled(1, 2_000), { now: () => 0 });
+    expect(healing.breakers.find("u-0")).toBeUndefined();
+    await done;
+    for (const name of names(2_000)) expect(healing.breakers.find(name)).toBeDefined();
+  });
+
   it("answers for every upstream of the new snapshot from the call on, before its turns reach them", async () => {
     const healing = healingWith();
     const snapshot = compiled(1, 500);

@@ -195,7 +195,8 @@ export class RequestHealing {
       (function* () {
         while (carry.#carryNext(SYNC_STEP_UPSTREAMS)) yield;
       })(),
-      { ...options, superseded: () => this.#pending !== pending },
+      // From the next turn: the caller's is a snapshot's swap (requests get records on demand).
+      { ...options, laterTurn: true, superseded: () => this.#pending !== pending },
     );
   }
 

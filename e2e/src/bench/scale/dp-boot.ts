@@ -1,7 +1,7 @@
 import { startDataPlane } from "../../support/data-plane-process.js";
-import { metricValue } from "../../support/metrics-text.js";
 import { Teardown } from "../../support/teardown.js";
 import type { ScaleSize } from "./scale-config.js";
+import { readLagMs, startBlockMs } from "./start-block.js";
 import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
 
 /**
@@ -25,7 +25,6 @@ const dataPlaneCount = setting("DATAPLANES", 4);
 const nodeArgs = (process.env.CLAWGATE_BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const echo = process.env.CLAWGATE_BENCH_ECHO === "1";
 const bin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
-const LAG = "nodejs_eventloop_lag_max_seconds";
 const ACK_TIMEOUT_MS = 600_000;
 
 function setting(name: string, fallback: number): number {
@@ -40,6 +39,7 @@ async function main(): Promise<void> {
   teardown.add("stub control plane", async () => cp.close());
   try {
     const started = performance.now();
+    const startBlocks: number[] = [];
     const dataPlanes = await Promise.all(
       Array.from({ length: dataPlaneCount }, async (_, i) => {
         const dp = await startDataPlane(
@@ -57,7 +57,8 @@ async function main(): Promise<void> {
       }),
     );
     const ackMs = await Promise.all(
-      dataPlanes.map(async (dp) => {
+      dataPlanes.map(async (dp, i) => {
+        startBlocks[i] = await startBlockMs(dp, ACK_TIMEOUT_MS);
         const deadline = performance.now() + ACK_TIMEOUT_MS;
         // Polls /readyz (200 once a snapshot is applied): the stub counts ACKs, not whose they
         // are, and a whole /metrics scrape would add its own block to the one measured.
@@ -68,18 +69,15 @@ async function main(): Promise<void> {
         return Math.round(performance.now() - started);
       }),
     );
-    const blocks = await Promise.all(
-      dataPlanes.map(async (dp) => {
-        const text = await (await fetch(`${dp.adminUrl}/metrics?name=${LAG}`)).text();
-        return Math.round((metricValue(text, LAG) ?? Number.NaN) * 1000);
-      }),
-    );
+    const blocks = await Promise.all(dataPlanes.map((dp) => readLagMs(dp)));
     console.log(
       JSON.stringify({
         size,
         dataPlanes: dataPlaneCount,
         bootBlockMaxMs: Math.max(...blocks),
         bootBlockMs: blocks,
+        startBlockMaxMs: Math.max(...startBlocks),
+        startBlockMs: startBlocks,
         appliedAfterMs: ackMs,
       }),
     );
