@@ -316,6 +316,7 @@ async function measureChanges(
   } finally {
     witness.close();
   }
+  log(`write to delta on the wire, change by change: ${controlPlaneLatencies.join(" ")} ms`);
   const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
   row(
     `one-route change to ${dataPlaneCount} DPs applied (${changes} changes)`,
