@@ -58,7 +58,7 @@ describe("health report encoding", () => {
     expect(turns).toBeGreaterThanOrEqual(10);
   });
 
-  it("frames a changes-only report that decodes to its changes, removed and flag", () => {
+  it("frames a changes-only report that decodes to its changes, removed and flag, in one turn or several", async () => {
     const changes = {
       nodes: [node("10.0.0.1:80", "quarantined", "", 2n), node("10.0.0.1:80", "evicted", "x", 3n)],
       removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.2:80" })],
@@ -69,6 +69,7 @@ describe("health report encoding", () => {
     const encoder = new HealthReportEncoder();
     const once = encoder.encodeChanges(changes);
     expect(fromBinary(StreamSnapshotsRequestSchema, once)).toEqual(expected);
+    expect(Buffer.from(await encoder.encodeChangesInTurns(changes)).equals(once)).toBe(true);
     // No change at all still says changes_only, so it never reads as an empty whole view.
     const empty = fromBinary(
       StreamSnapshotsRequestSchema,

@@ -40,16 +40,21 @@ export class HealthReportEncoder {
     return withHeader(await this.#entriesInTurns(nodes, NODES_FIELD));
   }
 
-  /**
-   * A changes-only report in one turn: for up to `HEALTH_NODES_PER_TURN` entries (a bigger one
-   * goes as several, see changesInParts).
-   */
+  /** A changes-only report in one turn: for up to `HEALTH_NODES_PER_TURN` entries. */
   encodeChanges(changes: HealthChangesToEncode): Uint8Array {
     return withHeader([
       this.#entries(changes.nodes, NODES_FIELD),
       CHANGES_ONLY,
       this.#entries(changes.removed, REMOVED_FIELD),
     ]);
+  }
+
+  /** The same bytes as `encodeChanges`, `HEALTH_NODES_PER_TURN` entries per event-loop turn. */
+  async encodeChangesInTurns(changes: HealthChangesToEncode): Promise<Uint8Array> {
+    const nodes = await this.#entriesInTurns(changes.nodes, NODES_FIELD);
+    if (changes.nodes.length > 0) await nextTurn();
+    const removed = await this.#entriesInTurns(changes.removed, REMOVED_FIELD);
+    return withHeader([...nodes, CHANGES_ONLY, ...removed]);
   }
 
   async #entriesInTurns(nodes: readonly NodeHealth[], field: number): Promise<Uint8Array[]> {

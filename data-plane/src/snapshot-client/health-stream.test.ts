@@ -2,7 +2,6 @@ import { EventEmitter } from "node:events";
 import {
   type EncodedOrResponse,
   HEALTH_CHANGES_HEADER,
-  type NodeHealth,
   type NodeHealthReport,
   type StreamSnapshotsRequest,
   snapshotServiceDefinition,
@@ -11,12 +10,9 @@ import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FakeClock } from "../clock/clock.js";
-import type { HealthChanges } from "../health/health-change-log.js";
 import { HealthRegistry } from "../health/health-registry.js";
 import type { HealthTarget } from "../health/health-targets.js";
 import type { ProbeResult } from "../health/prober/probe-protocol.js";
-import { HEALTH_NODES_PER_TURN } from "./health-report-bytes.js";
-import { changesInParts } from "./health-stream.js";
 import { SnapshotClient } from "./snapshot-client.js";
 
 /*
@@ -221,62 +217,5 @@ describe("health reports on the snapshot stream", () => {
       "whole: 10.0.0.1:80 evicted, 10.0.0.2:80 evicted",
       "changes: -10.0.0.2:80",
     ]);
-  });
-
-  it("sends a big change as several changes-only messages that add up to it, in order", async () => {
-    const cp = await controlPlane("changes");
-    const dp = dataPlane([cp.address]);
-    dp.health.sync([node("10.0.0.1:80")]);
-    dp.client.start();
-    await cp.until(() => cp.reports.length === 1);
-    await vi.waitFor(() => expect(dp.client.healthChangesOnly()).toBe(true));
-
-    // A first snapshot's nodes joining the view at once, and the one node before leaving it.
-    const joined = Array.from({ length: 2_500 }, (_, i) => `10.1.${i >> 8}.${i & 255}:80`);
-    dp.health.sync(joined.map(node));
-    // A sync this big runs over the turns after this one.
-    await dp.health.synced();
-    dp.client.reportHealth();
-    await cp.until(() => cp.reports.flatMap((r) => r.report.nodes).length === 1 + 2_500);
-    const changes = cp.reports.slice(1).map((r) => r.report);
-    expect(changes.length).toBe(Math.ceil(2_501 / HEALTH_NODES_PER_TURN));
-    for (const report of changes) {
-      expect(report.changesOnly).toBe(true);
-      expect(report.nodes.length + report.removed.length).toBeLessThanOrEqual(
-        HEALTH_NODES_PER_TURN,
-      );
-    }
-    expect(changes.flatMap((r) => r.removed.map((n) => n.address))).toEqual(["10.0.0.1:80"]);
-    expect(changes.flatMap((r) => r.nodes.map((n) => n.address))).toEqual(joined);
-  });
-});
-
-describe("changesInParts", () => {
-  const entry = (address: string) => ({ address }) as NodeHealth;
-  const addresses = (parts: HealthChanges[]) =>
-    parts.map((p) => [...p.removed.map((n) => `-${n.address}`), ...p.nodes.map((n) => n.address)]);
-
-  it("keeps removals first, then changes in order, at most `size` entries a part", () => {
-    const changes = {
-      removed: ["r1", "r2", "r3"].map(entry),
-      nodes: ["a", "b", "a", "c", "d"].map(entry),
-    };
-    expect(addresses(changesInParts(changes, 4))).toEqual([
-      ["-r1", "-r2", "-r3", "a"],
-      ["b", "a", "c", "d"],
-    ]);
-    expect(addresses(changesInParts(changes, 2))).toEqual([
-      ["-r1", "-r2"],
-      ["-r3", "a"],
-      ["b", "a"],
-      ["c", "d"],
-    ]);
-    expect(addresses(changesInParts(changes, 100))).toEqual([
-      ["-r1", "-r2", "-r3", "a", "b", "a", "c", "d"],
-    ]);
-  });
-
-  it("gives no part for no change", () => {
-    expect(changesInParts({ removed: [], nodes: [] }, 10)).toEqual([]);
   });
 });

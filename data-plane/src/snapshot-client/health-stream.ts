@@ -1,30 +1,7 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { NodeHealth } from "@clawgate/proto";
 import type { HealthChanges } from "../health/health-change-log.js";
 import type { HealthChange } from "../health/node-health.js";
 import { HEALTH_NODES_PER_TURN, type HealthReportEncoder } from "./health-report-bytes.js";
-
-/**
- * `changes` as consecutive changes-only reports of at most `size` entries each, none when it is
- * empty: its removals first, then its changes in order, as one report applies them.
- */
-export function changesInParts(changes: HealthChanges, size: number): HealthChanges[] {
-  const parts: HealthChanges[] = [];
-  for (let at = 0; at < changes.removed.length; at += size) {
-    parts.push({ removed: changes.removed.slice(at, at + size), nodes: [] });
-  }
-  // The last part of the removals takes the first changes along, up to the size.
-  let at = 0;
-  const last = parts[parts.length - 1];
-  if (last !== undefined && last.removed.length < size) {
-    at = size - last.removed.length;
-    parts[parts.length - 1] = { removed: last.removed, nodes: changes.nodes.slice(0, at) };
-  }
-  for (; at < changes.nodes.length; at += size) {
-    parts.push({ removed: [], nodes: changes.nodes.slice(at, at + size) });
-  }
-  return parts;
-}
 
 /** Where a data plane's node-health reports come from (HealthRegistry). */
 export interface HealthReportSource {
@@ -124,13 +101,13 @@ export class HealthStream {
       this.#sendWholeView();
       return;
     }
-    // A big one (a first snapshot's 20,000 nodes joining the view) goes as several messages of
-    // at most HEALTH_NODES_PER_TURN entries, encoded one per turn: applied one after another they
-    // are the same report, and no one of them holds the control plane for long (ten data planes'
-    // 20,000-entry reports, each taken in one turn, delayed config changes by up to 700 ms).
-    changesInParts(changes, HEALTH_NODES_PER_TURN).forEach((part, i) => {
-      this.#enqueue(i === 0 ? encoder.encodeChanges(part) : () => encoder.encodeChanges(part));
-    });
+    const entries = changes.nodes.length + changes.removed.length;
+    if (entries === 0) return;
+    this.#enqueue(
+      entries <= HEALTH_NODES_PER_TURN
+        ? encoder.encodeChanges(changes)
+        : encoder.encodeChangesInTurns(changes),
+    );
   }
 
   /** The stream ended: nothing more is written. */
@@ -148,17 +125,12 @@ export class HealthStream {
     });
   }
 
-  /** `bytes` as a function: encoded in a turn of its own once the messages before it went. */
-  #enqueue(
-    bytes: Uint8Array | Promise<Uint8Array> | (() => Uint8Array),
-    written?: () => void,
-  ): void {
+  #enqueue(bytes: Uint8Array | Promise<Uint8Array>, written?: () => void): void {
     // A failed build must not stop the chain: the reports after it still go, in order.
     if (bytes instanceof Promise) bytes.catch(() => undefined);
     this.#chain = this.#chain
       .then(async () => {
-        if (typeof bytes === "function") await nextTurn();
-        this.#write(typeof bytes === "function" ? bytes() : await bytes);
+        this.#write(await bytes);
         written?.();
       })
       .catch((err: unknown) => {
