@@ -6,6 +6,7 @@ import {
   type StreamSnapshotsResponse,
   StreamSnapshotsResponseSchema,
 } from "./gen/clawgate/v1/snapshot_service_pb.js";
+import { decodeRequest } from "./health-report-decode.js";
 
 /** The protocol both sides speak; a stream whose Hello names another is refused. */
 export const PROTOCOL_VERSION = 1;
@@ -53,7 +54,7 @@ export const snapshotServiceDefinition = {
       toBuffer(
         message instanceof Uint8Array ? message : toBinary(StreamSnapshotsRequestSchema, message),
       ),
-    requestDeserialize: (bytes: Buffer) => fromBinary(StreamSnapshotsRequestSchema, bytes),
+    requestDeserialize: (bytes: Buffer) => decodeRequest(bytes),
     responseSerialize: (message: EncodedOrResponse) =>
       toBuffer(message instanceof Uint8Array ? message : encodeResponse(message)),
     responseDeserialize: (bytes: Buffer) => fromBinary(StreamSnapshotsResponseSchema, bytes),
