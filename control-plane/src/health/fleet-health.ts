@@ -287,13 +287,7 @@ export class FleetHealth {
       view.delete(key);
     }
     for (const node of changes.nodes) {
-      if (!isNodeHealthState(node.state)) {
-        this.#logger?.debug(
-          { dataPlane, upstream: node.upstream, node: node.address, state: node.state },
-          "ignoring a node health state this control plane does not know",
-        );
-        continue;
-      }
+      if (!this.#knownState(dataPlane, node)) continue;
       const key = nodeKey(node.upstream, node.address);
       const previous = view.get(key);
       const next: StoredNode = {
@@ -359,13 +353,7 @@ export class FleetHealth {
     const next = new Map<string, StoredNode>();
     const changed: string[] = [];
     for (const node of nodes) {
-      if (!isNodeHealthState(node.state)) {
-        this.#logger?.debug(
-          { dataPlane, upstream: node.upstream, node: node.address, state: node.state },
-          "ignoring a node health state this control plane does not know",
-        );
-        continue;
-      }
+      if (!this.#knownState(dataPlane, node)) continue;
       const key = nodeKey(node.upstream, node.address);
       const changedAtMs = Number(node.changedAtMs);
       const before = previous?.get(key);
@@ -431,6 +419,19 @@ export class FleetHealth {
   }
 
   /** One data plane's word on the node `key` went from `before` to `after`. */
+  /** A state this control plane does not know (a newer data plane's) is skipped, said at debug. */
+  #knownState(
+    dataPlane: string,
+    node: ReportedNodeHealth,
+  ): node is ReportedNodeHealth & { state: NodeHealthState } {
+    if (isNodeHealthState(node.state)) return true;
+    this.#logger?.debug(
+      { dataPlane, upstream: node.upstream, node: node.address, state: node.state },
+      "ignoring a node health state this control plane does not know",
+    );
+    return false;
+  }
+
   #tally(key: string, before: NodeHealthState | undefined, after: NodeHealthState | undefined) {
     let counts = this.#tallies.get(key);
     if (counts === undefined) {
