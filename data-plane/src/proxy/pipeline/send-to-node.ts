@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
-import { type Dispatcher, errors } from "undici";
+import type { Dispatcher } from "undici";
 import { classifyUpstreamError } from "../../errors/failure-kind.js";
 import { BODY_TOO_LARGE } from "../../policy/limited-body.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
+import { errors } from "../../upstream/undici-parts.js";
 import { type DeadlineEntry, type DeadlineList, DeadlineSweep } from "./deadline-sweep.js";
 import type { Exchange } from "./exchange.js";
 import { ExchangeAbort } from "./exchange-abort.js";
