@@ -417,9 +417,10 @@ describe("request-layer self-healing", () => {
         nodes.map((n) => ({ address: n.address })),
         {
           retry: { attempts: 2, on: ["timeout"] },
-          // undici checks header timeouts on a ~0.5 s tick, so the first attempt ends between
-          // 0.3 and 1 s and the total (1.2 s) always cuts a later one short.
-          timeouts: { connectMs: 1000, headersMs: 300, bodyMs: 1000, totalMs: 1200 },
+          // A GET's header deadline fires on time (headers-deadline.ts), and the backoffs
+          // after attempts 1 and 2 stay under 25 and 50 ms: two attempts of 0.5 s leave the
+          // total (1.2 s) to cut the third short, or its backoff when timers run late.
+          timeouts: { connectMs: 1000, headersMs: 500, bodyMs: 1000, totalMs: 1200 },
         },
       );
       const reply = await send(port, "/", { headers: { "x-request-id": "total-1" } });

@@ -1,8 +1,9 @@
-import { Pool } from "undici";
+import type { Pool as UndiciPool } from "undici";
 import type { PoolSettings } from "../compiler/compiled-types.js";
 import { DnsRefresh } from "./dns-refresh.js";
 import { createNodeResolver, type NodeResolver } from "./node-resolver.js";
 import { tlsConnector } from "./tls-connector.js";
+import { Pool } from "./undici-parts.js";
 
 /** Per node address, the settings keys to keep; a ReadonlyMap fits, so does a lookup. */
 export interface PoolKeyLookup {
@@ -15,7 +16,7 @@ export interface PoolRegistryOptions {
   /** Connect timeout for get() calls without settings; default 1000 ms (the route default). */
   connectTimeoutMs?: number;
   /** Builds a pool; tests inject one. Default: `new Pool(origin, options)`. */
-  factory?: (origin: string, options: Pool.Options) => Pool;
+  factory?: (origin: string, options: UndiciPool.Options) => UndiciPool;
   /** How node names are resolved (the dnsServers setting); default the system resolver. */
   resolver?: NodeResolver;
   /**
@@ -44,9 +45,9 @@ export interface PoolRegistryOptions {
  * connection kept busy forever moves to the new address once its requests in flight are done.
  */
 export class PoolRegistry {
-  readonly #pools = new Map<string, Map<string, Pool>>();
+  readonly #pools = new Map<string, Map<string, UndiciPool>>();
   readonly #defaultSettings: PoolSettings;
-  readonly #factory: (origin: string, options: Pool.Options) => Pool;
+  readonly #factory: (origin: string, options: UndiciPool.Options) => UndiciPool;
   readonly #lookup: NodeResolver["lookup"];
   readonly #dns: DnsRefresh;
   #closed = false;
@@ -74,7 +75,7 @@ export class PoolRegistry {
   }
 
   /** The pool for a node address ("host:port"), created on first use. Throws once closed. */
-  get(address: string, settings: PoolSettings = this.#defaultSettings): Pool {
+  get(address: string, settings: PoolSettings = this.#defaultSettings): UndiciPool {
     let bySettings = this.#pools.get(address);
     if (bySettings !== undefined) {
       const pool = bySettings.get(settings.key);

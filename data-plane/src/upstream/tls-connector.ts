@@ -1,7 +1,8 @@
 import type { Socket } from "node:net";
-import { buildConnector } from "undici";
+import type { buildConnector as BuildConnector } from "undici";
 import { isTlsFailureCode } from "../errors/tls-failure-code.js";
 import type { LookupFunction } from "./node-resolver.js";
+import { buildConnector } from "./undici-parts.js";
 import type { UpstreamTlsOptions } from "./upstream-tls.js";
 
 /**
@@ -17,7 +18,7 @@ export function tlsConnector(
   http2 = false,
   /** How the node's name is resolved (the dnsServers setting); default the system's. */
   lookup?: LookupFunction,
-): buildConnector.connector {
+): BuildConnector.connector {
   const connect = buildConnector({
     // A custom connector must offer h2 itself: undici's allowH2 only sets it on its own one.
     ...(http2 ? { allowH2: true } : {}),
@@ -31,7 +32,7 @@ export function tlsConnector(
     minVersion: "TLSv1.2",
     timeout: timeoutMs,
     ...(lookup === undefined ? {} : { lookup }),
-  } as buildConnector.BuildOptions);
+  } as BuildConnector.BuildOptions);
   return (options, callback) =>
     connect(options, (error, socket) => {
       // On a failed connect there is no socket: the error is the request's already.

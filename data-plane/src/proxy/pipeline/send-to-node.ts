@@ -4,9 +4,12 @@ import type { Dispatcher } from "undici";
 import { classifyUpstreamError } from "../../errors/failure-kind.js";
 import { BODY_TOO_LARGE } from "../../policy/limited-body.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
+import { errors } from "../../upstream/undici-parts.js";
+import { type DeadlineEntry, type DeadlineList, DeadlineSweep } from "./deadline-sweep.js";
 import type { Exchange } from "./exchange.js";
 import { ExchangeAbort } from "./exchange-abort.js";
 import { failFast } from "./failure-log.js";
+import { sweepKeepsHeadersDeadline } from "./headers-deadline.js";
 import type { ProxyDeps } from "./proxy-deps.js";
 import type { Dispatch, Failure, StageHandler } from "./stage.js";
 
@@ -15,9 +18,10 @@ export const RETRY_HEADER = "x-clawgate-retry";
 
 /**
  * The bottom of the pipeline: sends the attempt to its node's connection pool, and turns what
- * undici reports back into stage callbacks, an error into a classified Failure.
+ * undici reports back into stage callbacks, an error into a classified Failure. `sweep` keeps
+ * the headers deadlines undici is not given (headers-deadline.ts).
  */
-export function sendToNode(deps: ProxyDeps): Dispatch {
+export function sendToNode(deps: ProxyDeps, sweep = new DeadlineSweep()): Dispatch {
   const pools = deps.pools;
   return (exchange, handler) => {
     const node = exchange.node!;
@@ -33,6 +37,9 @@ export function sendToNode(deps: ProxyDeps): Dispatch {
     exchange.attempt = retry + 1;
     const body = exchange.body;
     const route = exchange.route;
+    const headersMs = route.headersTimeoutMs;
+    const bodyMs = bodyTimeoutOf(exchange);
+    const sweepHeaders = sweepKeepsHeadersDeadline(headersMs, bodyMs, body !== null);
     pool.dispatch(
       {
         origin: node.origin,
@@ -43,22 +50,41 @@ export function sendToNode(deps: ProxyDeps): Dispatch {
           retry === 0 ? exchange.headers : [...exchange.headers, RETRY_HEADER, String(retry)],
         body: body === null ? null : asBody(body instanceof ReplayableBody ? body.attempt() : body),
         // 0 on the wire means off, and undici reads 0 as "no timeout" too.
-        headersTimeout: route.headersTimeoutMs,
-        bodyTimeout: bodyTimeoutOf(exchange),
+        headersTimeout: sweepHeaders ? bodyMs : headersMs,
+        bodyTimeout: bodyMs,
       },
-      new NodeAttempt(exchange, handler),
+      new NodeAttempt(exchange, handler, sweepHeaders ? headersMs : 0, sweep),
     );
   };
 }
 
-/** undici's handler of one attempt: relays to the stages, classifies errors once. */
-class NodeAttempt implements Dispatcher.DispatchHandler {
+/**
+ * undici's handler of one attempt: relays to the stages, classifies errors once, and keeps the
+ * attempt's headers deadline when undici was not given it (a DeadlineEntry of the sweep).
+ */
+class NodeAttempt implements Dispatcher.DispatchHandler, DeadlineEntry {
+  // DeadlineEntry's fields, owned by the sweep.
+  deadline = 0;
+  prev: DeadlineEntry | undefined = undefined;
+  next: DeadlineEntry | undefined = undefined;
+  list: DeadlineList | undefined = undefined;
+  #controller: Dispatcher.DispatchController | undefined = undefined;
+
   constructor(
     private readonly exchange: Exchange,
     private readonly handler: StageHandler,
+    /** The route's headersMs when the sweep keeps it; 0: undici does. */
+    private readonly headersMs: number,
+    private readonly sweep: DeadlineSweep,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    // From the moment undici writes the request, as its own headers timer would run. Joined
+    // before the stages see the controller: one may abort it at once, which leaves the sweep.
+    if (this.headersMs > 0) {
+      this.#controller = controller;
+      this.sweep.add(this, this.headersMs);
+    }
     this.handler.onRequestStart(controller);
   }
 
@@ -68,7 +94,10 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
     headers: IncomingHttpHeaders,
   ): void {
     // 1xx informational answers (103 Early Hints) are not relayed; the final one follows.
-    if (statusCode >= 200) this.handler.onResponseStart(controller, statusCode, headers);
+    if (statusCode >= 200) {
+      this.#leaveSweep();
+      this.handler.onResponseStart(controller, statusCode, headers);
+    }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -80,6 +109,7 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.#leaveSweep();
     // undici catches what the other callbacks throw and reports it here; a throw from here
     // would escape into its socket code, so it ends this exchange instead.
     try {
@@ -87,6 +117,27 @@ class NodeAttempt implements Dispatcher.DispatchHandler {
     } catch (bug) {
       this.exchange.failInternally(bug);
     }
+  }
+
+  /**
+   * No headers within headersMs: fails as undici's own headers timeout would (the same error,
+   * hence the same failure kind and log line); aborting also closes the connection, as undici
+   * does. Called by the sweep, which serves other requests too: it must not throw.
+   */
+  expired(): void {
+    const controller = this.#controller;
+    this.#controller = undefined;
+    try {
+      controller?.abort(new errors.HeadersTimeoutError());
+    } catch (bug) {
+      this.exchange.failInternally(bug);
+    }
+  }
+
+  #leaveSweep(): void {
+    if (this.#controller === undefined) return;
+    this.#controller = undefined;
+    this.sweep.remove(this);
   }
 
   #failureOf(error: Error): Failure {
