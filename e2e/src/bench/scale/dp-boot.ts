@@ -1,5 +1,6 @@
 import { startDataPlane } from "../../support/data-plane-process.js";
 import { Teardown } from "../../support/teardown.js";
+import { type ThreadCpu, threadCpu } from "../thread-cpu.js";
 import type { ScaleSize } from "./scale-config.js";
 import { readLagMs, startBlockMs } from "./start-block.js";
 import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
@@ -10,7 +11,8 @@ import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
  * (bytes encoded once, before any data plane starts), so what they contend for is each other:
  * the boot of `bench:scale` without etcd and a real control plane. Once every one ACKed, it
  * prints each one's longest event-loop block since its start (`nodejs_eventloop_lag_max_seconds`)
- * and the time to its ACK.
+ * the time to its ACK and its CPU seconds by thread until then (all, main, busiest other: the
+ * probe worker).
  * Environment: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES (10,000 / 2,000 / 20,000),
  * _DATAPLANES (4), _NODE_ARGS (node options for the data planes, space separated, such as
  * `--trace-gc` or `--cpu-prof --cpu-prof-dir=/tmp/prof`), _ECHO (1: their output to stderr),
@@ -40,6 +42,8 @@ async function main(): Promise<void> {
   try {
     const started = performance.now();
     const startBlocks: number[] = [];
+    /** Each one's CPU seconds by thread from its start to its first snapshot applied. */
+    const cpu: ThreadCpu[] = [];
     const dataPlanes = await Promise.all(
       Array.from({ length: dataPlaneCount }, async (_, i) => {
         const dp = await startDataPlane(
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
           if (performance.now() > deadline) throw new Error(`${dp.nodeId} never applied`);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
+        cpu[i] = threadCpu(dp.process.pid);
         return Math.round(performance.now() - started);
       }),
     );
@@ -79,6 +84,7 @@ async function main(): Promise<void> {
         startBlockMaxMs: Math.max(...startBlocks),
         startBlockMs: startBlocks,
         appliedAfterMs: ackMs,
+        cpuSecondsAtApplied: cpu,
       }),
     );
   } finally {
