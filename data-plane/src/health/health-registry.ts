@@ -198,8 +198,15 @@ export class HealthRegistry {
     const keep = new Set<string>();
     const probeTargets: ProbeTarget[] = [];
     let byAddress = this.nodes.get(upstream);
+    // An upstream's nodes share its health check (healthTargets passes one object): its
+    // settings are filled and frozen once, not once per node (20,000 objects at boot).
+    let checkOf: HealthTarget["healthCheck"] | null = null;
+    let settings = healthCheckSettings(undefined);
     for (const target of targets) {
-      const settings = healthCheckSettings(target.healthCheck);
+      if (target.healthCheck !== checkOf) {
+        checkOf = target.healthCheck;
+        settings = healthCheckSettings(checkOf);
+      }
       probeTargets.push({
         upstream,
         address: target.address,
