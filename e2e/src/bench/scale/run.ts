@@ -349,6 +349,15 @@ async function measureChanges(
     witness.close();
   }
   log(`write to delta on the wire, change by change: ${controlPlaneLatencies.join(" ")} ms`);
+  // Which idle windows block: the first ones after boot, or any of them.
+  const perChange = (lags: number[]) =>
+    Array.from({ length: changes }, (_, k) =>
+      Math.round(
+        1000 * Math.max(...lags.slice(k * dataPlanes.length, (k + 1) * dataPlanes.length)),
+      ),
+    ).join(" ");
+  log(`DP idle-window block, longest of the DPs, change by change: ${perChange(idleLags)} ms`);
+  log(`DP change block, longest of the DPs, change by change: ${perChange(changeLags)} ms`);
   const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
   row(
     `one-route change to ${dataPlaneCount} DPs applied (${changes} changes)`,
