@@ -122,8 +122,30 @@ async function httpCheck(
   timeoutMs: number,
   evidence: ProbeEvidence,
 ): Promise<Stage<undefined>> {
-  const http = spec.tls === undefined ? await loadHttp() : undefined;
-  const https = spec.tls === undefined ? undefined : await loadHttps();
+  // agent: false and Connection: close give every probe a fresh connection, so a probe never
+  // rides a pooled socket that hides a node that stopped accepting new ones.
+  const headers: Record<string, string> = {
+    connection: "close",
+    accept: "application/json",
+    "user-agent": "clawgate-probe",
+  };
+  const tls = spec.tls;
+  // A virtual-hosted node answers for the name its certificate carries.
+  if (tls?.servername !== undefined) headers.host = tls.servername;
+  const options = {
+    host: spec.host,
+    port: spec.port,
+    path: spec.path,
+    method: "GET",
+    agent: false as const,
+    headers,
+    ...nameLookup,
+  };
+  // Its events are listened to below, in this same turn, before any can be emitted.
+  const req =
+    tls === undefined
+      ? (await loadHttp()).request(options)
+      : (await loadHttps()).request({ ...options, ...tlsOptions(tls) });
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: Stage<undefined>) => {
@@ -133,29 +155,6 @@ async function httpCheck(
       req.destroy();
       resolve(result);
     };
-    // agent: false and Connection: close give every probe a fresh connection, so a probe never
-    // rides a pooled socket that hides a node that stopped accepting new ones.
-    const headers: Record<string, string> = {
-      connection: "close",
-      accept: "application/json",
-      "user-agent": "clawgate-probe",
-    };
-    const tls = spec.tls;
-    // A virtual-hosted node answers for the name its certificate carries.
-    if (tls?.servername !== undefined) headers.host = tls.servername;
-    const options = {
-      host: spec.host,
-      port: spec.port,
-      path: spec.path,
-      method: "GET",
-      agent: false as const,
-      headers,
-      ...nameLookup,
-    };
-    const req =
-      tls === undefined || https === undefined
-        ? http!.request(options)
-        : https.request({ ...options, ...tlsOptions(tls) });
     const timer = setTimeout(() => finish({ ok: false, error: "http timeout" }), timeoutMs);
     req.on("error", (err: NodeJS.ErrnoException) => finish({ ok: false, error: errorText(err) }));
     req.on("response", (res) => {

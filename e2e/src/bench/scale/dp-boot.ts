@@ -16,6 +16,8 @@ import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
  * Environment: CLAWGATE_BENCH_ROUTES, _UPSTREAMS, _NODES (10,000 / 2,000 / 20,000),
  * _DATAPLANES (4), _NODE_ARGS (node options for the data planes, space separated, such as
  * `--trace-gc` or `--cpu-prof --cpu-prof-dir=/tmp/prof`), _ECHO (1: their output to stderr),
+ * _AFTER_MS (0; how long they run on once all applied: their longest block and CPU by thread
+ * in that window, the seconds after boot),
  * _DP_BIN (another build's clawgate-data-plane.js, to compare builds; default this one's).
  */
 const size: ScaleSize = {
@@ -28,6 +30,8 @@ const nodeArgs = (process.env.CLAWGATE_BENCH_NODE_ARGS ?? "").split(" ").filter(
 const echo = process.env.CLAWGATE_BENCH_ECHO === "1";
 const bin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 const ACK_TIMEOUT_MS = 600_000;
+/** How long they are watched once all applied; default 0 (stopped at once). */
+const afterMs = setting("AFTER_MS", 0);
 
 function setting(name: string, fallback: number): number {
   const raw = process.env[`CLAWGATE_BENCH_${name}`];
@@ -75,6 +79,11 @@ async function main(): Promise<void> {
       }),
     );
     const blocks = await Promise.all(dataPlanes.map((dp) => readLagMs(dp)));
+    // The seconds after boot: what the full snapshot sets off once applied (health targets,
+    // the first health report, the cache write, garbage collection), with no change and no scrape.
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    const afterBlocks = await Promise.all(dataPlanes.map((dp) => readLagMs(dp)));
+    const cpuAfter = dataPlanes.map((dp) => threadCpu(dp.process.pid));
     console.log(
       JSON.stringify({
         size,
@@ -85,6 +94,9 @@ async function main(): Promise<void> {
         startBlockMs: startBlocks,
         appliedAfterMs: ackMs,
         cpuSecondsAtApplied: cpu,
+        afterMs,
+        afterBlockMs: afterBlocks,
+        cpuSecondsAfter: cpuAfter,
       }),
     );
   } finally {
