@@ -18,8 +18,8 @@ const reports = Number(process.argv[4] ?? 50);
 
 let deliver: (result: ProbeResult) => void = () => {};
 const registry = new HealthRegistry({
-  prober: (onResult) => {
-    deliver = onResult;
+  prober: (onResults) => {
+    deliver = (result) => onResults([result]);
     return { setUpstreams() {}, probeNow() {}, async close() {} };
   },
 });

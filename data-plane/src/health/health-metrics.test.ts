@@ -25,8 +25,8 @@ function setup() {
     clock: new FakeClock(),
     metrics: healthMetrics,
     logger: pino({ level: "info" }, stream),
-    prober: (onResult) => {
-      deliver = onResult;
+    prober: (onResults) => {
+      deliver = (result) => onResults([result]);
       return { setUpstreams: () => {}, probeNow: () => {}, close: async () => {} };
     },
   });

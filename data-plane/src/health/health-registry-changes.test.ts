@@ -20,8 +20,8 @@ function setup(turns: { syncTurnMs?: number; turnClock?: () => number; limit?: n
     syncTurnMs: turns.syncTurnMs ?? Number.POSITIVE_INFINITY,
     turnClock: turns.turnClock,
     changeLogLimit: turns.limit,
-    prober: (onResult) => {
-      deliver = onResult;
+    prober: (onResults) => {
+      deliver = (result) => onResults([result]);
       return prober;
     },
   });

@@ -14,6 +14,8 @@ class FakeProber implements Prober {
   readonly probeNows: { upstream: string; address: string; ticket: number }[] = [];
   closed = false;
   deliver: (result: ProbeResult) => void = () => {};
+  /** Several results in one call, as the worker posts the probes that ended in one of its turns. */
+  deliverAll: (results: readonly ProbeResult[]) => void = () => {};
 
   /** Every node the prober was last told to probe. */
   get targets(): ProbeTarget[] {
@@ -42,8 +44,9 @@ function setup(turns: { syncTurnMs?: number; turnClock?: () => number } = {}) {
     // One turn for any sync unless a test cuts it: a stall of the test machine must not.
     syncTurnMs: turns.syncTurnMs ?? Number.POSITIVE_INFINITY,
     turnClock: turns.turnClock,
-    prober: (onResult) => {
-      prober.deliver = onResult;
+    prober: (onResults) => {
+      prober.deliver = (result) => onResults([result]);
+      prober.deliverAll = onResults;
       return prober;
     },
   });
@@ -75,6 +78,38 @@ function node(
   const [host = "", port = "0"] = address.split(":");
   return { upstream, address, host, port: Number(port), healthCheck };
 }
+
+describe("HealthRegistry, results in batches", () => {
+  it("applies a batch in order, skipping results about nodes it does not watch", () => {
+    const { clock, prober, registry, changes } = setup();
+    registry.sync([node("10.0.0.1:80"), node("10.0.0.2:80")]);
+    const result = (address: string, ok: boolean): ProbeResult => ({
+      type: "result",
+      upstream: "agents",
+      address,
+      ok,
+      evidence: ok ? { tcpMs: 1 } : { error: "ECONNREFUSED" },
+      durationMs: 1,
+      at: clock.now(),
+      ticket: 0,
+    });
+    // One worker turn: two failures of .1 (the threshold), one of a node removed meanwhile,
+    // one success of .2.
+    prober.deliverAll([
+      result("10.0.0.1:80", false),
+      result("10.0.0.9:80", false),
+      result("10.0.0.1:80", false),
+      result("10.0.0.2:80", true),
+    ]);
+    expect(registry.state("agents", "10.0.0.1:80")).toBe("evicted");
+    expect(registry.state("agents", "10.0.0.2:80")).toBe("healthy");
+    expect(registry.state("agents", "10.0.0.9:80")).toBeUndefined();
+    expect(changes.map((c) => `${c.address} ${c.from}->${c.to}`)).toEqual([
+      "10.0.0.1:80 healthy->evicted",
+    ]);
+    expect(registry.unusableCount).toBe(1);
+  });
+});
 
 describe("HealthRegistry.sync", () => {
   it("syncs a whole config across event-loop turns and says when it is done", async () => {

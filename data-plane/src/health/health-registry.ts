@@ -101,11 +101,11 @@ export class HealthRegistry {
     this.clock = options.clock ?? systemClock;
     this.log = options.logger && new HealthLog({ logger: options.logger });
     this.changes = new HealthChangeLog(options.changeLogLimit);
-    const onResult = (result: ProbeResult) => this.onProbeResult(result);
+    const onResults = (results: readonly ProbeResult[]) => this.onProbeResults(results);
     this.prober =
-      options.prober?.(onResult) ??
+      options.prober?.(onResults) ??
       new ProbeWorker({
-        onResult,
+        onResults,
         onError: (err) => options.logger?.error({ err }, "probe worker failed"),
         ...(options.dnsServers === undefined ? {} : { dnsServers: options.dnsServers }),
       });
@@ -198,8 +198,15 @@ export class HealthRegistry {
     const keep = new Set<string>();
     const probeTargets: ProbeTarget[] = [];
     let byAddress = this.nodes.get(upstream);
+    // An upstream's nodes share its health check (healthTargets passes one object): its
+    // settings are filled and frozen once, not once per node (20,000 objects at boot).
+    let checkOf: HealthTarget["healthCheck"] | null = null;
+    let settings = healthCheckSettings(undefined);
     for (const target of targets) {
-      const settings = healthCheckSettings(target.healthCheck);
+      if (target.healthCheck !== checkOf) {
+        checkOf = target.healthCheck;
+        settings = healthCheckSettings(checkOf);
+      }
       probeTargets.push({
         upstream,
         address: target.address,
@@ -381,13 +388,16 @@ export class HealthRegistry {
     await this.prober.close();
   }
 
-  private onProbeResult(result: ProbeResult): void {
-    const tracker = this.nodes.get(result.upstream)?.get(result.address);
-    // A node removed by sync while its probe ran: the result is about nothing we watch.
-    if (tracker === undefined || this.closed) return;
-    this.options.metrics?.probe(result.upstream, result.address, result.ok, result.durationMs);
-    const change = tracker.probeResult(result.ok, result.evidence, result.ticket);
-    if (change !== undefined) this.emit(change, tracker);
+  private onProbeResults(results: readonly ProbeResult[]): void {
+    for (const result of results) {
+      if (this.closed) return;
+      const tracker = this.nodes.get(result.upstream)?.get(result.address);
+      // A node removed by sync while its probe ran: the result is about nothing we watch.
+      if (tracker === undefined) continue;
+      this.options.metrics?.probe(result.upstream, result.address, result.ok, result.durationMs);
+      const change = tracker.probeResult(result.ok, result.evidence, result.ticket);
+      if (change !== undefined) this.emit(change, tracker);
+    }
   }
 
   private emit(change: HealthChange, tracker: NodeHealthTracker): void {

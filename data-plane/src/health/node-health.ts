@@ -39,6 +39,9 @@ export interface HealthThresholds {
   readonly healthyThreshold: number;
 }
 
+/** A new node's evidence: nothing seen yet. One frozen object for all 20,000 at boot. */
+const NO_EVIDENCE: ProbeEvidence = Object.freeze({});
+
 /** Evidence recorded for a passive refusal; the proxy saw it, not a probe. */
 const REFUSED: ProbeEvidence = Object.freeze({ error: "ECONNREFUSED (live request)" });
 
@@ -66,7 +69,7 @@ export class NodeHealthTracker {
   private failures = 0;
   private successes = 0;
   private changedAt: number;
-  private evidence: ProbeEvidence = {};
+  private evidence: ProbeEvidence = NO_EVIDENCE;
   /** Probe results older than the refusal (ticket below this) are not evidence about it. */
   private quarantineTicket = 0;
 

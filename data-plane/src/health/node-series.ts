@@ -105,7 +105,11 @@ function key(upstream: string, node: string): string {
   return `${upstream} ${node}`;
 }
 
+const NEEDS_ESCAPE = /[\\\n"]/;
+
 /** The text format's label escapes, as prom-client writes them. */
 function escapeLabel(value: string): string {
+  // Node addresses and upstream names hold none of them: one test instead of three rewrites.
+  if (!NEEDS_ESCAPE.test(value)) return value;
   return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }

@@ -114,8 +114,8 @@ function dataPlane(addresses: string[]) {
   const health = new HealthRegistry({
     clock,
     syncTurnMs: Number.POSITIVE_INFINITY,
-    prober: (onResult) => {
-      deliver = onResult;
+    prober: (onResults) => {
+      deliver = (result) => onResults([result]);
       return { setUpstreams() {}, probeNow() {}, async close() {} };
     },
   });

@@ -77,7 +77,13 @@ export interface ProbeResult {
   readonly ticket: number;
 }
 
-export type FromWorker = ProbeResult;
+/** The probes the worker finished in one of its turns, posted together (see `TurnBatch`). */
+export interface ProbeResults {
+  readonly type: "results";
+  readonly results: readonly ProbeResult[];
+}
+
+export type FromWorker = ProbeResults;
 
 /** One line for logs and the NodeHealth report: "tcp 0.4ms, http 200, status ok". */
 export function formatEvidence(evidence: ProbeEvidence): string {

@@ -11,12 +11,15 @@ export interface Prober {
   close(): Promise<void>;
 }
 
-/** Builds a prober that hands every finished probe to `onResult`. */
-export type ProberFactory = (onResult: (result: ProbeResult) => void) => Prober;
+/**
+ * Builds a prober that hands finished probes to `onResults`, in the order they finished,
+ * several at once when they finished together (one call per message from the worker).
+ */
+export type ProberFactory = (onResults: (results: readonly ProbeResult[]) => void) => Prober;
 
 export interface ProbeWorkerOptions {
-  /** Receives every finished probe, on the main thread. */
-  onResult: (result: ProbeResult) => void;
+  /** Receives the finished probes, on the main thread: each turn's of the worker in one call. */
+  onResults: (results: readonly ProbeResult[]) => void;
   /** Told when the worker died unexpectedly (it is restarted); default: ignored. */
   onError?: (err: Error) => void;
   /** Wait before restarting a dead worker; default 1000 ms. */
@@ -34,8 +37,8 @@ interface PendingProbeNow {
 }
 
 /**
- * The main-thread side of the probe worker. It only forwards messages: each result is handed to
- * `onResult` as it arrives, so the work on the proxy's loop per probe is one callback. A worker
+ * The main-thread side of the probe worker. It only forwards messages: each batch of results is
+ * handed to `onResults` as it arrives, so the proxy's loop pays one callback per batch. A worker
  * that dies is restarted with the last targets, so layer 2 heals itself too.
  */
 export class ProbeWorker implements Prober {
@@ -101,7 +104,7 @@ export class ProbeWorker implements Prober {
     });
     // The proxy's servers keep the process alive; a prober alone must not.
     worker.unref();
-    worker.on("message", (message: FromWorker) => this.options.onResult(message));
+    worker.on("message", (message: FromWorker) => this.options.onResults(message.results));
     worker.on("error", (err) => this.options.onError?.(err));
     worker.on("exit", (code) => {
       if (this.closed) return;

@@ -33,7 +33,32 @@ function moduleGraph(entry: string): { files: string[]; packages: Set<string> } 
   return { files, packages };
 }
 
+/**
+ * Modules a file loads when it is evaluated: its import declarations that are not type-only
+ * (an `import()` runs only when its code does).
+ */
+function staticImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.ES2022);
+  const names: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isImportDeclaration(statement) || statement.importClause?.isTypeOnly) continue;
+    if (ts.isStringLiteral(statement.moduleSpecifier)) names.push(statement.moduleSpecifier.text);
+  }
+  return names;
+}
+
 describe("the probe worker thread", () => {
+  // Most health checks are TCP only. Node's HTTP and TLS modules are compiled in each isolate
+  // that loads them: loaded at the thread's start they were about a fifth of its CPU at boot.
+  it("loads Node's HTTP and TLS modules only when a probe needs them", () => {
+    const { files } = moduleGraph(resolve(here, "probe-worker.ts"));
+    const loadedAtStart = files.flatMap(staticImports);
+    expect(loadedAtStart).toContain("node:net");
+    for (const lazy of ["node:http", "node:https", "node:tls"]) {
+      expect(loadedAtStart, lazy).not.toContain(lazy);
+    }
+  });
+
   // Each module a worker loads lives in its own V8 heap: the @clawgate/proto barrel (the whole
   // config model: zod schemas, protobuf descriptors) cost the thread about 18 MiB of resident
   // memory for one path check. Type-only imports are erased and load nothing.

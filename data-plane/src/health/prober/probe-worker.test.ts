@@ -33,7 +33,7 @@ afterEach(async () => {
 
 function start(): { worker: ProbeWorker; results: Results } {
   const results = new Results();
-  const worker = new ProbeWorker({ onResult: results.push });
+  const worker = new ProbeWorker({ onResults: (batch) => batch.forEach(results.push) });
   workers.push(worker);
   return { worker, results };
 }
@@ -106,6 +106,36 @@ describe("ProbeWorker", () => {
     });
   });
 
+  it("posts the probes that end in the same turn of the worker together, not one message each", async () => {
+    const port = await closedPort();
+    const batches: number[] = [];
+    const all: ProbeResult[] = [];
+    let resolveAll: () => void = () => {};
+    const done = new Promise<void>((resolve) => {
+      resolveAll = resolve;
+    });
+    const worker = new ProbeWorker({
+      onResults: (batch) => {
+        batches.push(batch.length);
+        all.push(...batch);
+        if (all.length >= 200) resolveAll();
+      },
+    });
+    workers.push(worker);
+    // 200 nodes refused at once (an interval of an hour: only probe-now probes them here).
+    const targets = Array.from({ length: 200 }, (_, i) =>
+      target(port, { upstream: `u-${i}`, intervalMs: 3_600_000 }),
+    );
+    worker.setTargets(targets);
+    for (const t of targets) worker.probeNow(t.upstream, t.address, 1);
+    await done;
+
+    expect(new Set(all.map((r) => r.upstream)).size).toBe(200);
+    expect(all.every((r) => !r.ok && r.evidence.error === "ECONNREFUSED")).toBe(true);
+    // Refusals arrive together on the worker's loop: far fewer messages than probes.
+    expect(batches.length).toBeLessThan(50);
+  });
+
   it("keeps probing while the main thread is blocked", async () => {
     const upstream = await countingServer();
     const { worker, results } = start();
@@ -167,7 +197,7 @@ describe("ProbeWorker restarts", () => {
       told = resolve;
     });
     const worker = new ProbeWorker({
-      onResult: () => {},
+      onResults: () => {},
       onError: (err) => {
         errors.push(err);
         // error + exit of the first worker, then of the restarted one.

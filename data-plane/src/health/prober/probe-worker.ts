@@ -6,8 +6,9 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createNodeResolver } from "../../upstream/node-resolver.js";
 import { probeNode, setProbeLookup } from "./probe.js";
-import type { FromWorker, ToWorker } from "./probe-protocol.js";
+import type { FromWorker, ProbeResult, ToWorker } from "./probe-protocol.js";
 import { ProbeScheduler } from "./probe-scheduler.js";
+import { TurnBatch } from "./turn-batch.js";
 
 const port = parentPort;
 if (port === null) throw new Error("probe-worker.js must run in a worker thread");
@@ -16,9 +17,14 @@ if (port === null) throw new Error("probe-worker.js must run in a worker thread"
 const dnsServers = (workerData as { dnsServers?: string[] } | undefined)?.dnsServers ?? [];
 setProbeLookup(createNodeResolver(dnsServers).lookup);
 
+// One message per turn of this thread for the probes that finished in it, not one per probe.
+const results = new TurnBatch<ProbeResult>((batch) => {
+  const message: FromWorker = { type: "results", results: batch };
+  port.postMessage(message);
+});
 const scheduler = new ProbeScheduler({
   probe: probeNode,
-  emit: (result: FromWorker) => port.postMessage(result),
+  emit: (result) => results.add(result),
 });
 
 port.on("message", (message: ToWorker) => {

@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { startDataPlane } from "../../support/data-plane-process.js";
 import { metricValue } from "../../support/metrics-text.js";
 import { cpuSeconds } from "../process-usage.js";
+import { threadTicks } from "../thread-cpu.js";
 import type { ScaleSize } from "./scale-config.js";
 import { scaleSnapshot, startStubControlPlane } from "./stub-control-plane.js";
 
@@ -31,22 +31,6 @@ const LAG = "nodejs_eventloop_lag_max_seconds";
 function setting(name: string, fallback: number): number {
   const raw = process.env[`CLAWGATE_BENCH_${name}`];
   return raw === undefined ? fallback : Number(raw);
-}
-
-/** CPU ticks of each thread of `pid`, by "tid name". */
-function threadTicks(pid: number): Map<string, number> {
-  const ticks = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks.set(`${tid} ${name}`, Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return ticks;
 }
 
 async function main(): Promise<void> {

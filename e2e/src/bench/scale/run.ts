@@ -6,8 +6,10 @@ import { metricValue } from "../../support/metrics-text.js";
 import { Teardown } from "../../support/teardown.js";
 import { waitFor } from "../../support/wait-for.js";
 import { residentMiB } from "../process-usage.js";
+import { type ThreadCpu, threadCpu } from "../thread-cpu.js";
 import { AppliedVersions } from "./applied-versions.js";
 import { applyResources } from "./apply-resources.js";
+import { measureLateDataPlane } from "./late-data-plane.js";
 import { measureRouteMatch, type RouteMatchResult } from "./route-match.js";
 import { routeShape, routeSpec, type ScaleSize, scaleResources } from "./scale-config.js";
 import { formatScaleReport, type ScaleRow } from "./scale-report.js";
@@ -56,6 +58,8 @@ const timeoutMs = setting("TIMEOUT_MS", small ? 180_000 : 1_800_000);
 const LAG = "nodejs_eventloop_lag_max_seconds";
 /** Whole /metrics scrapes per data plane whose block is measured. */
 const SCRAPES = 3;
+/** How long the data plane started while the fleet serves is watched after it applied. */
+const LATE_AFTER_MS = 10_000;
 /** Longest wait for one step (an apply, a snapshot reaching everyone). */
 const STEP_MS = small ? 60_000 : 300_000;
 
@@ -189,6 +193,7 @@ async function main(): Promise<void> {
     // Awaited below; a failure meanwhile must not count as an unhandled rejection.
     startBlocks.catch(() => {});
     const firstApplied = await appliedVersions.waitAll(version, STEP_MS);
+    const bootCpu = dataPlanes.map((dp) => threadCpu(dp.process.pid));
     const boot = firstApplied.map((at, i) => at - startedAt[i]!);
     row(
       `DP start to full snapshot applied (${dataPlaneCount} DPs at once)`,
@@ -199,6 +204,7 @@ async function main(): Promise<void> {
     const bootLag = await scrapeAll(dataPlanes, LAG);
     row("DP event-loop block, boot + full snapshot", `max ${secondsAsMs(bootLag)}`, "< 250 ms");
     row("DP event-loop block, process start before listening", `max ${ms(Math.max(...started))}`);
+    row("DP CPU, start until all applied (per DP, p50)", cpuText(bootCpu));
 
     // One-route changes reaching the real data planes. A refused change is reported, and
     // what needs no change is still measured.
@@ -206,6 +212,32 @@ async function main(): Promise<void> {
       row("one-route changes stopped", firstLine(error), "succeed"),
     );
     await measureScrapes(dataPlanes, row);
+
+    // One more data plane while the fleet serves (a restart, a scale-up): the boot target's case.
+    const late = await measureLateDataPlane({
+      cpAddress: cp.grpcAddress,
+      version: (await cp.admin.snapshot()).version,
+      nodeArgs,
+      bin: dpBin,
+      timeoutMs: STEP_MS,
+      afterMs: LATE_AFTER_MS,
+    });
+    row(
+      "one more DP while the fleet serves: start to full snapshot applied",
+      ms(late.appliedAfterMs),
+    );
+    row(
+      "  its event-loop block, boot + full snapshot",
+      `${ms(late.bootBlockMs)} (before listening ${ms(late.startBlockMs)})`,
+      "< 250 ms",
+    );
+    row(
+      `  its event-loop block, ${LATE_AFTER_MS / 1000} s after (no change, no scrape)`,
+      ms(late.afterBlockMs),
+      "< 20 ms",
+    );
+    row("  its CPU, start to applied", cpuText([late.cpuAtApplied]));
+    row(`  its CPU, start to ${LATE_AFTER_MS / 1000} s after`, cpuText([late.cpuAfter]));
 
     const heap = await scrapeAll(dataPlanes, "nodejs_heap_size_used_bytes");
     row("DP heap used", `max ${bytes(Math.max(...heap))}`, "< 512 MB");
@@ -317,6 +349,15 @@ async function measureChanges(
     witness.close();
   }
   log(`write to delta on the wire, change by change: ${controlPlaneLatencies.join(" ")} ms`);
+  // Which idle windows block: the first ones after boot, or any of them.
+  const perChange = (lags: number[]) =>
+    Array.from({ length: changes }, (_, k) =>
+      Math.round(
+        1000 * Math.max(...lags.slice(k * dataPlanes.length, (k + 1) * dataPlanes.length)),
+      ),
+    ).join(" ");
+  log(`DP idle-window block, longest of the DPs, change by change: ${perChange(idleLags)} ms`);
+  log(`DP change block, longest of the DPs, change by change: ${perChange(changeLags)} ms`);
   const bytesAfter = await cpMetric(cp, "clawgate_snapshot_bytes_sent_total");
   row(
     `one-route change to ${dataPlaneCount} DPs applied (${changes} changes)`,
@@ -547,6 +588,12 @@ async function cpMetric(cp: ControlPlane, name: string): Promise<number> {
 function percentile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+}
+
+/** "2.31 s (main 1.80 s, probe worker 0.12 s)": p50 of each over the processes. */
+function cpuText(cpu: readonly ThreadCpu[]): string {
+  const p50 = (pick: (c: ThreadCpu) => number) => percentile(cpu.map(pick), 0.5).toFixed(2);
+  return `${p50((c) => c.total)} s (main ${p50((c) => c.main)} s, busiest other thread ${p50((c) => c.busiestOther)} s)`;
 }
 
 function ms(value: number): string {
