@@ -3,6 +3,7 @@ import { constants, deflateRaw, inflateRaw } from "node:zlib";
 import { z } from "zod";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { describeIssue } from "../resources/config-state.js";
+import { INTAKE_SLICE_ENTRIES, intakeTurns, sliceAt } from "../turns/turn-budget.js";
 
 /**
  * The value under a health report key. Not strict: a newer control plane may add fields. The
@@ -18,8 +19,6 @@ import { describeIssue } from "../resources/config-state.js";
 export const DEFLATE_ABOVE_BYTES = 256 * 1024;
 /** Largest value written: under etcd's default --max-request-bytes (1.5 MiB) with room. */
 export const MAX_STORED_REPORT_BYTES = 1024 * 1024;
-/** Nodes encoded per turn: about 180 KB of JSON, a few milliseconds. */
-const ENCODE_SLICE_NODES = 1_000;
 
 /*
  * Deflating and inflating run on libuv's thread pool, not the event loop: at 20,000 nodes the
@@ -71,24 +70,11 @@ export async function encodeHealthReport(
     replica: report.replica,
     reportedAt: new Date(report.reportedAtMs).toISOString(),
   });
-  // The same JSON as one JSON.stringify of the whole report, written a slice of nodes per turn:
-  // at 20,000 nodes, stringifying and copying 3.5 MB in one go blocked the event loop for tens
-  // of milliseconds, hundreds on a loaded machine (issue 9).
+  // The same JSON as one JSON.stringify of the whole report, written a slice of nodes at a time
+  // within the intake's turn budget: at 20,000 nodes, stringifying and copying 3.5 MB in one go
+  // blocked the event loop for tens of milliseconds, hundreds on a loaded machine (issue 9).
   const parts: Buffer[] = [Buffer.from(`${head.slice(0, -1)},"nodes":[`)];
-  const nodes = report.nodes;
-  for (let start = 0; start < nodes.length; start += ENCODE_SLICE_NODES) {
-    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-    const slice = nodes.slice(start, start + ENCODE_SLICE_NODES).map((node) => ({
-      upstream: node.upstream,
-      address: node.address,
-      state: node.state,
-      evidence: node.evidence,
-      // The wire's uint64 arrives as a bigint, which JSON cannot hold.
-      changedAtMs: Number(node.changedAtMs),
-    }));
-    const text = JSON.stringify(slice).slice(1, -1);
-    parts.push(Buffer.from(start === 0 || text === "" ? text : `,${text}`));
-  }
+  await intakeTurns.run(jsonOfNodes(report.nodes, parts));
   parts.push(Buffer.from("]}"));
   const json = Buffer.concat(parts);
   if (json.length <= DEFLATE_ABOVE_BYTES) return json.toString("utf8");
@@ -103,6 +89,26 @@ export async function encodeHealthReport(
     );
   }
   return value;
+}
+
+/** Appends the JSON of `nodes` (comma-separated, no brackets) to `parts`, a slice per step. */
+function* jsonOfNodes(
+  nodes: readonly ReportedNodeHealth[],
+  parts: Buffer[],
+): Generator<number, void> {
+  for (let start = 0; start < nodes.length; start += INTAKE_SLICE_ENTRIES) {
+    yield sliceAt(start, nodes.length);
+    const slice = nodes.slice(start, start + INTAKE_SLICE_ENTRIES).map((node) => ({
+      upstream: node.upstream,
+      address: node.address,
+      state: node.state,
+      evidence: node.evidence,
+      // The wire's uint64 arrives as a bigint, which JSON cannot hold.
+      changedAtMs: Number(node.changedAtMs),
+    }));
+    const text = JSON.stringify(slice).slice(1, -1);
+    parts.push(Buffer.from(start === 0 || text === "" ? text : `,${text}`));
+  }
 }
 
 /** The report's JSON text, inflated when it was stored deflated. */
