@@ -53,8 +53,11 @@ export class ReceivedHealthReport {
           const [field, wireType] = reader.tag();
           if (field === 1 && wireType === WireType.LengthDelimited) {
             out.push(readNode(reader, reader.uint32()));
+          } else if (wireType === WireType.LengthDelimited) {
+            // removed was taken in by the scan.
+            skipBytes(reader);
           } else {
-            // changes_only and removed were taken in by the scan.
+            // changes_only was taken in by the scan.
             reader.skip(wireType, field);
           }
           this.#cursor = reader.pos;
@@ -99,6 +102,16 @@ export function receiveRequest(bytes: Uint8Array): ReceivedRequest {
   return scan === undefined ? decodeRequest(bytes) : new ReceivedHealthReport(scan);
 }
 
+/**
+ * Moves past a length-delimited field's bytes. BinaryReader.skip does too, but makes a view of
+ * them each time: 20,000 of those made the scan cost about what the decode did.
+ */
+function skipBytes(reader: BinaryReader): void {
+  const length = reader.uint32();
+  reader.pos += length;
+  if (reader.pos > reader.len) throw new RangeError("premature EOF");
+}
+
 function scanReport(bytes: Uint8Array): ReportScan | undefined {
   try {
     const reader = new BinaryReader(bytes);
@@ -119,7 +132,7 @@ function scanReport(bytes: Uint8Array): ReportScan | undefined {
     while (reader.pos < end) {
       const [field, wireType] = reader.tag();
       if (field === 1 && wireType === WireType.LengthDelimited) {
-        reader.skip(wireType, field);
+        skipBytes(reader);
         scan.nodeCount++;
       } else if (field === 2 && wireType === WireType.Varint) {
         scan.changesOnly = reader.bool();
