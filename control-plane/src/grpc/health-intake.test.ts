@@ -118,6 +118,14 @@ describe("HealthIntake", () => {
     ]);
   });
 
+  it("hands nothing more to the fleet once its stream is over", async () => {
+    const { health, intake, settled } = harness();
+    intake.take(received({ nodes: wire(evictedNodes(NODES)) }));
+    intake.close();
+    await settled();
+    expect(health.nodesWhere("evicted")).toEqual([]);
+  });
+
   it("ends the stream over a node out of bounds, naming it with its index in the report", async () => {
     const { health, intake, refused, settled } = harness();
     const nodes = evictedNodes(600);

@@ -51,7 +51,8 @@ export interface HealthIntakeOptions {
 export class HealthIntake {
   readonly #options: HealthIntakeOptions;
   readonly #work: OrderedWork;
-  #refused = false;
+  /** Refused or closed: reports not yet handed over are dropped, slice by slice. */
+  #stopped = false;
 
   constructor(options: HealthIntakeOptions) {
     this.#options = options;
@@ -64,8 +65,13 @@ export class HealthIntake {
 
   /** Takes `report` in after every report taken before. */
   take(report: HealthReportSource): void {
-    if (this.#refused) return;
+    if (this.#stopped) return;
     this.#work.run("reports", () => this.#steps(report));
+  }
+
+  /** The stream is over: what it sent and was not handed over yet would only be ignored. */
+  close(): void {
+    this.#stopped = true;
   }
 
   /** Settles once every report taken so far was handed to the fleet (or refused). */
@@ -74,13 +80,14 @@ export class HealthIntake {
   }
 
   *#steps(report: HealthReportSource): Generator<number, void> {
-    if (this.#refused) return;
+    if (this.#stopped) return;
     const { changesOnly, nodeCount, removed } = report;
     const over = healthCountOver(nodeCount + (changesOnly ? removed.length : 0), changesOnly);
     if (over !== undefined) return this.#refuse(over);
     const nodes: ReportedNodeHealth[] = [];
     while (nodes.length < nodeCount) {
       yield Math.min(INTAKE_SLICE_ENTRIES, nodeCount - nodes.length);
+      if (this.#stopped) return;
       const slice = report.nextNodes(INTAKE_SLICE_ENTRIES);
       if (slice.length === 0) break;
       const checked = checkNodes("nodes", slice, nodes.length);
@@ -102,8 +109,8 @@ export class HealthIntake {
   }
 
   #refuse(reason: string): void {
-    if (this.#refused) return;
-    this.#refused = true;
+    if (this.#stopped) return;
+    this.#stopped = true;
     this.#options.refuse(reason);
   }
 }

@@ -533,6 +533,7 @@ export class StreamSession {
     this.closed = true;
     clearTimeout(this.helloTimer);
     this.queue = [];
+    this.healthIntake?.close();
     this.unsubscribe?.();
     this.unsubscribeTargets?.();
     if (this.party !== undefined) {
