@@ -433,8 +433,31 @@ export class FleetHealth {
   ): Generator<number, { next: Map<string, StoredNode>; changed: string[] }> {
     const next = new Map<string, StoredNode>();
     const changed: string[] = [];
-    for (const [index, node] of nodes.entries()) {
-      if (index % INTAKE_SLICE_ENTRIES === 0) yield sliceAt(index, nodes.length);
+    for (let start = 0; start < nodes.length; start += INTAKE_SLICE_ENTRIES) {
+      yield sliceAt(start, nodes.length);
+      this.#parseSlice(dataPlane, nodes, start, previous, next, changed);
+    }
+    if (previous !== undefined && previous.size + changed.length > next.size) {
+      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
+    }
+    return { next, changed };
+  }
+
+  /**
+   * One slice of #parseAgainst, in a plain loop: in the generator itself, the per-node loop
+   * cost about half again as much CPU per report.
+   */
+  #parseSlice(
+    dataPlane: string,
+    nodes: readonly ReportedNodeHealth[],
+    start: number,
+    previous: Map<string, StoredNode> | undefined,
+    next: Map<string, StoredNode>,
+    changed: string[],
+  ): void {
+    const end = Math.min(nodes.length, start + INTAKE_SLICE_ENTRIES);
+    for (let index = start; index < end; index++) {
+      const node = nodes[index] as ReportedNodeHealth;
       if (!this.#knownState(dataPlane, node)) continue;
       const key = nodeKey(node.upstream, node.address);
       const changedAtMs = Number(node.changedAtMs);
@@ -457,10 +480,6 @@ export class FleetHealth {
       });
       changed.push(key);
     }
-    if (previous !== undefined && previous.size + changed.length > next.size) {
-      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
-    }
-    return { next, changed };
   }
 
   /** A shared report's nodes, parsed once: this replica's own come back already parsed. */
