@@ -1,11 +1,13 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  BinaryWriter,
   create,
   NodeHealthReportSchema,
   ReceivedHealthReport,
   receiveRequest,
   StreamSnapshotsRequestSchema,
   toBinary,
+  WireType,
 } from "@clawgate/proto";
 import { describe, expect, it } from "vitest";
 import { Fleet, type ReportedNodeHealth } from "../fleet/fleet.js";
@@ -63,7 +65,8 @@ function harness() {
     fleet,
     nodeId: "dp-1",
     stream,
-    refuse: (reason) => refused.push(reason),
+    refuse: (reason, undecodable) =>
+      refused.push(`${undecodable ? "undecodable" : "bounds"}: ${reason}`),
   });
   const settled = async () => {
     await intake.idle();
@@ -133,7 +136,26 @@ describe("HealthIntake", () => {
     intake.take(received({ nodes: wire(nodes) }));
     await settled();
     expect(refused).toHaveLength(1);
-    expect(refused[0]).toMatch(/^NodeHealthReport\.nodes\[555\]\.state /);
+    expect(refused[0]).toMatch(/^bounds: NodeHealthReport\.nodes\[555\]\.state /);
+    expect(health.nodesWhere("evicted")).toEqual([]);
+  });
+});
+
+describe("HealthIntake, bytes that are no report", () => {
+  it("ends the stream when a node's bytes cannot be decoded, saying so", async () => {
+    const { health, intake, refused, settled } = harness();
+    // A node whose only field has wire type 7, which no protobuf decoder reads.
+    const bad = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .bytes(new Uint8Array([0x0f]))
+      .finish();
+    const bytes = new BinaryWriter().tag(4, WireType.LengthDelimited).bytes(bad).finish();
+    const request = receiveRequest(bytes);
+    expect(request).toBeInstanceOf(ReceivedHealthReport);
+    intake.take(request as ReceivedHealthReport);
+    await settled();
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(/^undecodable: NodeHealthReport could not be decoded: /);
     expect(health.nodesWhere("evicted")).toEqual([]);
   });
 });

@@ -35,8 +35,11 @@ export interface HealthIntakeOptions {
   fleet: Pick<Fleet, "healthReported" | "healthChangesReported">;
   nodeId: string;
   stream: StreamToken;
-  /** Ends the stream over a report out of bounds or undecodable; the reason names the field. */
-  refuse(reason: string): void;
+  /**
+   * Ends the stream over a report out of bounds (`undecodable` false; the reason names the
+   * field, its size and the limit) or one whose bytes are no report (`undecodable` true).
+   */
+  refuse(reason: string, undecodable: boolean): void;
   /** Default the control plane's intake budget (intakeTurns). */
   turns?: TurnBudget;
 }
@@ -59,6 +62,7 @@ export class HealthIntake {
     this.#work = new OrderedWork(options.turns ?? intakeTurns, (_key, error) =>
       this.#refuse(
         `NodeHealthReport could not be decoded: ${error instanceof Error ? error.message : String(error)}`,
+        true,
       ),
     );
   }
@@ -108,9 +112,9 @@ export class HealthIntake {
     });
   }
 
-  #refuse(reason: string): void {
+  #refuse(reason: string, undecodable = false): void {
     if (this.#stopped) return;
     this.#stopped = true;
-    this.#options.refuse(reason);
+    this.#options.refuse(reason, undecodable);
   }
 }

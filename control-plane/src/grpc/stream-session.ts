@@ -328,7 +328,17 @@ export class StreamSession {
       fleet: this.fleet,
       nodeId: identity.nodeId,
       stream: identity.stream,
-      refuse: (reason) => this.refuse(reason),
+      refuse: (reason, undecodable) => {
+        if (!undecodable) {
+          this.refuse(reason);
+          return;
+        }
+        this.logger.warn(
+          { nodeId: identity.nodeId, peer: this.peer(), reason },
+          "refusing a health report whose bytes cannot be decoded",
+        );
+        this.fail(serviceError(status.INVALID_ARGUMENT, reason));
+      },
     });
     this.healthIntake.take(report);
   }
