@@ -380,7 +380,9 @@ export class FleetHealth {
     if (before.size === 0) return;
     if (shared !== undefined) {
       // The store gets the whole view, read when it is written (SharedHealthReports coalesces
-      // a large view's writes); the view here follows the store, as for a whole report.
+      // a large view's writes); the view here follows the store, as for a whole report. A write
+      // that starts between two slices of a big changes-only report stores the changes before
+      // it, in order, as if they had come as two reports; this publish brings the rest.
       const received = view;
       shared.publish(dataPlane, { count: received.size, read: () => [...received.values()] });
       return;
