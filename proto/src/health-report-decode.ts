@@ -8,10 +8,10 @@ import {
 } from "./gen/clawgate/v1/snapshot_service_pb.js";
 
 /** StreamSnapshotsRequest field 4 (health), length-delimited: the one message read here. */
-const HEALTH_TAG = (4 << 3) | WireType.LengthDelimited;
+export const HEALTH_TAG = (4 << 3) | WireType.LengthDelimited;
 
 /** A field this reader does not know: the generic decoder keeps it (in `$unknown`). */
-class UnknownField extends Error {}
+export class UnknownField extends Error {}
 
 /**
  * Decodes a StreamSnapshotsRequest, reading a node-health report field by field instead of
@@ -63,7 +63,8 @@ function readReport(reader: BinaryReader, length: number): NodeHealthReport {
   return report;
 }
 
-function readNode(reader: BinaryReader, length: number): NodeHealth {
+/** One NodeHealth of `length` bytes at the reader's position; UnknownField on a field it does not know. */
+export function readNode(reader: BinaryReader, length: number): NodeHealth {
   const end = reader.pos + length;
   const node: NodeHealth = {
     $typeName: "clawgate.v1.NodeHealth",

@@ -2,12 +2,13 @@ import {
   create,
   NodeHealthReportSchema,
   NodeHealthSchema,
+  ReceivedHealthReport,
+  receiveRequest,
   StreamSnapshotsRequestSchema,
-  snapshotServiceDefinition,
   toBinary,
 } from "@clawgate/proto";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
-import { checkHealthChanges, checkHealthReport } from "../grpc/request-bounds.js";
+import { decodedReport, HealthIntake } from "../grpc/health-intake.js";
 import { FleetHealth } from "../health/fleet-health.js";
 import { SharedHealthReports } from "../health/shared-health-reports.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
@@ -17,7 +18,8 @@ import { evictedNodes } from "../testing/evicted-nodes.js";
  * The control plane's CPU per node-health report of one data plane that watches `nodes` nodes,
  * of which `changed` change state between two reports (issue 9: a steady trickle of evictions):
  * a whole view each time, against a changes-only report. Each report is taken in as the stream
- * does (decode, bounds check, FleetHealth: diff, journal, tallies), alone and shared through the
+ * does (scan, then in budgeted slices: decode, bounds check, FleetHealth: diff, journal,
+ * tallies), alone and shared through the
  * store (SharedHealthReports on the embedded store, as replicas share on etcd). CPU is the
  * process's user plus system time (libuv's pool included), from the first report until the view
  * shows the last one. Measures and prints; asserts nothing.
@@ -29,7 +31,6 @@ const changed = Number(process.argv[3] ?? 5);
 const reports = Number(process.argv[4] ?? 20);
 
 const start = evictedNodes(nodeCount).map((node) => ({ ...node, state: "healthy" }));
-const decode = snapshotServiceDefinition.streamSnapshots.requestDeserialize;
 
 /** The nodes report `round` changes: `changed` of them, spread over the view, flip state. */
 function changesOf(round: number): ReportedNodeHealth[] {
@@ -73,20 +74,27 @@ const first = Buffer.from(
   ),
 );
 
+/** A stream's intake of one data plane's reports, handing them to `health` as the fleet does. */
+function streamIntake(health: FleetHealth): HealthIntake {
+  return new HealthIntake({
+    fleet: {
+      healthReported: (nodeId, _stream, nodes) => health.report(nodeId, nodes),
+      healthChangesReported: (nodeId, _stream, changes) => health.reportChanges(nodeId, changes),
+    },
+    nodeId: "dp-1",
+    stream: 1,
+    refuse: (reason) => {
+      throw new Error(reason);
+    },
+  });
+}
+
 /** Takes a report's bytes in as the stream session does. */
-function intake(health: FleetHealth, bytes: Buffer): void {
-  const request = decode(bytes);
-  if (request.message.case !== "health") throw new Error("not a health report");
-  const report = request.message.value;
-  if (report.changesOnly) {
-    const checked = checkHealthChanges(report.nodes, report.removed);
-    if (!checked.ok) throw new Error(checked.reason);
-    health.reportChanges("dp-1", checked.value);
-  } else {
-    const checked = checkHealthReport(report.nodes);
-    if (!checked.ok) throw new Error(checked.reason);
-    health.report("dp-1", checked.value);
-  }
+function intake(stream: HealthIntake, bytes: Buffer): void {
+  const request = receiveRequest(bytes);
+  if (request instanceof ReceivedHealthReport) stream.take(request);
+  else if (request.message.case === "health") stream.take(decodedReport(request.message.value));
+  else throw new Error("not a health report");
 }
 
 /** Resolves once the view shows the last report's changes. */
@@ -111,17 +119,22 @@ async function measure(kind: "whole" | "changes-only", shared: boolean, print = 
     },
   );
   await health.start();
+  const stream = streamIntake(health);
   // The whole view after Hello, not measured: both kinds start from it.
-  intake(health, first);
+  intake(stream, first);
+  await stream.idle();
+  await health.settled();
   await new Promise((resolve) => setTimeout(resolve, 200));
   const bytes = kind === "whole" ? wholeBytes : changesBytes;
   const cpu = process.cpuUsage();
   const started = performance.now();
   for (const report of bytes) {
-    intake(health, report);
+    intake(stream, report);
     // Reports from a stream arrive in turns of their own.
     await new Promise((resolve) => setImmediate(resolve));
   }
+  await stream.idle();
+  await health.settled();
   const intakeCpu = process.cpuUsage(cpu);
   await settled(health);
   const total = process.cpuUsage(cpu);

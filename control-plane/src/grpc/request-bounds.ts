@@ -40,13 +40,20 @@ export function checkAnswer<T extends Ack | Nack>(kind: "Ack" | "Nack", answer: 
 
 /** Checks a node-health report and cuts each node's free-text evidence to its bound. */
 export function checkHealthReport(nodes: readonly NodeHealth[]): Bounded<ReportedNodeHealth[]> {
-  if (nodes.length > STREAM_LIMITS.healthNodes) {
-    return {
-      ok: false,
-      reason: `NodeHealthReport.nodes has ${nodes.length} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
-    };
-  }
-  return checkNodes("nodes", nodes);
+  const reason = healthCountOver(nodes.length, false);
+  return reason === undefined ? checkNodes("nodes", nodes) : { ok: false, reason };
+}
+
+/**
+ * Why a report of `entries` (a changes-only one's nodes and removed together) is over
+ * STREAM_LIMITS.healthNodes, or undefined when it is not: checked before any node is decoded.
+ */
+export function healthCountOver(entries: number, changesOnly: boolean): string | undefined {
+  if (entries <= STREAM_LIMITS.healthNodes) return undefined;
+  const list = changesOnly
+    ? "NodeHealthReport.nodes and .removed have"
+    : "NodeHealthReport.nodes has";
+  return `${list} ${entries} entries; the limit is ${STREAM_LIMITS.healthNodes}`;
 }
 
 /** A changes-only report as the control plane applies it: nodes that left, then changes in order. */
@@ -63,13 +70,8 @@ export function checkHealthChanges(
   nodes: readonly NodeHealth[],
   removed: readonly NodeHealth[],
 ): Bounded<BoundedHealthChanges> {
-  const entries = nodes.length + removed.length;
-  if (entries > STREAM_LIMITS.healthNodes) {
-    return {
-      ok: false,
-      reason: `NodeHealthReport.nodes and .removed have ${entries} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
-    };
-  }
+  const over = healthCountOver(nodes.length + removed.length, true);
+  if (over !== undefined) return { ok: false, reason: over };
   const changed = checkNodes("nodes", nodes);
   if (!changed.ok) return changed;
   const gone = checkNodes("removed", removed);
@@ -83,13 +85,18 @@ export function checkHealthChanges(
   };
 }
 
-function checkNodes(
+/**
+ * Checks each node's strings and cuts its evidence; `firstIndex` is the index of `nodes[0]` in
+ * the report's list, for a report checked a slice at a time.
+ */
+export function checkNodes(
   list: "nodes" | "removed",
   nodes: readonly NodeHealth[],
+  firstIndex = 0,
 ): Bounded<ReportedNodeHealth[]> {
   const bounded: ReportedNodeHealth[] = [];
   for (const [index, node] of nodes.entries()) {
-    const field = `NodeHealthReport.${list}[${index}]`;
+    const field = `NodeHealthReport.${list}[${firstIndex + index}]`;
     const reason =
       tooLong(`${field}.upstream`, node.upstream, STREAM_LIMITS.healthUpstreamLength) ??
       tooLong(`${field}.address`, node.address, STREAM_LIMITS.healthAddressLength) ??

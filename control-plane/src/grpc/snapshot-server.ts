@@ -1,6 +1,7 @@
 import {
   type EncodedOrResponse,
-  type StreamSnapshotsRequest,
+  type ReceivedRequest,
+  receiveRequest,
   snapshotServiceDefinition,
 } from "@clawgate/proto";
 import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
@@ -101,7 +102,18 @@ export interface SnapshotServer {
   close(graceMs?: number): Promise<void>;
 }
 
-type SnapshotCall = ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
+type SnapshotCall = ServerDuplexStream<ReceivedRequest, EncodedOrResponse>;
+
+/**
+ * The service as this server reads it: a node-health report is scanned, not decoded, in
+ * grpc-js's turn, and the stream decodes it a slice at a time (HealthIntake).
+ */
+const receivingDefinition = {
+  streamSnapshots: {
+    ...snapshotServiceDefinition.streamSnapshots,
+    requestDeserialize: receiveRequest,
+  },
+};
 
 /**
  * Serves clawgate.v1.SnapshotService: one bidi stream per data plane, a whole snapshot first and
@@ -142,7 +154,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
   if (current !== undefined) fleet.setPublished(current.version);
   const unsubscribe = builder.onPublish((published) => fleet.setPublished(published.version));
 
-  server.addService(snapshotServiceDefinition, {
+  server.addService(receivingDefinition, {
     streamSnapshots(call: SnapshotCall) {
       if (closing) {
         call.emit("error", unavailable());

@@ -5,9 +5,9 @@ import {
   HEALTH_CHANGES_HEADER,
   type Hello,
   type Nack,
-  type NodeHealth,
   PROTOCOL_VERSION,
-  type StreamSnapshotsRequest,
+  ReceivedHealthReport,
+  type ReceivedRequest,
   StreamSnapshotsResponseSchema,
 } from "@clawgate/proto";
 import { Metadata, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
@@ -17,11 +17,10 @@ import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js
 import type { LeaseGrant, QuotaLedger } from "../quota/quota-ledger.js";
 import type { ReportedBreaker } from "../replicas/data-plane-record.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
+import { decodedReport, HealthIntake, type HealthReportSource } from "./health-intake.js";
 import {
   checkAnswer,
   checkBreakerReport,
-  checkHealthChanges,
-  checkHealthReport,
   checkHello,
   checkProbeClaim,
   checkQuotaUsage,
@@ -65,7 +64,7 @@ export interface VersionTargets {
 }
 
 export interface StreamSessionOptions {
-  call: ServerDuplexStream<StreamSnapshotsRequest, EncodedOrResponse>;
+  call: ServerDuplexStream<ReceivedRequest, EncodedOrResponse>;
   builder: Pick<SnapshotPublisher, "current" | "onPublish">;
   /** The bytes of each version, shared by every stream of the server. */
   encodings: SnapshotEncodings;
@@ -152,6 +151,8 @@ export class StreamSession {
   private helloTimer: NodeJS.Timeout | undefined;
   /** The data plane sent its whole health view on this stream: changes-only reports build on it. */
   private healthViewSent = false;
+  /** Takes this stream's health reports in, in order and in slices; set at Hello. */
+  private healthIntake: HealthIntake | undefined;
 
   constructor(options: StreamSessionOptions) {
     this.call = options.call;
@@ -182,7 +183,7 @@ export class StreamSession {
     const headers = new Metadata();
     headers.set(HEALTH_CHANGES_HEADER, "1");
     this.call.sendMetadata(headers);
-    this.call.on("data", (request: StreamSnapshotsRequest) => this.onRequest(request));
+    this.call.on("data", (request: ReceivedRequest) => this.onRequest(request));
     // The data plane half-closed: it wants no more snapshots.
     this.call.on("end", () => {
       if (this.closed) return;
@@ -208,8 +209,16 @@ export class StreamSession {
     this.call.emit("error", error);
   }
 
-  private onRequest(request: StreamSnapshotsRequest): void {
+  private onRequest(request: ReceivedRequest): void {
     if (this.closed) return;
+    if (request instanceof ReceivedHealthReport) {
+      if (this.identity === undefined) {
+        this.fail(
+          serviceError(status.INVALID_ARGUMENT, "the first message on a stream must be Hello"),
+        );
+      } else this.onHealth(this.identity, request);
+      return;
+    }
     const message = request.message;
     if (this.identity === undefined) {
       if (message.case !== "hello") {
@@ -234,20 +243,10 @@ export class StreamSession {
         else this.refuse(nack.reason);
         return;
       }
-      case "health": {
-        const report = message.value;
-        if (report.changesOnly) {
-          this.onHealthChanges(this.identity, report.nodes, report.removed);
-          return;
-        }
-        const nodes = checkHealthReport(report.nodes);
-        // State of the world: the report replaces whatever this data plane said before.
-        if (nodes.ok) {
-          this.healthViewSent = true;
-          this.fleet.healthReported(this.identity.nodeId, this.identity.stream, nodes.value);
-        } else this.refuse(nodes.reason);
+      case "health":
+        // Decoded whole: a report with a field only the generic decoder keeps.
+        this.onHealth(this.identity, decodedReport(message.value));
         return;
-      }
       case "outcomes": {
         const versions = message.value.versions;
         if (versions.length > MAX_OUTCOME_VERSIONS) {
@@ -307,17 +306,15 @@ export class StreamSession {
   }
 
   /**
-   * What changed in the data plane's view since its previous report; its cost follows the
-   * changes. Changes need a view to apply on: without a whole report on this stream first (a
-   * data plane that broke the protocol), the stream is refused, so the data plane starts again
-   * with a Hello and its whole view rather than leave this replica's view of it wrong.
+   * A node-health report: the data plane's whole view (state of the world), or what changed in
+   * it since its previous report, whose cost follows the changes. Changes need a view to apply
+   * on: without a whole report on this stream first (a data plane that broke the protocol), the
+   * stream is refused, so the data plane starts again with a Hello and its whole view rather
+   * than leave this replica's view of it wrong. Reports are taken in in order, in slices.
    */
-  private onHealthChanges(
-    identity: Identity,
-    nodes: readonly NodeHealth[],
-    removed: readonly NodeHealth[],
-  ): void {
-    if (!this.healthViewSent) {
+  private onHealth(identity: Identity, report: HealthReportSource): void {
+    if (!report.changesOnly) this.healthViewSent = true;
+    else if (!this.healthViewSent) {
       const reason =
         "NodeHealthReport with changes_only before any whole report on this stream; send the whole view first after Hello";
       this.logger.warn(
@@ -327,10 +324,23 @@ export class StreamSession {
       this.fail(serviceError(status.INVALID_ARGUMENT, reason));
       return;
     }
-    const changes = checkHealthChanges(nodes, removed);
-    if (changes.ok)
-      this.fleet.healthChangesReported(identity.nodeId, identity.stream, changes.value);
-    else this.refuse(changes.reason);
+    this.healthIntake ??= new HealthIntake({
+      fleet: this.fleet,
+      nodeId: identity.nodeId,
+      stream: identity.stream,
+      refuse: (reason, undecodable) => {
+        if (!undecodable) {
+          this.refuse(reason);
+          return;
+        }
+        this.logger.warn(
+          { nodeId: identity.nodeId, peer: this.peer(), reason },
+          "refusing a health report whose bytes cannot be decoded",
+        );
+        this.fail(serviceError(status.INVALID_ARGUMENT, reason));
+      },
+    });
+    this.healthIntake.take(report);
   }
 
   /**
@@ -533,6 +543,7 @@ export class StreamSession {
     this.closed = true;
     clearTimeout(this.helloTimer);
     this.queue = [];
+    this.healthIntake?.close();
     this.unsubscribe?.();
     this.unsubscribeTargets?.();
     if (this.party !== undefined) {

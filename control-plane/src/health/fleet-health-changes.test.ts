@@ -36,7 +36,9 @@ function observed(health: FleetHealth) {
 }
 
 describe("FleetHealth, report by report", () => {
-  it("announces and journals nothing when a report repeats the previous one", () => {
+  // Reports of hundreds of nodes take more than one turn's intake budget: each test waits for
+  // the view to settle rather than expect it in the same turn.
+  it("announces and journals nothing when a report repeats the previous one", async () => {
     const recorded: HealEventInput[] = [];
     const journal = {
       record: async (event: HealEventInput) => {
@@ -48,6 +50,7 @@ describe("FleetHealth, report by report", () => {
     const { updates, verdicts } = observed(health);
     const nodes = many(500, (i) => (i % 2 === 0 ? "evicted" : "healthy"));
     health.report("dp-1", nodes);
+    await health.settled();
     expect([updates.length, verdicts.length, recorded.length]).toEqual([1, 500, 250]);
 
     // The same view again, as freshly decoded objects.
@@ -55,6 +58,7 @@ describe("FleetHealth, report by report", () => {
       "dp-1",
       nodes.map((n) => ({ ...n })),
     );
+    await health.settled();
     expect([updates.length, verdicts.length, recorded.length]).toEqual([1, 500, 250]);
   });
 
@@ -75,14 +79,16 @@ describe("FleetHealth, report by report", () => {
       next: (nodes: ReportedNodeHealth[]) => [...nodes, node("10.9.9.9:80", "quarantined")],
       verdicts: [["10.9.9.9:80", "unreported", "quarantined"]],
     },
-  ])("counts only what changed when $name", ({ next, verdicts: expected }) => {
+  ])("counts only what changed when $name", async ({ next, verdicts: expected }) => {
     const health = new FleetHealth();
     const nodes = many(300, () => "healthy");
     health.report("dp-1", nodes);
     health.report("dp-2", nodes);
+    await health.settled();
     const { updates, verdicts } = observed(health);
 
     health.report("dp-1", next(nodes));
+    await health.settled();
     expect(updates).toEqual(["dp-1"]);
     expect(verdicts.map((v) => [v.address, v.previous, v.majority])).toEqual(expected);
     // Every node's counts still match the reports that explain them.
@@ -97,7 +103,7 @@ describe("FleetHealth, report by report", () => {
     }
   });
 
-  it("recounts a dropped data plane's nodes without it", () => {
+  it("recounts a dropped data plane's nodes without it", async () => {
     const health = new FleetHealth();
     health.report(
       "dp-1",
@@ -111,8 +117,10 @@ describe("FleetHealth, report by report", () => {
       "dp-3",
       many(100, () => "healthy"),
     );
+    await health.settled();
     expect(health.nodesWhere("evicted")).toHaveLength(100);
     health.drop("dp-1");
+    await health.settled();
     expect(health.nodesWhere("split")).toHaveLength(100);
     expect(health.node("agents", "10.0.0.0:80")?.total).toBe(2);
   });

@@ -2,6 +2,13 @@ import type { Logger } from "pino";
 import type { Fleet, HealthChanges, ReportedNodeHealth } from "../fleet/fleet.js";
 import type { HealAction } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
+import { OrderedWork } from "../turns/ordered-work.js";
+import {
+  INTAKE_SLICE_ENTRIES,
+  intakeTurns,
+  sliceAt,
+  type TurnBudget,
+} from "../turns/turn-budget.js";
 import {
   emptyCounts,
   isNodeHealthState,
@@ -63,6 +70,11 @@ export interface FleetHealthOptions {
    * whole fleet when there is one replica). Call start() before relying on the view.
    */
   shared?: SharedHealthReports;
+  /**
+   * Each event-loop turn's share of intake work; default the control plane's one budget
+   * (intakeTurns), shared with the streams that decode reports and the store writes.
+   */
+  turns?: TurnBudget;
 }
 
 interface StoredNode {
@@ -103,12 +115,15 @@ function sameNode(a: StoredNode | undefined, b: StoredNode): boolean {
  * lacks. Unchanged entries of `next` are replaced by `previous`'s, so a data plane's whole view
  * sent again keeps one object per node across reports.
  */
-function diffReports(
+function* diffReports(
   previous: Map<string, StoredNode> | undefined,
   next: Map<string, StoredNode>,
-): string[] {
+): Generator<number, string[]> {
   const changed: string[] = [];
+  let index = 0;
   for (const [key, node] of next) {
+    if (index % INTAKE_SLICE_ENTRIES === 0) yield sliceAt(index, next.size);
+    index++;
     const before = previous?.get(key);
     if (before !== undefined && sameNode(before, node)) next.set(key, before);
     else changed.push(key);
@@ -124,6 +139,11 @@ function diffReports(
  * node how many data planes see it healthy, quarantined or evicted and what the majority says.
  * Every state change a data plane reports is journaled once, with that data plane as source, by
  * the replica that received the report (with `shared`, the others only read it).
+ *
+ * Each data plane's reports, drops and store hand-overs are taken in one after another, in
+ * budgeted slices (issue 9: a whole 20,000-node report taken in one turn held config changes
+ * back); while a report's tallies are being counted, the view already holds the report and its
+ * verdicts catch up within a few turns.
  */
 export class FleetHealth {
   readonly #journal: FleetHealthOptions["journal"];
@@ -156,6 +176,8 @@ export class FleetHealth {
   readonly #updateListeners = new Set<(dataPlane: string) => void>();
   readonly #dropTimers = new Map<string, NodeJS.Timeout>();
   readonly #unsubscribe: Array<() => void> = [];
+  /** Per data plane, its reports and hand-overs in the order they came, each in slices. */
+  readonly #work: OrderedWork;
 
   constructor(options: FleetHealthOptions = {}) {
     this.#journal = options.journal;
@@ -163,6 +185,9 @@ export class FleetHealth {
     this.#fleet = options.fleet;
     this.#graceMs = options.reconnectGraceMs ?? 30_000;
     this.#shared = options.shared;
+    this.#work = new OrderedWork(options.turns ?? intakeTurns, (dataPlane, error) =>
+      this.#logger?.warn({ err: error, dataPlane }, "could not take in a node health report"),
+    );
     const fleet = options.fleet;
     if (fleet !== undefined) {
       this.#unsubscribe.push(
@@ -184,22 +209,39 @@ export class FleetHealth {
     await this.#shared?.start({
       onReset: (reports) => {
         for (const dataPlane of [...this.#reports.keys()]) {
-          if (!reports.has(dataPlane)) this.#remove(dataPlane);
+          if (!reports.has(dataPlane)) this.#work.run(dataPlane, () => this.#remove(dataPlane));
         }
-        for (const report of reports.values()) {
-          this.#apply(report.dataPlane, this.#parseShared(report.dataPlane, report.nodes));
-        }
+        for (const report of reports.values()) this.#takeShared(report.dataPlane, report.nodes);
       },
-      onReport: (report) => {
-        this.#apply(report.dataPlane, this.#parseShared(report.dataPlane, report.nodes));
-      },
-      onGone: (dataPlane) => this.#remove(dataPlane),
-      onMoved: (dataPlane) => {
-        // It reports to another replica now, which journals its changes and owns its key.
-        this.#received.delete(dataPlane);
-        this.#cancelDrop(dataPlane);
-      },
+      onReport: (report) => this.#takeShared(report.dataPlane, report.nodes),
+      onGone: (dataPlane) => this.#work.run(dataPlane, () => this.#remove(dataPlane)),
+      onMoved: (dataPlane) => this.#work.run(dataPlane, () => this.#moved(dataPlane)),
     });
+    await this.#work.idle();
+  }
+
+  /**
+   * Settles once every report, drop and hand-over taken so far is in the view (work taken in
+   * meanwhile too).
+   */
+  settled(): Promise<void> {
+    return this.#work.idle();
+  }
+
+  /** A shared report from the store into the view, in order with the data plane's other work. */
+  #takeShared(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
+    this.#work.run(dataPlane, () => this.#applyShared(dataPlane, nodes));
+  }
+
+  *#applyShared(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Generator<number, void> {
+    yield* this.#apply(dataPlane, yield* this.#parseShared(dataPlane, nodes));
+  }
+
+  /** It reports to another replica now, which journals its changes and owns its key. */
+  // biome-ignore lint/correctness/useYield: a step with no slice, in order with the data plane's others
+  *#moved(dataPlane: string): Generator<number, void> {
+    this.#received.delete(dataPlane);
+    this.#cancelDrop(dataPlane);
   }
 
   /** Calls `listener` after every change of a node's majority verdict; returns the unsubscribe. */
@@ -223,6 +265,10 @@ export class FleetHealth {
    * journals its changes and replaces its report (shared: in the store, and the view follows).
    */
   report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
+    this.#work.run(dataPlane, () => this.#takeReport(dataPlane, nodes));
+  }
+
+  *#takeReport(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Generator<number, void> {
     const shared = this.#shared;
     const received = this.#received.get(dataPlane);
     const previous =
@@ -230,15 +276,18 @@ export class FleetHealth {
         ? this.#reports.get(dataPlane)
         : (received ?? this.#reports.get(dataPlane));
     // Only what changed since the data plane's previous report is journaled, counted, stored.
-    const { next, changed } = this.#parseAgainst(dataPlane, nodes, previous);
-    for (const key of changed) {
+    const { next, changed } = yield* this.#parseAgainst(dataPlane, nodes, previous);
+    for (const [index, key] of changed.entries()) {
+      if (index % INTAKE_SLICE_ENTRIES === 0) yield sliceAt(index, changed.length);
       const node = next.get(key);
       if (node === undefined) continue;
       const action = actionFor(previous?.get(key)?.state, node.state);
       if (action !== undefined) this.#journalChange(dataPlane, node, action);
     }
     if (shared === undefined) {
-      if (changed.length > 0 || previous === undefined) this.#apply(dataPlane, next, changed);
+      if (changed.length > 0 || previous === undefined) {
+        yield* this.#apply(dataPlane, next, changed);
+      }
       return;
     }
     // Already shared by this replica and nothing changed: the store holds it as it is.
@@ -256,14 +305,35 @@ export class FleetHealth {
    * False, with a warning, when there is no report of `dataPlane` here to apply them on.
    */
   reportChanges(dataPlane: string, changes: HealthChanges): boolean {
-    const shared = this.#shared;
-    let view = shared === undefined ? this.#reports.get(dataPlane) : this.#received.get(dataPlane);
-    if (view === undefined) {
-      this.#logger?.warn(
-        { dataPlane, nodes: changes.nodes.length, removed: changes.removed.length },
-        "ignoring a changes-only health report: this control plane holds no whole report of that data plane to apply it on",
-      );
+    // Behind a whole report still being taken in: it applies on that one.
+    if (!this.#work.pending(dataPlane) && this.#viewOf(dataPlane) === undefined) {
+      this.#warnNoView(dataPlane, changes);
       return false;
+    }
+    this.#work.run(dataPlane, () => this.#takeChanges(dataPlane, changes));
+    return true;
+  }
+
+  /** What changes-only reports of `dataPlane` apply on: its latest report taken in here. */
+  #viewOf(dataPlane: string): Map<string, StoredNode> | undefined {
+    return this.#shared === undefined
+      ? this.#reports.get(dataPlane)
+      : this.#received.get(dataPlane);
+  }
+
+  #warnNoView(dataPlane: string, changes: HealthChanges): void {
+    this.#logger?.warn(
+      { dataPlane, nodes: changes.nodes.length, removed: changes.removed.length },
+      "ignoring a changes-only health report: this control plane holds no whole report of that data plane to apply it on",
+    );
+  }
+
+  *#takeChanges(dataPlane: string, changes: HealthChanges): Generator<number, void> {
+    const shared = this.#shared;
+    let view = this.#viewOf(dataPlane);
+    if (view === undefined) {
+      this.#warnNoView(dataPlane, changes);
+      return;
     }
     if (shared !== undefined && !this.#ownedReceived.has(view)) {
       // Copied once after each whole report: that map may be the view's too (#parsed).
@@ -278,7 +348,8 @@ export class FleetHealth {
      * the equivalent whole report (which lists them in their new state only) would be.
      */
     const left = new Map<string, NodeHealthState>();
-    for (const { upstream, address } of changes.removed) {
+    for (const [index, { upstream, address }] of changes.removed.entries()) {
+      if (index % INTAKE_SLICE_ENTRIES === 0) yield sliceAt(index, changes.removed.length);
       const key = nodeKey(upstream, address);
       const node = view.get(key);
       if (node === undefined) continue;
@@ -286,7 +357,8 @@ export class FleetHealth {
       left.set(key, node.state);
       view.delete(key);
     }
-    for (const node of changes.nodes) {
+    for (const [index, node] of changes.nodes.entries()) {
+      if (index % INTAKE_SLICE_ENTRIES === 0) yield sliceAt(index, changes.nodes.length);
       if (!this.#knownState(dataPlane, node)) continue;
       const key = nodeKey(node.upstream, node.address);
       const previous = view.get(key);
@@ -305,16 +377,24 @@ export class FleetHealth {
       if (action !== undefined) this.#journalChange(dataPlane, next, action);
       view.set(key, next);
     }
-    if (before.size === 0) return true;
+    if (before.size === 0) return;
     if (shared !== undefined) {
       // The store gets the whole view, read when it is written (SharedHealthReports coalesces
-      // a large view's writes); the view here follows the store, as for a whole report.
+      // a large view's writes); the view here follows the store, as for a whole report. A write
+      // that starts between two slices of a big changes-only report stores the changes before
+      // it, in order, as if they had come as two reports; this publish brings the rest.
       const received = view;
       shared.publish(dataPlane, { count: received.size, read: () => [...received.values()] });
-      return true;
+      return;
     }
     const moved: string[] = [];
+    let counted = 0;
     for (const [key, was] of before) {
+      if (counted > 0 && counted % INTAKE_SLICE_ENTRIES === 0) {
+        this.#reconsider(moved.splice(0));
+        yield sliceAt(counted, before.size);
+      }
+      counted++;
       const now = view.get(key)?.state;
       if (was === now) continue;
       this.#tally(key, was, now);
@@ -322,7 +402,6 @@ export class FleetHealth {
     }
     this.#reconsider(moved);
     this.#updated(dataPlane);
-    return true;
   }
 
   /**
@@ -331,9 +410,13 @@ export class FleetHealth {
    */
   drop(dataPlane: string): void {
     this.#cancelDrop(dataPlane);
+    this.#work.run(dataPlane, () => this.#takeDrop(dataPlane));
+  }
+
+  *#takeDrop(dataPlane: string): Generator<number, void> {
     const shared = this.#shared;
     if (shared === undefined) {
-      this.#remove(dataPlane);
+      yield* this.#remove(dataPlane);
       return;
     }
     this.#received.delete(dataPlane);
@@ -345,14 +428,38 @@ export class FleetHealth {
    * previous entry, so a 20,000-node report that changes one node allocates one entry, not
    * 20,000 (their garbage was much of the cost). `changed` as diffReports gives it.
    */
-  #parseAgainst(
+  *#parseAgainst(
     dataPlane: string,
     nodes: readonly ReportedNodeHealth[],
     previous: Map<string, StoredNode> | undefined,
-  ): { next: Map<string, StoredNode>; changed: string[] } {
+  ): Generator<number, { next: Map<string, StoredNode>; changed: string[] }> {
     const next = new Map<string, StoredNode>();
     const changed: string[] = [];
-    for (const node of nodes) {
+    for (let start = 0; start < nodes.length; start += INTAKE_SLICE_ENTRIES) {
+      yield sliceAt(start, nodes.length);
+      this.#parseSlice(dataPlane, nodes, start, previous, next, changed);
+    }
+    if (previous !== undefined && previous.size + changed.length > next.size) {
+      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
+    }
+    return { next, changed };
+  }
+
+  /**
+   * One slice of #parseAgainst, in a plain loop: in the generator itself, the per-node loop
+   * cost about half again as much CPU per report.
+   */
+  #parseSlice(
+    dataPlane: string,
+    nodes: readonly ReportedNodeHealth[],
+    start: number,
+    previous: Map<string, StoredNode> | undefined,
+    next: Map<string, StoredNode>,
+    changed: string[],
+  ): void {
+    const end = Math.min(nodes.length, start + INTAKE_SLICE_ENTRIES);
+    for (let index = start; index < end; index++) {
+      const node = nodes[index] as ReportedNodeHealth;
       if (!this.#knownState(dataPlane, node)) continue;
       const key = nodeKey(node.upstream, node.address);
       const changedAtMs = Number(node.changedAtMs);
@@ -375,30 +482,37 @@ export class FleetHealth {
       });
       changed.push(key);
     }
-    if (previous !== undefined && previous.size + changed.length > next.size) {
-      for (const key of previous.keys()) if (!next.has(key)) changed.push(key);
-    }
-    return { next, changed };
   }
 
   /** A shared report's nodes, parsed once: this replica's own come back already parsed. */
-  #parseShared(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Map<string, StoredNode> {
+  *#parseShared(
+    dataPlane: string,
+    nodes: readonly ReportedNodeHealth[],
+  ): Generator<number, Map<string, StoredNode>> {
     // Shared with #received: diffing only swaps entries for equal ones, so that is harmless.
     // Otherwise parsed against the view, so unchanged nodes keep their entries.
-    return (
-      this.#parsed.get(nodes) ??
-      this.#parseAgainst(dataPlane, nodes, this.#reports.get(dataPlane)).next
-    );
+    const own = this.#parsed.get(nodes);
+    if (own !== undefined) return own;
+    return (yield* this.#parseAgainst(dataPlane, nodes, this.#reports.get(dataPlane))).next;
   }
 
   /** Puts `next` in the view; `changed` (the keys that differ from the view's) when known. */
-  #apply(dataPlane: string, next: Map<string, StoredNode>, changed?: readonly string[]): void {
+  *#apply(
+    dataPlane: string,
+    next: Map<string, StoredNode>,
+    changed?: readonly string[],
+  ): Generator<number, void> {
     const previous = this.#reports.get(dataPlane);
-    const keys = changed ?? diffReports(previous, next);
+    const keys = changed ?? (yield* diffReports(previous, next));
     if (previous !== undefined && keys.length === 0) return;
     this.#reports.set(dataPlane, next);
     const moved: string[] = [];
-    for (const key of keys) {
+    for (const [index, key] of keys.entries()) {
+      if (index % INTAKE_SLICE_ENTRIES === 0) {
+        // Verdicts of the slice before, then the next slice in a turn with room.
+        this.#reconsider(moved.splice(0));
+        yield sliceAt(index, keys.length);
+      }
       const before = previous?.get(key)?.state;
       const after = next.get(key)?.state;
       if (before === after) continue;
@@ -409,12 +523,22 @@ export class FleetHealth {
     this.#updated(dataPlane);
   }
 
-  #remove(dataPlane: string): void {
+  *#remove(dataPlane: string): Generator<number, void> {
     const previous = this.#reports.get(dataPlane);
     if (previous === undefined) return;
     this.#reports.delete(dataPlane);
-    for (const [key, node] of previous) this.#tally(key, node.state, undefined);
-    this.#reconsider(previous.keys());
+    const gone: string[] = [];
+    let index = 0;
+    for (const [key, node] of previous) {
+      if (index % INTAKE_SLICE_ENTRIES === 0) {
+        this.#reconsider(gone.splice(0));
+        yield sliceAt(index, previous.size);
+      }
+      index++;
+      this.#tally(key, node.state, undefined);
+      gone.push(key);
+    }
+    this.#reconsider(gone);
     this.#updated(dataPlane);
   }
 
@@ -519,7 +643,8 @@ export class FleetHealth {
 
   #followConnection(dataPlane: string): void {
     const mine = this.#shared === undefined ? this.#reports : this.#received;
-    if (!mine.has(dataPlane)) return;
+    // A first report still being taken in counts: its data plane may leave meanwhile.
+    if (!mine.has(dataPlane) && !this.#work.pending(dataPlane)) return;
     const view = this.#fleet?.get(dataPlane);
     if (view === undefined) {
       // The fleet forgot it: it is gone for good.

@@ -1,8 +1,9 @@
 import { promisify } from "node:util";
-import { constants, deflateRaw, inflateRaw } from "node:zlib";
+import { constants, createDeflateRaw, inflateRaw } from "node:zlib";
 import { z } from "zod";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { describeIssue } from "../resources/config-state.js";
+import { INTAKE_SLICE_ENTRIES, intakeTurns, sliceAt } from "../turns/turn-budget.js";
 
 /**
  * The value under a health report key. Not strict: a newer control plane may add fields. The
@@ -18,8 +19,6 @@ import { describeIssue } from "../resources/config-state.js";
 export const DEFLATE_ABOVE_BYTES = 256 * 1024;
 /** Largest value written: under etcd's default --max-request-bytes (1.5 MiB) with room. */
 export const MAX_STORED_REPORT_BYTES = 1024 * 1024;
-/** Nodes encoded per turn: about 180 KB of JSON, a few milliseconds. */
-const ENCODE_SLICE_NODES = 1_000;
 
 /*
  * Deflating and inflating run on libuv's thread pool, not the event loop: at 20,000 nodes the
@@ -28,7 +27,6 @@ const ENCODE_SLICE_NODES = 1_000;
  * plane; one read chain per data plane), so an older report still compressing never lands
  * after a newer one.
  */
-const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
 
 /** A report too large to share even deflated; the replica keeps it and says so. */
@@ -71,14 +69,51 @@ export async function encodeHealthReport(
     replica: report.replica,
     reportedAt: new Date(report.reportedAtMs).toISOString(),
   });
-  // The same JSON as one JSON.stringify of the whole report, written a slice of nodes per turn:
-  // at 20,000 nodes, stringifying and copying 3.5 MB in one go blocked the event loop for tens
-  // of milliseconds, hundreds on a loaded machine (issue 9).
+  // The same JSON as one JSON.stringify of the whole report, written a slice of nodes at a time
+  // within the intake's turn budget: at 20,000 nodes, stringifying and copying 3.5 MB in one go
+  // blocked the event loop for tens of milliseconds, hundreds on a loaded machine (issue 9).
   const parts: Buffer[] = [Buffer.from(`${head.slice(0, -1)},"nodes":[`)];
-  const nodes = report.nodes;
-  for (let start = 0; start < nodes.length; start += ENCODE_SLICE_NODES) {
-    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-    const slice = nodes.slice(start, start + ENCODE_SLICE_NODES).map((node) => ({
+  await intakeTurns.run(jsonOfNodes(report.nodes, parts));
+  parts.push(Buffer.from("]}"));
+  let bytes = 0;
+  for (const part of parts) bytes += part.length;
+  if (bytes <= DEFLATE_ABOVE_BYTES) return Buffer.concat(parts).toString("utf8");
+  const deflated = (await deflateParts(parts)).toString("base64");
+  const value = JSON.stringify({ deflated });
+  if (value.length > MAX_STORED_REPORT_BYTES) {
+    throw new HealthReportTooLarge(
+      `health report of ${report.nodes.length} nodes is ${value.length} bytes deflated; the limit is ${MAX_STORED_REPORT_BYTES}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The parts deflated as one text, fed to zlib part by part: the whole JSON is never put
+ * together on the event loop (copying 3.5 MB into one buffer stood out in bench:scale's
+ * profile of a loaded machine). Level 1: a few milliseconds for megabytes, and most of the gain
+ * on text this repetitive.
+ */
+function deflateParts(parts: readonly Buffer[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const deflate = createDeflateRaw({ level: constants.Z_BEST_SPEED });
+    const out: Buffer[] = [];
+    deflate.on("data", (chunk: Buffer) => out.push(chunk));
+    deflate.on("error", reject);
+    deflate.on("end", () => resolve(Buffer.concat(out)));
+    for (const part of parts) deflate.write(part);
+    deflate.end();
+  });
+}
+
+/** Appends the JSON of `nodes` (comma-separated, no brackets) to `parts`, a slice per step. */
+function* jsonOfNodes(
+  nodes: readonly ReportedNodeHealth[],
+  parts: Buffer[],
+): Generator<number, void> {
+  for (let start = 0; start < nodes.length; start += INTAKE_SLICE_ENTRIES) {
+    yield sliceAt(start, nodes.length);
+    const slice = nodes.slice(start, start + INTAKE_SLICE_ENTRIES).map((node) => ({
       upstream: node.upstream,
       address: node.address,
       state: node.state,
@@ -89,20 +124,6 @@ export async function encodeHealthReport(
     const text = JSON.stringify(slice).slice(1, -1);
     parts.push(Buffer.from(start === 0 || text === "" ? text : `,${text}`));
   }
-  parts.push(Buffer.from("]}"));
-  const json = Buffer.concat(parts);
-  if (json.length <= DEFLATE_ABOVE_BYTES) return json.toString("utf8");
-  // Level 1: a few milliseconds for megabytes, and most of the gain on text this repetitive.
-  const deflated = (await deflateRawAsync(json, { level: constants.Z_BEST_SPEED })).toString(
-    "base64",
-  );
-  const value = JSON.stringify({ deflated });
-  if (value.length > MAX_STORED_REPORT_BYTES) {
-    throw new HealthReportTooLarge(
-      `health report of ${report.nodes.length} nodes is ${value.length} bytes deflated; the limit is ${MAX_STORED_REPORT_BYTES}`,
-    );
-  }
-  return value;
 }
 
 /** The report's JSON text, inflated when it was stored deflated. */

@@ -5,6 +5,7 @@ import { FleetHealth } from "../health/fleet-health.js";
 import { openEtcdStore } from "../store/etcd-store.js";
 import type { Store } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
+import { TurnBudget } from "../turns/turn-budget.js";
 import type { HealEvent } from "./heal-event.js";
 import { Journal, type JournalOptions } from "./journal.js";
 import { SUMMARY_SAMPLE_SIZE } from "./journal-backlog.js";
@@ -61,7 +62,10 @@ async function burst(options: Partial<JournalOptions>) {
       if (covered >= CHANGES) resolve();
     });
   });
-  const health = new FleetHealth({ journal });
+  // The whole burst in one turn, as when a report was taken in at once: what is measured is
+  // the journal's batching and overflow, which a burst spread over turns (the control plane's
+  // intake budget) would let commits drain meanwhile.
+  const health = new FleetHealth({ journal, turns: new TurnBudget(10 * CHANGES) });
   const before = (await open.range(prefix)).revision;
   for (const dataPlane of DATA_PLANES) {
     health.report(dataPlane, evictedNodes(NODES_PER_DATA_PLANE));
