@@ -474,6 +474,27 @@ describe("SnapshotClient with deltas and parts", () => {
     expect(applied.current()?.match("GET", "x", "/api/v2/s5/moved/1", {})?.name).toBe("r-5");
   });
 
+  it("logs how long each apply ran with its ACK, a whole snapshot's and a delta's", async () => {
+    const applied = new AppliedSnapshot();
+    const cp = await controlPlane((call) => {
+      send(call, snapshotOf(10, 20, 4));
+      sendDelta(call, deltaOf(11, { routes: [routeAt(5, 4, 0, "/moved")] }));
+    });
+    // Each apply reads the clock at its start and its end: 0 to 12.5, then 100 to 101.25.
+    const readings = [0, 12.5, 100, 101.25];
+    const dp = startClient({
+      addresses: [cp.address],
+      ...realApply(applied),
+      clock: () => readings.shift() ?? Number.NaN,
+    });
+    await cp.until(() => cp.acks.length === 2);
+    const appliedLines = dp.logs.filter((line) => line.msg === "snapshot applied");
+    expect(appliedLines.map((line) => [line.version, line.applyMs])).toEqual([
+      [10, 12.5],
+      [11, 1.25],
+    ]);
+  });
+
   it("asks for the whole snapshot when a delta is not on the version it serves, and keeps serving", async () => {
     const applied = new AppliedSnapshot();
     const cp = await controlPlane((call) => {

@@ -69,6 +69,8 @@ export interface SnapshotClientOptions {
   backoff?: { baseMs?: number; maxMs?: number };
   /** Uniform random in [0, 1) for the jitter; default Math.random. */
   random?: () => number;
+  /** Monotonic ms that times each apply (`applyMs` of "snapshot applied"); default performance.now. */
+  clock?: () => number;
   /** A control plane that gives no ready connection within this is skipped; default 5 s. */
   connectTimeoutMs?: number;
   /** grpc-js channel options laid over the keepalive defaults below. */
@@ -171,6 +173,7 @@ interface Attempt {
  */
 export class SnapshotClient {
   readonly #options: SnapshotClientOptions;
+  readonly #now: () => number;
   readonly #backoff: Backoff;
   /** Built once: every reconnect reuses the same TLS context. */
   readonly #security: ChannelSecurity;
@@ -192,6 +195,7 @@ export class SnapshotClient {
   constructor(options: SnapshotClientOptions) {
     if (options.addresses.length === 0) throw new RangeError("SnapshotClient needs an address");
     this.#options = options;
+    this.#now = options.clock ?? (() => performance.now());
     this.#backoff = new Backoff({ ...options.backoff, random: options.random });
     this.#security = snapshotChannelSecurity(options.tls);
   }
@@ -522,11 +526,12 @@ export class SnapshotClient {
           attempt.ended || this.#stopped || attempt.queue.some((u) => u.kind === "snapshot");
         if (superseded()) continue;
         const { version, nonce } = update.snapshot;
+        const startedAt = this.#now();
         const result = await this.#applySafely(() =>
           this.#options.apply(update.snapshot, superseded),
         );
         if (result === undefined || attempt.ended) continue;
-        this.#answer(attempt, version, nonce, result);
+        this.#answer(attempt, version, nonce, result, this.#now() - startedAt);
       }
     } finally {
       attempt.applying = false;
@@ -557,20 +562,41 @@ export class SnapshotClient {
       });
       return undefined;
     }
+    const startedAt = this.#now();
     const result = this.#applySafelySync(() => applyDelta(delta));
     if (!(result instanceof Promise)) {
-      this.#answer(attempt, version, nonce, result);
+      this.#answer(attempt, version, nonce, result, this.#now() - startedAt);
       return undefined;
     }
     return this.#applySafely(() => result).then((settled) => {
-      if (!attempt.ended) this.#answer(attempt, version, nonce, settled!);
+      if (!attempt.ended) {
+        this.#answer(attempt, version, nonce, settled!, this.#now() - startedAt);
+      }
     });
   }
 
-  #answer(attempt: Attempt, version: bigint, nonce: string, result: ApplyResult): void {
+  /**
+   * ACKs or NACKs `version`. `applyMs` is how long the apply ran, from its start to its end
+   * (for a delta applied in one turn, the time it held the event loop); logged with the ACK, so
+   * an SRE sees what each change cost this data plane.
+   */
+  #answer(
+    attempt: Attempt,
+    version: bigint,
+    nonce: string,
+    result: ApplyResult,
+    applyMs?: number,
+  ): void {
     const log = this.#options.logger;
     if (result.ok) {
-      log.info({ version: Number(version), controlPlane: attempt.address }, "snapshot applied");
+      log.info(
+        {
+          version: Number(version),
+          controlPlane: attempt.address,
+          ...(applyMs === undefined ? {} : { applyMs: Math.round(applyMs * 100) / 100 }),
+        },
+        "snapshot applied",
+      );
       this.#write(attempt, { case: "ack", value: { version, nonce } });
       return;
     }
