@@ -1,4 +1,4 @@
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
 import {
@@ -6,42 +6,34 @@ import {
   StreamSnapshotsRequestSchema,
 } from "./gen/clawgate/v1/snapshot_service_pb.js";
 import { decodeRequest } from "./health-report-decode.js";
-
-const node = (address: string, state: string, evidence = "", changedAtMs = 0n) =>
-  create(NodeHealthSchema, { upstream: "agents", address, state, evidence, changedAtMs });
-
-function request(
-  value: MessageInitShape<typeof StreamSnapshotsRequestSchema>["message"],
-): Uint8Array {
-  return toBinary(
-    StreamSnapshotsRequestSchema,
-    create(StreamSnapshotsRequestSchema, { message: value }),
-  );
-}
+import { healthOf, requestBytes } from "./testing/health-request.js";
 
 describe("decodeRequest", () => {
   it("gives what fromBinary gives for whole and changes-only health reports", () => {
     const cases = [
-      request({ case: "health", value: { nodes: [] } }),
-      request({
+      requestBytes({ case: "health", value: { nodes: [] } }),
+      requestBytes({
         case: "health",
         value: {
           nodes: [
-            node("10.0.0.1:80", "healthy"),
-            node("10.0.0.2:80", "evicted", "error ECONNREFUSED: é ✓", 1_796_133_542_081n),
-            node("[::1]:80", "quarantined", "", 2n ** 63n),
+            healthOf("10.0.0.1:80", "healthy"),
+            healthOf("10.0.0.2:80", "evicted", "error ECONNREFUSED: é ✓", 1_796_133_542_081n),
+            healthOf("[::1]:80", "quarantined", "", 2n ** 63n),
           ],
         },
       }),
-      request({
+      requestBytes({
         case: "health",
         value: {
           changesOnly: true,
-          nodes: [node("10.0.0.1:80", "quarantined"), node("10.0.0.1:80", "evicted", "x", 3n)],
+          nodes: [
+            healthOf("10.0.0.1:80", "quarantined"),
+            healthOf("10.0.0.1:80", "evicted", "x", 3n),
+          ],
           removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.3:80" })],
         },
       }),
-      request({ case: "health", value: { changesOnly: true } }),
+      requestBytes({ case: "health", value: { changesOnly: true } }),
     ];
     for (const bytes of cases) {
       expect(decodeRequest(bytes)).toEqual(fromBinary(StreamSnapshotsRequestSchema, bytes));
@@ -49,11 +41,11 @@ describe("decodeRequest", () => {
   });
 
   it("leaves every other message to the generic decoder", () => {
-    const hello = request({
+    const hello = requestBytes({
       case: "hello",
       value: { nodeId: "dp-1", protocolVersion: 1, acceptsDeltas: true },
     });
-    const ack = request({ case: "ack", value: { version: 7n, nonce: "n" } });
+    const ack = requestBytes({ case: "ack", value: { version: 7n, nonce: "n" } });
     for (const bytes of [hello, ack]) {
       expect(decodeRequest(bytes)).toEqual(fromBinary(StreamSnapshotsRequestSchema, bytes));
     }
@@ -76,9 +68,9 @@ describe("decodeRequest", () => {
   });
 
   it("refuses bytes that are no message, as fromBinary does", () => {
-    const truncated = request({
+    const truncated = requestBytes({
       case: "health",
-      value: { nodes: [node("10.0.0.1:80", "healthy")] },
+      value: { nodes: [healthOf("10.0.0.1:80", "healthy")] },
     }).slice(0, -3);
     expect(() => decodeRequest(truncated)).toThrow();
   });

@@ -1,4 +1,4 @@
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,18 +7,7 @@ import {
   StreamSnapshotsRequestSchema,
 } from "./gen/clawgate/v1/snapshot_service_pb.js";
 import { ReceivedHealthReport, receiveRequest } from "./received-health-report.js";
-
-const node = (address: string, state: string, evidence = "", changedAtMs = 0n) =>
-  create(NodeHealthSchema, { upstream: "agents", address, state, evidence, changedAtMs });
-
-function request(
-  value: MessageInitShape<typeof StreamSnapshotsRequestSchema>["message"],
-): Uint8Array {
-  return toBinary(
-    StreamSnapshotsRequestSchema,
-    create(StreamSnapshotsRequestSchema, { message: value }),
-  );
-}
+import { healthOf, requestBytes } from "./testing/health-request.js";
 
 /** Every node of `report`, read `max` at a time. */
 function readAll(report: ReceivedHealthReport, max: number): NodeHealth[] {
@@ -39,20 +28,28 @@ function generic(bytes: Uint8Array) {
 describe("receiveRequest", () => {
   it("reads a health report's nodes slice by slice as fromBinary decodes them whole", () => {
     const cases = [
-      request({ case: "health", value: { nodes: [] } }),
-      request({
+      requestBytes({ case: "health", value: { nodes: [] } }),
+      requestBytes({
         case: "health",
         value: {
           nodes: Array.from({ length: 7 }, (_, i) =>
-            node(`10.0.0.${i}:80`, i % 2 ? "evicted" : "healthy", "refused é ✓", BigInt(i) << 40n),
+            healthOf(
+              `10.0.0.${i}:80`,
+              i % 2 ? "evicted" : "healthy",
+              "refused é ✓",
+              BigInt(i) << 40n,
+            ),
           ),
         },
       }),
-      request({
+      requestBytes({
         case: "health",
         value: {
           changesOnly: true,
-          nodes: [node("10.0.0.1:80", "quarantined"), node("10.0.0.1:80", "evicted", "x", 3n)],
+          nodes: [
+            healthOf("10.0.0.1:80", "quarantined"),
+            healthOf("10.0.0.1:80", "evicted", "x", 3n),
+          ],
           removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.3:80" })],
         },
       }),
@@ -72,12 +69,12 @@ describe("receiveRequest", () => {
   });
 
   it("decodes every other message whole", () => {
-    const hello = request({ case: "hello", value: { nodeId: "dp-1", protocolVersion: 1 } });
+    const hello = requestBytes({ case: "hello", value: { nodeId: "dp-1", protocolVersion: 1 } });
     expect(receiveRequest(hello)).toEqual(fromBinary(StreamSnapshotsRequestSchema, hello));
   });
 
   it("keeps a node field it does not know, from the node that has it on (a newer data plane)", () => {
-    const known = toBinary(NodeHealthSchema, node("10.0.0.1:80", "healthy"));
+    const known = toBinary(NodeHealthSchema, healthOf("10.0.0.1:80", "healthy"));
     const newer = new BinaryWriter()
       .tag(2, WireType.LengthDelimited)
       .string("10.0.0.2:80")
@@ -100,7 +97,7 @@ describe("receiveRequest", () => {
   it("decodes whole a report with a top-level field it does not know", () => {
     const report = new BinaryWriter()
       .tag(1, WireType.LengthDelimited)
-      .bytes(toBinary(NodeHealthSchema, node("10.0.0.1:80", "healthy")))
+      .bytes(toBinary(NodeHealthSchema, healthOf("10.0.0.1:80", "healthy")))
       .tag(7, WireType.Varint)
       .uint32(1)
       .finish();
@@ -109,9 +106,9 @@ describe("receiveRequest", () => {
   });
 
   it("refuses bytes cut short when it scans them", () => {
-    const truncated = request({
+    const truncated = requestBytes({
       case: "health",
-      value: { nodes: [node("10.0.0.1:80", "healthy")] },
+      value: { nodes: [healthOf("10.0.0.1:80", "healthy")] },
     }).slice(0, -3);
     expect(() => receiveRequest(truncated)).toThrow();
   });
