@@ -23,12 +23,14 @@ export function compileUpstream(
 ): CompiledUpstream {
   const name = upstream.name;
   const tls = loadUpstreamTls(upstream);
-  const scheme = tls === undefined ? "http" : "https";
+  // One constant per scheme: built per node, "http://" was a new 7-character string each time.
+  const scheme = tls === undefined ? "http://" : "https://";
   const nodes: CompiledNode[] = [];
   for (const node of upstream.nodes) {
     const parsed = parseNodeAddress(node.address);
     if (!parsed.ok) throw new Error(`unvalidated node address in upstream ${name}`);
     const hostForUrl = parsed.host.includes(":") ? `[${parsed.host}]` : parsed.host;
+    const hostPort = `${hostForUrl}:${parsed.port}`;
     nodes.push(
       Object.freeze({
         address: node.address,
@@ -37,7 +39,9 @@ export function compileUpstream(
         weight: node.weight,
         source: node.source,
         upstream: name,
-        origin: `${scheme}://${hostForUrl}:${parsed.port}`,
+        // The address as configured where it already is host:port in URL form (nearly always):
+        // one concatenated string that shares it, not a chain of three kept for every node.
+        origin: scheme + (hostPort === node.address ? node.address : hostPort),
       }),
     );
   }

@@ -169,7 +169,8 @@ async function main(): Promise<void> {
   await answered(againVersion);
   const fullAgainMs = delay.max / 1e6;
   global.gc?.();
-  const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
+  const memory = process.memoryUsage();
+  const heapMiB = memory.heapUsed / 2 ** 20;
   console.log(
     JSON.stringify({
       size,
@@ -189,6 +190,8 @@ async function main(): Promise<void> {
         idlePerSecondMs: round(idleCpuMs),
       },
       heapMiB: Math.round(heapMiB),
+      // Resident set after the same collection: heap, code, buffers, the probe worker's isolate.
+      rssMiB: Math.round(memory.rss / 2 ** 20),
     }),
   );
   await dp.stop();
