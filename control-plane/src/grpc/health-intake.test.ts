@@ -15,7 +15,7 @@ import { FleetHealth } from "../health/fleet-health.js";
 import type { HealEventInput } from "../journal/heal-event.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
 import { INTAKE_ENTRIES_PER_TURN } from "../turns/turn-budget.js";
-import { HealthIntake } from "./health-intake.js";
+import { HealthIntake, MAX_BACKLOG } from "./health-intake.js";
 
 const NODES = 20_000;
 const hello = { hostname: "dp-1.local", softwareVersion: "1.0.0", lastAppliedVersion: 0 };
@@ -49,7 +49,7 @@ function turnCounter() {
   return counter;
 }
 
-function harness() {
+function harness(onBacklog?: (full: boolean) => void) {
   const recorded: HealEventInput[] = [];
   const journal = {
     record: async (event: HealEventInput) => {
@@ -67,6 +67,7 @@ function harness() {
     stream,
     refuse: (reason, undecodable) =>
       refused.push(`${undecodable ? "undecodable" : "bounds"}: ${reason}`),
+    ...(onBacklog === undefined ? {} : { onBacklog }),
   });
   const settled = async () => {
     await intake.idle();
@@ -119,6 +120,20 @@ describe("HealthIntake", () => {
       "evict",
       "readmit",
     ]);
+  });
+
+  it("says its backlog is full once MAX_BACKLOG reports wait, and when it is not any more", async () => {
+    const calls: boolean[] = [];
+    const { health, intake, settled } = harness((full) => calls.push(full));
+    const nodes = evictedNodes(2_000);
+    for (let i = 0; i < MAX_BACKLOG - 1; i++) intake.take(received({ nodes: wire(nodes) }));
+    expect(calls).toEqual([]);
+    intake.take(received({ nodes: wire(nodes) }));
+    // The stream stops reading here; nothing more arrives until the backlog drains.
+    expect(calls).toEqual([true]);
+    await settled();
+    expect(calls).toEqual([true, false]);
+    expect(health.nodesWhere("evicted")).toHaveLength(nodes.length);
   });
 
   it("hands nothing more to the fleet once its stream is over", async () => {

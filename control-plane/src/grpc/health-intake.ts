@@ -42,7 +42,17 @@ export interface HealthIntakeOptions {
   refuse(reason: string, undecodable: boolean): void;
   /** Default the control plane's intake budget (intakeTurns). */
   turns?: TurnBudget;
+  /**
+   * Called when the reports taken but not yet handed to the fleet reach MAX_BACKLOG (true) and
+   * when they fall back under it (false): the stream stops reading meanwhile, so a data plane
+   * that sends faster than the control plane takes in waits in its own transport instead of
+   * growing this process's memory (each report may be megabytes).
+   */
+  onBacklog?: (full: boolean) => void;
 }
+
+/** Reports of one stream held at most before it stops reading (see onBacklog). */
+export const MAX_BACKLOG = 4;
 
 /**
  * One stream's node-health reports, decoded and bounds-checked a slice at a time within the
@@ -56,6 +66,8 @@ export class HealthIntake {
   readonly #work: OrderedWork;
   /** Refused or closed: reports not yet handed over are dropped, slice by slice. */
   #stopped = false;
+  /** Reports taken and not yet handed over (or dropped). */
+  #backlog = 0;
 
   constructor(options: HealthIntakeOptions) {
     this.#options = options;
@@ -70,7 +82,17 @@ export class HealthIntake {
   /** Takes `report` in after every report taken before. */
   take(report: HealthReportSource): void {
     if (this.#stopped) return;
-    this.#work.run("reports", () => this.#steps(report));
+    if (++this.#backlog === MAX_BACKLOG) this.#options.onBacklog?.(true);
+    this.#work.run("reports", () => this.#counted(report));
+  }
+
+  /** A report's steps, counted out of the backlog however they end. */
+  *#counted(report: HealthReportSource): Generator<number, void> {
+    try {
+      yield* this.#steps(report);
+    } finally {
+      if (this.#backlog-- === MAX_BACKLOG) this.#options.onBacklog?.(false);
+    }
   }
 
   /** The stream is over: what it sent and was not handed over yet would only be ignored. */

@@ -339,6 +339,11 @@ export class StreamSession {
         );
         this.fail(serviceError(status.INVALID_ARGUMENT, reason));
       },
+      onBacklog: (full) => {
+        if (this.closed) return;
+        if (full) this.call.pause();
+        else this.call.resume();
+      },
     });
     this.healthIntake.take(report);
   }

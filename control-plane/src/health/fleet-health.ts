@@ -302,7 +302,10 @@ export class FleetHealth {
    * (changes_only): `removed` leave first, then each node of `nodes` in order, so a node that
    * changed twice journals both transitions. The work follows the changes, not the view: its
    * report is updated in place, and only the changed nodes are tallied and reconsidered.
-   * False, with a warning, when there is no report of `dataPlane` here to apply them on.
+   * False, with a warning, when there is no report of `dataPlane` here to apply them on and
+   * none is being taken in. True means taken: applied now, or queued behind that data plane's
+   * work in progress (if that leaves no report to apply them on, they are dropped then, with
+   * the same warning).
    */
   reportChanges(dataPlane: string, changes: HealthChanges): boolean {
     // Behind a whole report still being taken in: it applies on that one.

@@ -29,7 +29,7 @@ export class OrderedWork {
       try {
         running = this.#budget.run(steps());
       } catch (error) {
-        this.#onError(key, error);
+        this.#reportError(key, error);
         return;
       }
       if (running === undefined) return;
@@ -37,11 +37,26 @@ export class OrderedWork {
       running = tail.then(() => this.#budget.run(steps()));
     }
     const done: Promise<void> = running
-      .catch((error: unknown) => this.#onError(key, error))
+      .catch((error: unknown) => this.#reportError(key, error))
       .finally(() => {
         if (this.#tails.get(key) === done) this.#tails.delete(key);
       });
     this.#tails.set(key, done);
+  }
+
+  /**
+   * Hands a piece's failure to onError. A throw from onError itself is a bug; it becomes a
+   * process warning rather than a rejection nothing handles, which would end the process and
+   * hold back every later piece of the key.
+   */
+  #reportError(key: string, error: unknown): void {
+    try {
+      this.#onError(key, error);
+    } catch (bug) {
+      process.emitWarning(bug instanceof Error ? bug : new Error(String(bug)), {
+        code: "CLAWGATE_ORDERED_WORK_ERROR_HANDLER",
+      });
+    }
   }
 
   /** True while a piece of `key` waits for a later turn. */

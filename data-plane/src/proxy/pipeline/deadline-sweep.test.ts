@@ -72,4 +72,23 @@ describe("DeadlineSweep", () => {
     advance(200);
     expect(log).toEqual(["b@100", "c@100"]);
   });
+
+  it("restarts the deadline of an entry added again while still in a list", () => {
+    const sweep = new DeadlineSweep(now);
+    const log: string[] = [];
+    const [a, b] = ["a", "b"].map((name) => entry(log, name, now)) as [
+      DeadlineEntry,
+      DeadlineEntry,
+    ];
+    sweep.add(a, 100);
+    sweep.add(b, 100);
+    advance(50);
+    // Again, as when undici starts the request anew: one entry, due 100 ms from now.
+    sweep.add(a, 100);
+    advance(50);
+    expect(log).toEqual(["b@100"]);
+    advance(50);
+    expect(log).toEqual(["b@100", "a@150"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });

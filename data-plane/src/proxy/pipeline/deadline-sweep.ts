@@ -39,8 +39,13 @@ export class DeadlineSweep {
   /** `now` in milliseconds, monotonic; the default is the process's high-resolution clock. */
   constructor(private readonly now: () => number = () => performance.now()) {}
 
-  /** Puts `entry` in the list of `durationMs`; it expires that long from now. */
+  /**
+   * Puts `entry` in the list of `durationMs`; it expires that long from now. An entry still in
+   * a list leaves it first, so adding it again restarts its deadline (undici may start a request
+   * again on a new HTTP/2 stream, and a 1xx answer restarts the wait for headers).
+   */
   add(entry: DeadlineEntry, durationMs: number): void {
+    if (entry.list !== undefined) this.remove(entry);
     let list = this.#lists.get(durationMs);
     if (list === undefined) {
       list = new DeadlineList(durationMs, this.now);

@@ -97,6 +97,9 @@ class NodeAttempt implements Dispatcher.DispatchHandler, DeadlineEntry {
     if (statusCode >= 200) {
       this.#leaveSweep();
       this.handler.onResponseStart(controller, statusCode, headers);
+    } else if (this.#controller !== undefined) {
+      // As undici's own timer does, a 1xx answer starts the wait for the final headers anew.
+      this.sweep.add(this, this.headersMs);
     }
   }
 
