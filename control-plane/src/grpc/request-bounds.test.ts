@@ -12,8 +12,9 @@ import { describe, expect, it } from "vitest";
 import {
   checkAnswer,
   checkBreakerReport,
-  checkHealthChanges,
   checkHello,
+  checkNodes,
+  healthCountOver,
   truncate,
 } from "./request-bounds.js";
 
@@ -111,40 +112,38 @@ describe("checkBreakerReport", () => {
   });
 });
 
-describe("checkHealthChanges", () => {
+describe("health report bounds", () => {
   const node = (address: string, state = "evicted") =>
     create(NodeHealthSchema, { upstream: "agents", address, state, evidence: "e" });
 
-  it("counts changes and removed nodes together against the report bound", () => {
-    const half = Math.ceil(STREAM_LIMITS.healthNodes / 2);
-    const nodes = Array.from({ length: half }, (_, i) => node(`10.0.0.1:${i}`));
-    const removed = Array.from({ length: half + 1 }, (_, i) => node(`10.0.0.2:${i}`, ""));
-    expect(checkHealthChanges(nodes, removed)).toEqual({
-      ok: false,
-      reason: `NodeHealthReport.nodes and .removed have ${2 * half + 1} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
-    });
+  it("counts a changes-only report's nodes and removed together against the report bound", () => {
+    const over = STREAM_LIMITS.healthNodes + 1;
+    expect(healthCountOver(over, true)).toBe(
+      `NodeHealthReport.nodes and .removed have ${over} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    );
+    expect(healthCountOver(over, false)).toBe(
+      `NodeHealthReport.nodes has ${over} entries; the limit is ${STREAM_LIMITS.healthNodes}`,
+    );
+    expect(healthCountOver(STREAM_LIMITS.healthNodes, true)).toBeUndefined();
   });
 
-  it("names a removed node's field over its bound, and keeps only upstream and address", () => {
+  it("names a node's field over its bound by its index in the whole report", () => {
     const long = "a".repeat(STREAM_LIMITS.healthAddressLength + 1);
-    expect(checkHealthChanges([], [node(long, "")])).toEqual({
+    expect(checkNodes("removed", [node("10.0.0.1:80"), node(long, "")], 500)).toEqual({
       ok: false,
-      reason: `NodeHealthReport.removed[0].address is ${long.length} characters long; the limit is ${STREAM_LIMITS.healthAddressLength}`,
+      reason: `NodeHealthReport.removed[501].address is ${long.length} characters long; the limit is ${STREAM_LIMITS.healthAddressLength}`,
     });
-    expect(checkHealthChanges([node("10.0.0.1:80")], [node("10.0.0.2:80", "")])).toEqual({
+    expect(checkNodes("nodes", [node("10.0.0.1:80")])).toEqual({
       ok: true,
-      value: {
-        nodes: [
-          {
-            upstream: "agents",
-            address: "10.0.0.1:80",
-            state: "evicted",
-            evidence: "e",
-            changedAtMs: 0n,
-          },
-        ],
-        removed: [{ upstream: "agents", address: "10.0.0.2:80" }],
-      },
+      value: [
+        {
+          upstream: "agents",
+          address: "10.0.0.1:80",
+          state: "evicted",
+          evidence: "e",
+          changedAtMs: 0n,
+        },
+      ],
     });
   });
 });

@@ -38,12 +38,6 @@ export function checkAnswer<T extends Ack | Nack>(kind: "Ack" | "Nack", answer: 
   return { ok: true, value: { ...answer, errorDetail } };
 }
 
-/** Checks a node-health report and cuts each node's free-text evidence to its bound. */
-export function checkHealthReport(nodes: readonly NodeHealth[]): Bounded<ReportedNodeHealth[]> {
-  const reason = healthCountOver(nodes.length, false);
-  return reason === undefined ? checkNodes("nodes", nodes) : { ok: false, reason };
-}
-
 /**
  * Why a report of `entries` (a changes-only one's nodes and removed together) is over
  * STREAM_LIMITS.healthNodes, or undefined when it is not: checked before any node is decoded.
@@ -54,35 +48,6 @@ export function healthCountOver(entries: number, changesOnly: boolean): string |
     ? "NodeHealthReport.nodes and .removed have"
     : "NodeHealthReport.nodes has";
   return `${list} ${entries} entries; the limit is ${STREAM_LIMITS.healthNodes}`;
-}
-
-/** A changes-only report as the control plane applies it: nodes that left, then changes in order. */
-export interface BoundedHealthChanges {
-  nodes: ReportedNodeHealth[];
-  removed: { upstream: string; address: string }[];
-}
-
-/**
- * Checks a changes-only node-health report: the same bounds as a whole one (its entries, nodes
- * and removed together, at most STREAM_LIMITS.healthNodes), so its cost follows the changes.
- */
-export function checkHealthChanges(
-  nodes: readonly NodeHealth[],
-  removed: readonly NodeHealth[],
-): Bounded<BoundedHealthChanges> {
-  const over = healthCountOver(nodes.length + removed.length, true);
-  if (over !== undefined) return { ok: false, reason: over };
-  const changed = checkNodes("nodes", nodes);
-  if (!changed.ok) return changed;
-  const gone = checkNodes("removed", removed);
-  if (!gone.ok) return gone;
-  return {
-    ok: true,
-    value: {
-      nodes: changed.value,
-      removed: gone.value.map(({ upstream, address }) => ({ upstream, address })),
-    },
-  };
 }
 
 /**
