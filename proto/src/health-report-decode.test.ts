@@ -1,12 +1,9 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import {
-  NodeHealthSchema,
-  StreamSnapshotsRequestSchema,
-} from "./gen/clawgate/v1/snapshot_service_pb.js";
+import { StreamSnapshotsRequestSchema } from "./gen/clawgate/v1/snapshot_service_pb.js";
 import { decodeRequest } from "./health-report-decode.js";
-import { healthOf, requestBytes } from "./testing/health-request.js";
+import { changesOnlyRequest, healthOf, requestBytes } from "./testing/health-request.js";
 
 describe("decodeRequest", () => {
   it("gives what fromBinary gives for whole and changes-only health reports", () => {
@@ -22,17 +19,7 @@ describe("decodeRequest", () => {
           ],
         },
       }),
-      requestBytes({
-        case: "health",
-        value: {
-          changesOnly: true,
-          nodes: [
-            healthOf("10.0.0.1:80", "quarantined"),
-            healthOf("10.0.0.1:80", "evicted", "x", 3n),
-          ],
-          removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.3:80" })],
-        },
-      }),
+      changesOnlyRequest(),
       requestBytes({ case: "health", value: { changesOnly: true } }),
     ];
     for (const bytes of cases) {

@@ -1,4 +1,4 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,7 +7,7 @@ import {
   StreamSnapshotsRequestSchema,
 } from "./gen/clawgate/v1/snapshot_service_pb.js";
 import { ReceivedHealthReport, receiveRequest } from "./received-health-report.js";
-import { healthOf, requestBytes } from "./testing/health-request.js";
+import { changesOnlyRequest, healthOf, requestBytes } from "./testing/health-request.js";
 
 /** Every node of `report`, read `max` at a time. */
 function readAll(report: ReceivedHealthReport, max: number): NodeHealth[] {
@@ -42,17 +42,7 @@ describe("receiveRequest", () => {
           ),
         },
       }),
-      requestBytes({
-        case: "health",
-        value: {
-          changesOnly: true,
-          nodes: [
-            healthOf("10.0.0.1:80", "quarantined"),
-            healthOf("10.0.0.1:80", "evicted", "x", 3n),
-          ],
-          removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.3:80" })],
-        },
-      }),
+      changesOnlyRequest(),
     ];
     for (const bytes of cases) {
       const received = receiveRequest(bytes);

@@ -1,22 +1,10 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { expect, it } from "vitest";
 import { upstreamAt } from "../testing/delta-fixture.js";
+import { settledHeap } from "../testing/settled-heap.js";
 import { compileUpstream } from "./compile-upstream.js";
-
-// A full collection before each reading, so the heap measured is what is still referenced.
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
 
 const UPSTREAMS = 200;
 const NODES_EACH = 100;
-
-async function settledHeap(): Promise<number> {
-  await new Promise((resolve) => setImmediate(resolve));
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 /**
  * Issue 9: every object a compiled node keeps survives boot's scavenges and is copied by them,

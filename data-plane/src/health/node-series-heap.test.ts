@@ -1,20 +1,8 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { expect, it } from "vitest";
+import { settledHeap } from "../testing/settled-heap.js";
 import { NodeSeries } from "./node-series.js";
 
-// A full collection before each reading, so the heap measured is what is still referenced.
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-
 const NODES = 20_000;
-
-async function settledHeap(): Promise<number> {
-  await new Promise((resolve) => setImmediate(resolve));
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 /**
  * Issue 9: at 20,000 nodes each byte kept per node is 20 KB of heap the collector walks in the

@@ -1,29 +1,13 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { deltaOf, routeAt, snapshotOf, upstreamAt } from "../testing/delta-fixture.js";
+import { settledHeap } from "../testing/settled-heap.js";
 import { AppliedSnapshot } from "./applied-snapshot.js";
 import { diffSnapshots } from "./snapshot-diff.js";
-
-// A full collection before each reading, so the heap measured is what is still referenced.
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
 
 const ROUTES = 2_000;
 const UPSTREAMS = 200;
 const CHANGES = 1_000;
 const WARM_UP = 200;
-
-/**
- * A WeakRef's target is kept until the current job ends, so the collection runs in a later
- * turn, as it would between two deltas off the stream.
- */
-async function settledHeap(): Promise<number> {
-  await new Promise((resolve) => setImmediate(resolve));
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 /**
  * Issue 9: memory is bounded by the config, not by the number of deltas applied. Each delta

@@ -17,3 +17,15 @@ export function requestBytes(
     create(StreamSnapshotsRequestSchema, { message: value }),
   );
 }
+
+/** A changes-only report: one node changed twice in order, another removed. */
+export function changesOnlyRequest(): Uint8Array {
+  return requestBytes({
+    case: "health",
+    value: {
+      changesOnly: true,
+      nodes: [healthOf("10.0.0.1:80", "quarantined"), healthOf("10.0.0.1:80", "evicted", "x", 3n)],
+      removed: [create(NodeHealthSchema, { upstream: "agents", address: "10.0.0.3:80" })],
+    },
+  });
+}
