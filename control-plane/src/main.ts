@@ -28,6 +28,7 @@ import { Journal } from "./journal/journal.js";
 import { JournalFollower } from "./journal/journal-follower.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
+import { registerQuotaMetrics } from "./metrics/quota-metrics.js";
 import { StoredWindowCounter } from "./quota/stored-window-counter.js";
 import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
@@ -240,6 +241,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     maxStreams: settings.grpcMaxStreams,
     quotaWindows: { minuteMs: settings.quotaMinuteMs, dayMs: settings.quotaDayMs },
     quotaCounter,
+    quotaMetrics: registerQuotaMetrics(metrics),
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
   // Named tokens with roles, kept in memory from a watch; the bootstrap token is their admin.

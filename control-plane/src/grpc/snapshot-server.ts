@@ -7,8 +7,10 @@ import {
 import { Server, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
+import type { QuotaMetrics } from "../metrics/quota-metrics.js";
 import { ProbeCoordinator } from "../probe/probe-coordinator.js";
 import { QuotaLedger } from "../quota/quota-ledger.js";
+import { quotaLedgerReports } from "../quota/quota-ledger-reports.js";
 import { tenantLimits } from "../quota/tenant-limits.js";
 import type { WindowCounter } from "../quota/window-counter.js";
 import {
@@ -65,6 +67,8 @@ export interface SnapshotServerOptions {
    * (a StoredWindowCounter on etcd); default this replica counts alone.
    */
   quotaCounter?: WindowCounter;
+  /** Counts budgets spent fleet-wide and failed writes of their shared count; default none. */
+  quotaMetrics?: QuotaMetrics;
 }
 
 /**
@@ -142,11 +146,7 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     now: Date.now,
     ...options.quotaWindows,
     counter: options.quotaCounter,
-    onError: (error, key) =>
-      logger.warn(
-        { err: error, tenant: key.tenant, kind: key.kind, window: key.window },
-        "could not reserve or charge a tenant budget in the store; data planes asking get no share until it answers",
-      ),
+    ...quotaLedgerReports(logger, options.quotaMetrics),
   });
   const probes = new ProbeCoordinator({ now: () => performance.now() });
 

@@ -129,6 +129,25 @@ describe("QuotaLedger", () => {
     expect(book.report("b", [ask(0, 0, true, tokens)])[0]).toMatchObject(revoked);
   });
 
+  it("tells onSpent once per window in which the budget ran out", () => {
+    const clock = { now: 0 };
+    const spent: string[] = [];
+    const book = new QuotaLedger({
+      limitOf: () => 4,
+      holders: () => 1,
+      now: () => clock.now,
+      onSpent: (key) => spent.push(`${key.tenant} ${key.window}`),
+    });
+    book.report("a", [ask()]);
+    book.report("a", [ask(4)]);
+    expect(book.report("a", [ask(0)])[0]).toMatchObject({ exhausted: true });
+    expect(spent).toEqual(["acme 0"]);
+    clock.now = 60_000;
+    book.report("a", [ask(0, 1)]);
+    book.report("a", [ask(4, 1)]);
+    expect(spent).toEqual(["acme 0", "acme 1"]);
+  });
+
   it("does not push to a data plane that went away", () => {
     const book = ledger(10, 2);
     const pushed: LeaseGrant[] = [];

@@ -46,6 +46,17 @@ export interface QuotaLedgerOptions {
   counter?: WindowCounter;
   /** Told when the shared count could not be read or written; default nothing. */
   onError?(error: unknown, key: WindowKey): void;
+  /**
+   * After the shared count refused a reservation, asks of that budget are answered with what
+   * is on hand (no share, if nothing is) for this long before the store is tried again;
+   * default 1000 ms.
+   */
+  reserveRetryMs?: number;
+  /**
+   * Told once per window when a tenant's budget is spent fleet-wide and this replica revokes
+   * the shares it handed out; default nothing.
+   */
+  onSpent?(key: WindowKey): void;
 }
 
 /** One lease handed out, as it goes on the wire in a QuotaGrant. */
@@ -79,6 +90,8 @@ interface Budget {
   /** A block is being reserved; the holders in `waiting` are answered when it comes. */
   reserving: boolean;
   readonly waiting: Set<string>;
+  /** options.now() before which no block is reserved: the last reservation failed. */
+  reserveAgainAt: number;
   /** The budget is spent and its holders were told so. */
   revoked: boolean;
 }
@@ -87,6 +100,7 @@ export class QuotaLedger {
   readonly #options: QuotaLedgerOptions;
   readonly #minuteMs: number;
   readonly #dayMs: number;
+  readonly #reserveRetryMs: number;
   readonly #budgets = new Map<string, Budget>();
   readonly #deliveries = new Map<string, GrantDelivery>();
   readonly #counter: WindowCounter;
@@ -96,6 +110,7 @@ export class QuotaLedger {
     this.#options = options;
     this.#minuteMs = options.minuteMs ?? 60_000;
     this.#dayMs = options.dayMs ?? 86_400_000;
+    this.#reserveRetryMs = options.reserveRetryMs ?? 1_000;
     this.#counter = options.counter ?? new LocalWindowCounter();
     this.#unsubscribe =
       this.#counter.onTotal?.((key, total) => this.#fleetTotal(key, total)) ?? (() => {});
@@ -185,7 +200,11 @@ export class QuotaLedger {
       budget.waiting.add(holder);
       return undefined;
     }
-    if (this.#available(budget) <= 0 && budget.fleetTotal < limit) {
+    if (
+      this.#available(budget) <= 0 &&
+      budget.fleetTotal < limit &&
+      this.#options.now() >= budget.reserveAgainAt
+    ) {
       const claim = this.#counter.reserve(budget.key, limit);
       if (claim instanceof Promise) {
         budget.reserving = true;
@@ -193,6 +212,10 @@ export class QuotaLedger {
         this.#settle(budget, claim, (settled) => {
           budget.reserving = false;
           if (settled !== undefined) this.#reserved(budget, settled);
+          // The waiting are answered below with what is on hand. Were the store tried again at
+          // once for them, a store that refuses at once would be asked in a loop that never
+          // yields, each failure logged.
+          else budget.reserveAgainAt = this.#options.now() + this.#reserveRetryMs;
           this.#revokeIfSpent(budget, limit);
           this.#answerWaiting(budget);
         });
@@ -270,6 +293,7 @@ export class QuotaLedger {
     if (budget.used < budget.reserved && budget.fleetTotal <= limit) return;
     budget.revoked = true;
     this.#revoke(budget, reporter);
+    this.#options.onSpent?.(budget.key);
   }
 
   #spent(budget: Budget): LeaseGrant {
@@ -344,6 +368,7 @@ export class QuotaLedger {
         fleetTotal: 0,
         reserving: false,
         waiting: new Set(),
+        reserveAgainAt: 0,
         revoked: false,
       };
       this.#budgets.set(id, budget);

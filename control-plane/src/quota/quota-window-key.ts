@@ -15,14 +15,19 @@ const KIND_NAMES = new Map<QuotaKind, string>([
 ]);
 const KINDS_BY_NAME = new Map([...KIND_NAMES].map(([kind, name]) => [name, kind]));
 
+/** The name of a quota kind in keys and metric labels: `requests-per-minute`, ... */
+export function quotaKindName(kind: QuotaKind): string {
+  const name = KIND_NAMES.get(kind);
+  if (name === undefined) throw new Error(`no name for quota kind ${kind}`);
+  return name;
+}
+
 export function quotaWindowPrefix(prefix: string): string {
   return `${prefix}meta/quota/`;
 }
 
 export function quotaWindowKey(prefix: string, key: Omit<WindowKey, "windowMs">): string {
-  const kind = KIND_NAMES.get(key.kind);
-  if (kind === undefined) throw new Error(`no fleet count for quota kind ${key.kind}`);
-  return `${quotaWindowPrefix(prefix)}${key.tenant}/${kind}/${key.window}`;
+  return `${quotaWindowPrefix(prefix)}${key.tenant}/${quotaKindName(key.kind)}/${key.window}`;
 }
 
 /** The tenant window a count's key names; undefined for any other key. */

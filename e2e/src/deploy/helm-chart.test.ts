@@ -342,6 +342,11 @@ describe("alerts and dashboard", () => {
     expectAlert("ClawgateNodeStillEvicted", /clawgate_upstream_node_healthy\{.*== 0$/, "10m");
     expectAlert("ClawgateRemediationFailing", /clawgate_heal_actions_total\{.*result="failed"/);
     expectAlert("ClawgateControlPlaneNotPublishing", /clawgate_snapshot_published\{/, "10m");
+    expectAlert(
+      "ClawgateQuotaStoreFailing",
+      /increase\(clawgate_quota_store_errors_total\{.*\[5m\]\)\) > 0$/,
+      "10m",
+    );
   });
 
   it("ships the dashboard file as a labelled ConfigMap with every panel's metric", async () => {

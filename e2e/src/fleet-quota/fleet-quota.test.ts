@@ -44,7 +44,7 @@ describe("fleet-wide tenant budgets through a real control plane", () => {
 
   it("holds requestsPerMinute 20 across two data planes sharing the traffic: 18-24 pass, not 40", async () => {
     // An hour-long window: the test cannot straddle two windows by bad luck.
-    const { a, b } = await withTenant(
+    const { cp, a, b } = await withTenant(
       { CLAWGATE_QUOTA_MINUTE_MS: "3600000" },
       { requestsPerMinute: 20 },
       teardown,
@@ -73,6 +73,17 @@ describe("fleet-wide tenant budgets through a real control plane", () => {
     // Each data plane alone would have let 20 through; together they did not get 40.
     const refused = a.book.admit("acme", RPM, 20);
     expect(refused.ok).toBe(false);
+    // The control plane tells Prometheus the budget ran out, once for this window.
+    const metrics = await (
+      await fetch(`${cp.adminUrl}/metrics`, {
+        headers: { authorization: `Bearer ${cp.token}` },
+        signal: AbortSignal.timeout(10_000),
+      })
+    ).text();
+    expect(metrics).toContain(
+      'clawgate_quota_exhausted_total{tenant="acme",kind="requests-per-minute"} 1\n',
+    );
+    expect(metrics).toContain("clawgate_quota_store_errors_total 0\n");
   }, 60_000);
 
   it("spends a token budget with OpenAI-style JSON and SSE usage on one data plane, revokes the other's unspent share, and resets", async () => {
