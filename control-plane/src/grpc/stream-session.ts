@@ -218,6 +218,8 @@ export class StreamSession {
     // Nothing more is sent; the data plane said it wants no more.
     this.unsubscribe?.();
     this.unsubscribeTargets?.();
+    this.unsubscribe = undefined;
+    this.unsubscribeTargets = undefined;
     const finish = () => {
       if (this.closed) return;
       this.cleanup("data plane ended the stream");
