@@ -23,6 +23,8 @@ export class ReceivedHealthReport {
   /** NodeHealthReport.removed, decoded when the report was scanned (a short list in practice). */
   readonly removed: readonly NodeHealth[];
   readonly #bytes: Uint8Array;
+  /** The report's bytes on the wire (its fields, within the message). */
+  readonly byteLength: number;
   /** Where the report's fields end in #bytes. */
   readonly #end: number;
   /** Where the next top-level field not yet read starts. */
@@ -40,6 +42,7 @@ export class ReceivedHealthReport {
     this.#bytes = scan.bytes;
     this.#cursor = scan.start;
     this.#end = scan.end;
+    this.byteLength = scan.end - scan.start;
   }
 
   /** The next at most `max` nodes, in the order sent; an empty list once every node was read. */

@@ -79,7 +79,9 @@ function streamIntake(health: FleetHealth): HealthIntake {
   return new HealthIntake({
     fleet: {
       healthReported: (nodeId, _stream, nodes) => health.report(nodeId, nodes),
-      healthChangesReported: (nodeId, _stream, changes) => health.reportChanges(nodeId, changes),
+      // Waits as the fleet's listener does: one data plane here, so its work is all there is.
+      healthChangesReported: (nodeId, _stream, changes) =>
+        health.reportChanges(nodeId, changes) ? health.settled() : undefined,
     },
     nodeId: "dp-1",
     stream: 1,

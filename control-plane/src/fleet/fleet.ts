@@ -23,8 +23,15 @@ export interface ReportedNodeHealth {
   changedAtMs: number | bigint;
 }
 
-/** A data plane's whole view of node health, as it last reported it. */
-export type HealthReportListener = (nodeId: string, nodes: readonly ReportedNodeHealth[]) => void;
+/**
+ * Told a data plane's whole view of node health, as it last reported it. A listener that takes
+ * it in later returns a promise that settles (either way) once it has: the stream that sent it
+ * reads no further meanwhile (HealthIntake), so the listener's queue stays bounded.
+ */
+export type HealthReportListener = (
+  nodeId: string,
+  nodes: readonly ReportedNodeHealth[],
+) => unknown;
 
 /** A node that left a data plane's view. */
 export interface RemovedNode {
@@ -41,7 +48,22 @@ export interface HealthChanges {
   removed: readonly RemovedNode[];
 }
 
-export type HealthChangesListener = (nodeId: string, changes: HealthChanges) => void;
+/** Told a changes-only report; a promise as for HealthReportListener. */
+export type HealthChangesListener = (nodeId: string, changes: HealthChanges) => unknown;
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null | undefined)?.then === "function";
+}
+
+/**
+ * The promises listeners returned (other values mean nothing), as one that settles once all
+ * have; undefined when none did.
+ */
+function takenIn(results: unknown[]): Promise<void> | undefined {
+  const pending = results.filter(isPromiseLike);
+  if (pending.length === 0) return undefined;
+  return Promise.allSettled(pending).then(() => undefined);
+}
 
 export interface FleetOptions {
   /** How long a connected data plane may lag the published version before it is STALE; default 10 s. */
@@ -129,20 +151,35 @@ export class Fleet implements FleetSource {
     };
   }
 
-  /** A data plane sent what changed in its view; ignored unless `stream` is its current one. */
-  healthChangesReported(nodeId: string, stream: StreamToken, changes: HealthChanges): void {
+  /**
+   * A data plane sent what changed in its view; ignored unless `stream` is its current one.
+   * Undefined when every listener took it in at once, else a promise that settles once all have.
+   */
+  healthChangesReported(
+    nodeId: string,
+    stream: StreamToken,
+    changes: HealthChanges,
+  ): Promise<void> | undefined {
     const record = this.records.get(nodeId);
-    if (record === undefined || record.stream !== stream) return;
+    if (record === undefined || record.stream !== stream) return undefined;
     record.lastSeen = this.clock();
-    for (const listener of this.healthChangeListeners) listener(nodeId, changes);
+    return takenIn([...this.healthChangeListeners].map((listener) => listener(nodeId, changes)));
   }
 
-  /** A data plane sent its view of node health; ignored unless `stream` is its current one. */
-  healthReported(nodeId: string, stream: StreamToken, nodes: readonly ReportedNodeHealth[]): void {
+  /**
+   * A data plane sent its view of node health; ignored unless `stream` is its current one (a
+   * report of a stream it replaced is older than what the new stream brings). Undefined when
+   * every listener took it in at once, else a promise that settles once all have.
+   */
+  healthReported(
+    nodeId: string,
+    stream: StreamToken,
+    nodes: readonly ReportedNodeHealth[],
+  ): Promise<void> | undefined {
     const record = this.records.get(nodeId);
-    if (record === undefined || record.stream !== stream) return;
+    if (record === undefined || record.stream !== stream) return undefined;
     record.lastSeen = this.clock();
-    for (const listener of this.healthListeners) listener(nodeId, nodes);
+    return takenIn([...this.healthListeners].map((listener) => listener(nodeId, nodes)));
   }
 
   /** A stream said Hello; returns the token its `disconnected` call must pass. */

@@ -15,7 +15,7 @@ import { FleetHealth } from "../health/fleet-health.js";
 import type { HealEventInput } from "../journal/heal-event.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
 import { INTAKE_ENTRIES_PER_TURN } from "../turns/turn-budget.js";
-import { HealthIntake, MAX_BACKLOG } from "./health-intake.js";
+import { HealthIntake, MAX_BACKLOG_BYTES } from "./health-intake.js";
 
 const NODES = 20_000;
 const hello = { hostname: "dp-1.local", softwareVersion: "1.0.0", lastAppliedVersion: 0 };
@@ -49,7 +49,7 @@ function turnCounter() {
   return counter;
 }
 
-function harness(onBacklog?: (full: boolean) => void) {
+function harness(onBacklog?: (full: boolean) => void, fleet = new Fleet()) {
   const recorded: HealEventInput[] = [];
   const journal = {
     record: async (event: HealEventInput) => {
@@ -57,7 +57,6 @@ function harness(onBacklog?: (full: boolean) => void) {
       return { id: "x", time: "t", ...event } as never;
     },
   };
-  const fleet = new Fleet();
   const health = new FleetHealth({ fleet, journal });
   const stream = fleet.connected("dp-1", hello);
   const refused: string[] = [];
@@ -122,18 +121,72 @@ describe("HealthIntake", () => {
     ]);
   });
 
-  it("says its backlog is full once MAX_BACKLOG reports wait, and when it is not any more", async () => {
+  it("says its backlog is full once whole 20,000-node reports of MAX_BACKLOG_BYTES wait, and when it is not any more", async () => {
     const calls: boolean[] = [];
     const { health, intake, settled } = harness((full) => calls.push(full));
-    const nodes = evictedNodes(2_000);
-    for (let i = 0; i < MAX_BACKLOG - 1; i++) intake.take(received({ nodes: wire(nodes) }));
-    expect(calls).toEqual([]);
-    intake.take(received({ nodes: wire(nodes) }));
+    const nodes = evictedNodes(NODES);
+    const reportBytes = received({ nodes: wire(nodes) }).byteLength;
+    let taken = 0;
+    while (calls.length === 0) {
+      intake.take(received({ nodes: wire(nodes) }));
+      taken++;
+    }
     // The stream stops reading here; nothing more arrives until the backlog drains.
     expect(calls).toEqual([true]);
+    expect(taken).toBe(Math.ceil(MAX_BACKLOG_BYTES / reportBytes));
     await settled();
     expect(calls).toEqual([true, false]);
     expect(health.nodesWhere("evicted")).toHaveLength(nodes.length);
+  });
+
+  it("keeps reading while many small changes-only reports wait behind a whole one", async () => {
+    const calls: boolean[] = [];
+    const { health, intake, recorded, settled } = harness((full) => calls.push(full));
+    const nodes = evictedNodes(NODES);
+    intake.take(received({ nodes: wire(nodes) }));
+    // A node flapping while the whole report is taken in: each change is a report of its own.
+    const flaps = 200;
+    for (let i = 0; i < flaps; i++) {
+      const state = i % 2 === 0 ? "healthy" : "evicted";
+      const changed = { ...nodes[3]!, state, changedAtMs: 1n << 42n };
+      intake.take(received({ changesOnly: true, nodes: wire([changed]) }));
+    }
+    expect(calls).toEqual([]);
+    await settled();
+    expect(calls).toEqual([]);
+    expect(health.nodesWhere("evicted")).toHaveLength(NODES);
+    // Every change taken in, in order: evicted by the whole report, then each flap.
+    expect(recorded.filter((e) => e.node === nodes[3]!.address)).toHaveLength(flaps + 1);
+  });
+
+  it("counts a report in its backlog until FleetHealth has taken it in, so its queue there stays bounded across a reconnect", async () => {
+    const fleet = new Fleet();
+    const { health, intake: old, settled } = harness(undefined, fleet);
+    // Each report changes every node, so taking it into the view costs more than decoding it.
+    const count = 5_000;
+    const evicted = wire(evictedNodes(count));
+    const healthy = wire(evictedNodes(count).map((n) => ({ ...n, state: "healthy" })));
+    const counter = turnCounter();
+    let most = 0;
+    const sample = () => {
+      most = Math.max(most, health.queued("dp-1"));
+      if (!counter.stopped) setImmediate(sample);
+    };
+    sample();
+    for (let i = 0; i < 6; i++) old.take(received({ nodes: i % 2 === 0 ? evicted : healthy }));
+    // dp-1 reconnects while the old stream's reports are queued, and sends its view again.
+    const stream = fleet.connected("dp-1", hello);
+    const fresh = new HealthIntake({ fleet, nodeId: "dp-1", stream, refuse: () => {} });
+    for (let i = 0; i < 6; i++) fresh.take(received({ nodes: i % 2 === 0 ? healthy : evicted }));
+    await settled();
+    await fresh.idle();
+    await health.settled();
+    counter.stopped = true;
+
+    // One report of each stream at most: the old stream's later ones are dropped at the hand-over.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(health.nodesWhere("evicted")).toHaveLength(count);
   });
 
   it("hands nothing more to the fleet once its stream is over", async () => {

@@ -1,7 +1,12 @@
 import type { NodeHealth, NodeHealthReport } from "@clawgate/proto";
 import type { Fleet, ReportedNodeHealth, StreamToken } from "../fleet/fleet.js";
 import { OrderedWork } from "../turns/ordered-work.js";
-import { INTAKE_SLICE_ENTRIES, intakeTurns, type TurnBudget } from "../turns/turn-budget.js";
+import {
+  INTAKE_SLICE_ENTRIES,
+  intakeTurns,
+  type Step,
+  type TurnBudget,
+} from "../turns/turn-budget.js";
 import { checkNodes, healthCountOver } from "./request-bounds.js";
 
 /**
@@ -10,10 +15,32 @@ import { checkNodes, healthCountOver } from "./request-bounds.js";
  */
 export interface HealthReportSource {
   readonly changesOnly: boolean;
+  /** The report's size on the wire (or about it), counted in the intake's backlog. */
+  readonly byteLength: number;
   readonly nodeCount: number;
   readonly removed: readonly NodeHealth[];
   /** The next at most `max` nodes; an empty list once every node was read. */
   nextNodes(max: number): NodeHealth[];
+}
+
+/**
+ * About the bytes a node takes on the wire beyond its strings: five tags, four lengths and a
+ * millisecond time as a varint.
+ */
+const NODE_OVERHEAD_BYTES = 18;
+
+/** About the wire size of `nodes`, for a report that was decoded whole and kept no bytes. */
+function wireSize(nodes: readonly NodeHealth[]): number {
+  let bytes = 0;
+  for (const node of nodes) {
+    bytes +=
+      NODE_OVERHEAD_BYTES +
+      node.upstream.length +
+      node.address.length +
+      node.state.length +
+      node.evidence.length;
+  }
+  return bytes;
 }
 
 /** A report decoded whole, read as a source. */
@@ -21,6 +48,7 @@ export function decodedReport(report: NodeHealthReport): HealthReportSource {
   let read = 0;
   return {
     changesOnly: report.changesOnly,
+    byteLength: wireSize(report.nodes) + wireSize(report.removed),
     nodeCount: report.nodes.length,
     removed: report.removed,
     nextNodes(max) {
@@ -43,16 +71,25 @@ export interface HealthIntakeOptions {
   /** Default the control plane's intake budget (intakeTurns). */
   turns?: TurnBudget;
   /**
-   * Called when the reports taken but not yet handed to the fleet reach MAX_BACKLOG (true) and
-   * when they fall back under it (false): the stream stops reading meanwhile, so a data plane
-   * that sends faster than the control plane takes in waits in its own transport instead of
-   * growing this process's memory (each report may be megabytes).
+   * Called when the bytes of the reports taken and not yet taken in by the fleet reach
+   * MAX_BACKLOG_BYTES (true) and when they fall back under it (false): the stream stops reading
+   * meanwhile, so a data plane that sends faster than the control plane takes in waits in its
+   * own transport instead of growing this process's memory.
    */
   onBacklog?: (full: boolean) => void;
 }
 
-/** Reports of one stream held at most before it stops reading (see onBacklog). */
-export const MAX_BACKLOG = 4;
+/**
+ * Bytes of one stream's reports waiting (taken, not yet taken in by the fleet) at which it stops
+ * reading (see onBacklog). Counted in bytes, not reports: a changes-only report of one node is
+ * about 70 bytes and thousands of them never stop a stream, while a whole 20,000-node report
+ * (issue 9's scale) is about 1.4 MiB on the wire, so a flood of those stops it at the third
+ * waiting. A paused stream's reports then hold at most this plus one message (grpc
+ * max_receive_message_length, 8 MiB) of bytes, besides the one report being decoded and taken
+ * in; a data plane's usual burst, its whole view after Hello and its first changes, stays under
+ * it.
+ */
+export const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 /**
  * One stream's node-health reports, decoded and bounds-checked a slice at a time within the
@@ -64,10 +101,12 @@ export const MAX_BACKLOG = 4;
 export class HealthIntake {
   readonly #options: HealthIntakeOptions;
   readonly #work: OrderedWork;
-  /** Refused or closed: reports not yet handed over are dropped, slice by slice. */
+  /** Refused or closed: reports not yet handed over are dropped. */
   #stopped = false;
-  /** Reports taken and not yet handed over (or dropped). */
-  #backlog = 0;
+  /** Bytes of the reports taken and not yet taken in by the fleet (or dropped). */
+  #backlogBytes = 0;
+  /** What onBacklog was last told. */
+  #full = false;
 
   constructor(options: HealthIntakeOptions) {
     this.#options = options;
@@ -82,30 +121,48 @@ export class HealthIntake {
   /** Takes `report` in after every report taken before. */
   take(report: HealthReportSource): void {
     if (this.#stopped) return;
-    if (++this.#backlog === MAX_BACKLOG) this.#options.onBacklog?.(true);
-    this.#work.run("reports", () => this.#counted(report));
+    const bytes = report.byteLength;
+    this.#backlogBytes += bytes;
+    this.#work.run("reports", () => this.#counted(report, bytes));
+    // After the run: a report taken in at once never stops the stream, however big.
+    this.#tellBacklog();
   }
 
   /** A report's steps, counted out of the backlog however they end. */
-  *#counted(report: HealthReportSource): Generator<number, void> {
+  *#counted(report: HealthReportSource, bytes: number): Generator<Step, void> {
     try {
       yield* this.#steps(report);
     } finally {
-      if (this.#backlog-- === MAX_BACKLOG) this.#options.onBacklog?.(false);
+      this.#backlogBytes -= bytes;
+      this.#tellBacklog();
     }
   }
 
-  /** The stream is over: what it sent and was not handed over yet would only be ignored. */
-  close(): void {
-    this.#stopped = true;
+  #tellBacklog(): void {
+    const full = this.#backlogBytes >= MAX_BACKLOG_BYTES;
+    if (full === this.#full) return;
+    this.#full = full;
+    this.#options.onBacklog?.(full);
   }
 
-  /** Settles once every report taken so far was handed to the fleet (or refused). */
+  /**
+   * The stream is over: what it sent and the fleet has not yet been handed is dropped (a report
+   * handed over is taken in by the fleet whatever happens to the stream).
+   */
+  close(): void {
+    this.#stopped = true;
+    void this.#work.close();
+  }
+
+  /**
+   * Settles once every report taken so far was taken in by the fleet (or refused, or dropped by
+   * close()).
+   */
   idle(): Promise<void> {
     return this.#work.idle();
   }
 
-  *#steps(report: HealthReportSource): Generator<number, void> {
+  *#steps(report: HealthReportSource): Generator<Step, void> {
     if (this.#stopped) return;
     const { changesOnly, nodeCount, removed } = report;
     const over = healthCountOver(nodeCount + (changesOnly ? removed.length : 0), changesOnly);
@@ -121,17 +178,22 @@ export class HealthIntake {
       for (const node of checked.value) nodes.push(node);
     }
     const { fleet, nodeId, stream } = this.#options;
+    let taken: Promise<void> | undefined;
     if (!changesOnly) {
       // State of the world: the report replaces whatever this data plane said before.
-      fleet.healthReported(nodeId, stream, nodes);
-      return;
+      taken = fleet.healthReported(nodeId, stream, nodes);
+    } else {
+      const gone = checkNodes("removed", removed);
+      if (!gone.ok) return this.#refuse(gone.reason);
+      taken = fleet.healthChangesReported(nodeId, stream, {
+        nodes,
+        removed: gone.value.map(({ upstream, address }) => ({ upstream, address })),
+      });
     }
-    const gone = checkNodes("removed", removed);
-    if (!gone.ok) return this.#refuse(gone.reason);
-    fleet.healthChangesReported(nodeId, stream, {
-      nodes,
-      removed: gone.value.map(({ upstream, address }) => ({ upstream, address })),
-    });
+    // The next report is handed over only once the fleet has taken this one in, and this one
+    // counts in the backlog until then: so the backlog bounds what waits in the fleet's queue
+    // too, and one stream never has more than one report there (FleetHealth.report).
+    if (taken !== undefined) yield taken;
   }
 
   #refuse(reason: string, undecodable = false): void {

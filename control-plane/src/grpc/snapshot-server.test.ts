@@ -23,6 +23,8 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { DataPlaneState } from "../fleet/data-plane-view.js";
 import { Fleet } from "../fleet/fleet.js";
+import { FleetHealth } from "../health/fleet-health.js";
+import { evictedNodes } from "../testing/evicted-nodes.js";
 import { FakeSnapshotPublisher } from "../testing/fake-snapshot-publisher.js";
 import { type EncodingKind, SNAPSHOT_PART_BYTES, SnapshotEncodings } from "./snapshot-encodings.js";
 import {
@@ -824,6 +826,33 @@ describe("snapshot server bounds what a data plane may send", () => {
     expect(changes).toEqual([
       { nodes: ["127.0.0.1:1 quarantined", "127.0.0.1:1 evicted"], removed: ["127.0.0.1:2"] },
     ]);
+  });
+
+  it("takes in the health reports a data plane sent before ending its writes, in order, before the stream ends", async () => {
+    const h = await harness();
+    const health = new FleetHealth({ fleet: h.fleet });
+    cleanups.push(() => health.close());
+    // Big enough to be taken in over many turns: the end of the stream arrives meanwhile.
+    const nodes = evictedNodes(20_000).map((n) =>
+      create(NodeHealthSchema, { ...n, changedAtMs: BigInt(n.changedAtMs) }),
+    );
+    const back = create(NodeHealthSchema, { ...nodes[7]!, state: "healthy", changedAtMs: 1n });
+    const dp = new TestDataPlane(h.client);
+    dp.hello("dp-1");
+    await dp.next();
+    dp.send({ case: "health", value: create(NodeHealthReportSchema, { nodes }) });
+    dp.send({
+      case: "health",
+      value: create(NodeHealthReportSchema, { changesOnly: true, nodes: [back] }),
+    });
+    dp.call.end();
+
+    expect((await dp.status).code).toBe(grpc.status.OK);
+    await health.settled();
+    // Both reports are in the view now, not only after the reconnect grace.
+    expect(health.nodesWhere("evicted")).toHaveLength(nodes.length - 1);
+    expect(health.node(back.upstream, back.address)?.majority).toBe("healthy");
+    expect(h.fleet.get("dp-1")?.connected).toBe(false);
   });
 
   it("refuses a changes-only health report on a stream with no whole report yet, naming it", async () => {

@@ -148,6 +148,8 @@ export class StreamSession {
   private blocked = false;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  /** The data plane ended its writes; the stream ends once its reports are taken in. */
+  private ending = false;
   private helloTimer: NodeJS.Timeout | undefined;
   /** The data plane sent its whole health view on this stream: changes-only reports build on it. */
   private healthViewSent = false;
@@ -184,12 +186,8 @@ export class StreamSession {
     headers.set(HEALTH_CHANGES_HEADER, "1");
     this.call.sendMetadata(headers);
     this.call.on("data", (request: ReceivedRequest) => this.onRequest(request));
-    // The data plane half-closed: it wants no more snapshots.
-    this.call.on("end", () => {
-      if (this.closed) return;
-      this.cleanup("data plane ended the stream");
-      this.call.end();
-    });
+    // The data plane half-closed: it wants no more snapshots, and has sent all it will.
+    this.call.on("end", () => this.onEnd());
     this.call.on("cancelled", () => this.cleanup("stream cancelled"));
     this.call.on("close", () => this.cleanup("stream closed"));
     this.call.on("error", (error: Error) => this.cleanup(`stream failed: ${error.message}`));
@@ -199,6 +197,37 @@ export class StreamSession {
       // Versions published while blocked were skipped: only the newest is worth sending now.
       this.offer(this.builder.current());
     });
+  }
+
+  /**
+   * The data plane ended its writes. The health reports it sent before are taken in first, in
+   * order, while the stream is still its current one: handled at once, its end would drop them
+   * and leave its view here stale for the reconnect grace (FleetHealth drops a disconnected data
+   * plane's report only then). The stream is answered and cleaned up once they are.
+   *
+   * A stream that breaks meanwhile (cancelled, failed, or ended by this control plane) drops
+   * what is still waiting, as one that breaks with reports waiting always does: its data plane
+   * sends its whole view first on the stream it opens next, which supersedes them, and a control
+   * plane shutting down takes nothing more in. Reports of a stream its data plane replaced (a
+   * reconnect, here or to another replica) are dropped at the hand-over (Fleet.healthReported):
+   * the new stream's reports are newer, and applying the old ones after would roll it back.
+   */
+  private onEnd(): void {
+    if (this.closed || this.ending) return;
+    this.ending = true;
+    // Nothing more is sent; the data plane said it wants no more.
+    this.unsubscribe?.();
+    this.unsubscribeTargets?.();
+    this.unsubscribe = undefined;
+    this.unsubscribeTargets = undefined;
+    const finish = () => {
+      if (this.closed) return;
+      this.cleanup("data plane ended the stream");
+      this.call.end();
+    };
+    const intake = this.healthIntake;
+    if (intake === undefined) finish();
+    else void intake.idle().then(finish);
   }
 
   /** Ends the stream with `error` as its status. */
@@ -339,6 +368,12 @@ export class StreamSession {
         );
         this.fail(serviceError(status.INVALID_ARGUMENT, reason));
       },
+      // A paused stream's ACKs, probe claims and quota usage wait too, and that is kept: one
+      // stream's messages arrive in order, so reading on to an ACK behind a report means
+      // holding that report, which is the memory the bound is there to cap, or dropping it,
+      // which would leave this data plane's view wrong (a changes-only report builds on every
+      // report before it). The bound counts bytes, so only whole reports sent faster than
+      // they are taken in reach it (MAX_BACKLOG_BYTES), never a data plane's changes.
       onBacklog: (full) => {
         if (this.closed) return;
         if (full) this.call.pause();
@@ -474,7 +509,7 @@ export class StreamSession {
 
   private offer(newest: PublishedSnapshot | undefined): void {
     const identity = this.identity;
-    if (newest === undefined || identity === undefined || this.closed) return;
+    if (newest === undefined || identity === undefined || this.closed || this.ending) return;
     if (this.blocked || this.queued < this.queue.length) return;
     const pin = this.targets?.pinned(identity.nodeId);
     if (pin === "hold") return;

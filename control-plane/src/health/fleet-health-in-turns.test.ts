@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
+import type { HealEventInput } from "../journal/heal-event.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
@@ -75,5 +76,49 @@ describe("FleetHealth shared, a whole report in turns", () => {
     if (!parsed.ok) throw new Error(parsed.reason);
     expect(parsed.report.nodes).toHaveLength(NODES);
     expect(parsed.report.nodes.find((n) => n.address === back.address)?.state).toBe("healthy");
+  });
+
+  it("takes nothing more in once closed: no store write, journal entry or listener call after close, nothing left pending", async () => {
+    store = await openEmbeddedStore({});
+    const shared = new SharedHealthReports({
+      store,
+      prefix: PREFIX,
+      replicaId: "cp-1",
+      coalesceMs: 0,
+      writeNodesPerSecond: 1e9,
+    });
+    const recorded: HealEventInput[] = [];
+    const journal = {
+      record: async (event: HealEventInput) => {
+        recorded.push(event);
+        return { id: "x", time: "t", ...event } as never;
+      },
+    };
+    const view = new FleetHealth({ shared, journal });
+    await view.start();
+    const told: string[] = [];
+    view.onUpdate((dataPlane) => told.push(`update ${dataPlane}`));
+    view.onVerdict((change) => told.push(`verdict ${change.address}`));
+    const nodes = evictedNodes(NODES);
+    // Queued over many turns: the report, the changes behind it, and a drop behind those.
+    view.report("dp-1", nodes);
+    view.reportChanges("dp-1", { nodes: [{ ...nodes[7]!, state: "healthy" }], removed: [] });
+    view.drop("dp-1");
+    expect(view.queued("dp-1")).toBe(3);
+
+    await view.close();
+    // Nothing left to run later: what was queued ended with close().
+    const queuedAfterClose = view.queued("dp-1");
+    await view.settled();
+    // Nor does anything arrive after close.
+    view.report("dp-2", nodes.slice(0, 10));
+    expect(view.queued("dp-2")).toBe(0);
+    await view.settled();
+
+    expect(recorded).toEqual([]);
+    expect(told).toEqual([]);
+    expect(await store.get(healthReportKey(PREFIX, "dp-1"))).toBeUndefined();
+    expect(view.node(nodes[0]!.upstream, nodes[0]!.address)).toBeUndefined();
+    expect(queuedAfterClose).toBe(0);
   });
 });

@@ -178,6 +178,8 @@ export class FleetHealth {
   readonly #unsubscribe: Array<() => void> = [];
   /** Per data plane, its reports and hand-overs in the order they came, each in slices. */
   readonly #work: OrderedWork;
+  /** close() was called: nothing more is taken in, journaled or told. */
+  #closed = false;
 
   constructor(options: FleetHealthOptions = {}) {
     this.#journal = options.journal;
@@ -191,9 +193,12 @@ export class FleetHealth {
     const fleet = options.fleet;
     if (fleet !== undefined) {
       this.#unsubscribe.push(
+        // The promises tell the stream's intake when a report is taken in: it reads no further
+        // meanwhile, which is what bounds this data plane's queue here (see report()).
         fleet.onHealthReport((dataPlane, nodes) => this.report(dataPlane, nodes)),
-        fleet.onHealthChanges?.((dataPlane, changes) => this.reportChanges(dataPlane, changes)) ??
-          (() => {}),
+        fleet.onHealthChanges?.(
+          (dataPlane, changes) => this.#queueChanges(dataPlane, changes) || undefined,
+        ) ?? (() => {}),
         fleet.onChange((dataPlane) => {
           if (dataPlane !== null) this.#followConnection(dataPlane);
         }),
@@ -263,9 +268,22 @@ export class FleetHealth {
   /**
    * `dataPlane` sent its whole view of node health (state of the world) to this replica:
    * journals its changes and replaces its report (shared: in the store, and the view follows).
+   * Undefined when that is done at once, else a promise that settles once it is.
+   *
+   * This data plane's queue here is bounded by its streams, not by a bound of its own: each
+   * stream's intake (HealthIntake) hands a report over only once the one before is taken in,
+   * and the fleet takes reports only from a data plane's current stream. So at most one
+   * report of each stream that was current when it handed it over waits here: after a
+   * reconnect, the old stream's one and the new stream's; the old stream's next are dropped at
+   * the hand-over. With `shared`, what comes from the store is one report per store event.
    */
-  report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): void {
-    this.#work.run(dataPlane, () => this.#takeReport(dataPlane, nodes));
+  report(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Promise<void> | undefined {
+    return this.#work.run(dataPlane, () => this.#takeReport(dataPlane, nodes));
+  }
+
+  /** Pieces of work of `dataPlane` queued or under way: reports, drops and hand-overs. */
+  queued(dataPlane: string): number {
+    return this.#work.queued(dataPlane);
   }
 
   *#takeReport(dataPlane: string, nodes: readonly ReportedNodeHealth[]): Generator<number, void> {
@@ -308,13 +326,18 @@ export class FleetHealth {
    * the same warning).
    */
   reportChanges(dataPlane: string, changes: HealthChanges): boolean {
+    return this.#queueChanges(dataPlane, changes) !== false;
+  }
+
+  /** reportChanges, with the promise of its intake when it waits (see report()). */
+  #queueChanges(dataPlane: string, changes: HealthChanges): Promise<void> | undefined | false {
+    if (this.#closed) return false;
     // Behind a whole report still being taken in: it applies on that one.
     if (!this.#work.pending(dataPlane) && this.#viewOf(dataPlane) === undefined) {
       this.#warnNoView(dataPlane, changes);
       return false;
     }
-    this.#work.run(dataPlane, () => this.#takeChanges(dataPlane, changes));
-    return true;
+    return this.#work.run(dataPlane, () => this.#takeChanges(dataPlane, changes));
   }
 
   /** What changes-only reports of `dataPlane` apply on: its latest report taken in here. */
@@ -412,6 +435,7 @@ export class FleetHealth {
    * replica withdraws the report it wrote, and every replica's view follows the store.
    */
   drop(dataPlane: string): void {
+    if (this.#closed) return;
     this.#cancelDrop(dataPlane);
     this.#work.run(dataPlane, () => this.#takeDrop(dataPlane));
   }
@@ -571,6 +595,7 @@ export class FleetHealth {
   }
 
   #updated(dataPlane: string): void {
+    if (this.#closed) return;
     for (const listener of this.#updateListeners) {
       try {
         listener(dataPlane);
@@ -633,15 +658,20 @@ export class FleetHealth {
   }
 
   /**
-   * Stops following the fleet (and the store), cancels pending drops and waits for shared
-   * writes under way. Shared reports are not withdrawn: they expire with this replica's lease
-   * unless their data planes report again to another replica first.
+   * Stops following the fleet (and the store), cancels pending drops, drops the reports, drops
+   * and hand-overs not yet taken in (none of them writes to the store, journals or calls a
+   * listener after this call) and waits for them to end and for shared writes under way.
+   * Shared reports are not withdrawn: they expire with this replica's lease unless their data
+   * planes report again to another replica first.
    */
   async close(): Promise<void> {
+    this.#closed = true;
     for (const off of this.#unsubscribe.splice(0)) off();
     for (const timer of this.#dropTimers.values()) clearTimeout(timer);
     this.#dropTimers.clear();
+    const work = this.#work.close();
     await this.#shared?.stop();
+    await work;
   }
 
   #followConnection(dataPlane: string): void {
@@ -699,6 +729,7 @@ export class FleetHealth {
       });
     }
     for (const change of changes) {
+      if (this.#closed) return;
       for (const listener of this.#listeners) {
         try {
           listener(change);
@@ -711,7 +742,8 @@ export class FleetHealth {
 
   #journalChange(dataPlane: string, node: StoredNode, action: HealAction): void {
     const journal = this.#journal;
-    if (journal === undefined) return;
+    // Also when a listener closed this view halfway through a slice.
+    if (journal === undefined || this.#closed) return;
     journal
       .record({
         upstream: node.upstream,

@@ -14,6 +14,12 @@ export const INTAKE_ENTRIES_PER_TURN = 500;
  */
 export const INTAKE_SLICE_ENTRIES = 125;
 
+/**
+ * What a step of work yields: the entries it is about to handle, or something it must wait for
+ * first (another piece of work taking in what it handed over), which costs no budget.
+ */
+export type Step = number | PromiseLike<unknown>;
+
 interface Waiting {
   entries: number;
   resume: () => void;
@@ -42,13 +48,18 @@ export class TurnBudget {
 
   /**
    * Runs `steps` to its end, each yielded count taken from the budget before the work after the
-   * yield runs. Undefined when it ran to its end in this turn, else a promise that settles when
-   * it has (rejects with what the steps threw).
+   * yield runs, each yielded promise waited for (settled either way) without taking any.
+   * Undefined when it ran to its end in this turn, else a promise that settles when it has
+   * (rejects with what the steps threw).
    */
-  run(steps: Iterator<number, void>): Promise<void> | undefined {
+  run(steps: Iterator<Step, void>): Promise<void> | undefined {
     for (;;) {
       const step = steps.next();
       if (step.done === true) return undefined;
+      if (typeof step.value !== "number") {
+        const resume = () => this.run(steps);
+        return Promise.resolve(step.value).then(resume, resume);
+      }
       const wait = this.#take(step.value);
       if (wait !== undefined) return wait.then(() => this.run(steps));
     }

@@ -23,7 +23,12 @@ export function setProbeLookup(lookup: LookupFunction | undefined): void {
  * checks are TCP only (no path, plaintext): their probe thread then never loads them, where
  * compiling them was about a fifth of the thread's CPU at boot (60 ms of 300 in bench:scale,
  * per data plane, while ten of them boot on two cores). Static imports would compile them in
- * every probe thread's own isolate at its start.
+ * every probe thread's own isolate at its start. The first probe to need one waits for it
+ * within its deadline (loadedBy), as for any other part of the probe: a probe holds one of the
+ * thread's probe slots until it ends, so its timeout is the longest it may hold one, and a load
+ * slowed by a busy machine must not stretch it. Counted, not loaded before the clock starts, so
+ * timeoutMs stays what ProbeSpec says it is (the whole probe); the load is milliseconds of a
+ * timeout of seconds (3 s by default).
  */
 let httpModule: Promise<typeof import("node:http")> | undefined;
 let httpsModule: Promise<typeof import("node:https")> | undefined;
@@ -31,6 +36,22 @@ let tlsModule: Promise<typeof import("node:tls")> | undefined;
 const loadHttp = () => (httpModule ??= import("node:http"));
 const loadHttps = () => (httpsModule ??= import("node:https"));
 const loadTls = () => (tlsModule ??= import("node:tls"));
+
+/**
+ * What `loading` gives, once it does, or undefined when `deadline` (performance.now() time)
+ * comes first; the load goes on for the next probe.
+ */
+async function loadedBy<T>(loading: Promise<T>, deadline: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
+  });
+  try {
+    return await Promise.race([loading, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Largest health body read; a health endpoint has no reason to send more. */
 export const MAX_PROBE_BODY_BYTES = 64 * 1024;
@@ -79,17 +100,12 @@ export async function probeNode(spec: ProbeSpec): Promise<ProbeOutcome> {
   const tls = spec.tls;
   if (spec.path === "" && tls === undefined) return done(true);
 
-  const remaining = deadline - performance.now();
-  if (remaining <= 0) {
-    evidence.error = spec.path === "" ? "tls timeout" : "http timeout";
-    return done(false);
-  }
   if (spec.path === "" && tls !== undefined) {
-    const handshake = await tlsHandshake(spec.host, spec.port, tls, remaining);
+    const handshake = await tlsHandshake(spec.host, spec.port, tls, deadline);
     if (!handshake.ok) evidence.error = handshake.error;
     return done(handshake.ok);
   }
-  const http = await httpCheck(spec, remaining, evidence);
+  const http = await httpCheck(spec, deadline, evidence);
   if (!http.ok) evidence.error = http.error;
   return done(http.ok);
 }
@@ -116,12 +132,16 @@ function tcpConnect(host: string, port: number, timeoutMs: number): Promise<Stag
   });
 }
 
-/** Fills `evidence.httpStatus` and `evidence.bodyStatus` as far as the exchange got. */
+/**
+ * Fills `evidence.httpStatus` and `evidence.bodyStatus` as far as the exchange got; ends by
+ * `deadline` (performance.now() time), the module's first load included.
+ */
 async function httpCheck(
   spec: ProbeSpec,
-  timeoutMs: number,
+  deadline: number,
   evidence: ProbeEvidence,
 ): Promise<Stage<undefined>> {
+  const timedOut: Stage<undefined> = { ok: false, error: "http timeout" };
   // agent: false and Connection: close give every probe a fresh connection, so a probe never
   // rides a pooled socket that hides a node that stopped accepting new ones.
   const headers: Record<string, string> = {
@@ -141,11 +161,18 @@ async function httpCheck(
     headers,
     ...nameLookup,
   };
+  let req: ReturnType<typeof import("node:http").request>;
+  if (tls === undefined) {
+    const http = await loadedBy(loadHttp(), deadline);
+    if (http === undefined || performance.now() >= deadline) return timedOut;
+    req = http.request(options);
+  } else {
+    const https = await loadedBy(loadHttps(), deadline);
+    if (https === undefined || performance.now() >= deadline) return timedOut;
+    req = https.request({ ...options, ...tlsOptions(tls) });
+  }
   // Its events are listened to below, in this same turn, before any can be emitted.
-  const req =
-    tls === undefined
-      ? (await loadHttp()).request(options)
-      : (await loadHttps()).request({ ...options, ...tlsOptions(tls) });
+  const timeoutMs = deadline - performance.now();
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: Stage<undefined>) => {
@@ -155,7 +182,7 @@ async function httpCheck(
       req.destroy();
       resolve(result);
     };
-    const timer = setTimeout(() => finish({ ok: false, error: "http timeout" }), timeoutMs);
+    const timer = setTimeout(() => finish(timedOut), Math.max(0, timeoutMs));
     req.on("error", (err: NodeJS.ErrnoException) => finish({ ok: false, error: errorText(err) }));
     req.on("response", (res) => {
       const status = res.statusCode ?? 0;
@@ -192,14 +219,22 @@ async function httpCheck(
   });
 }
 
-/** A TLS handshake with the upstream's settings, closed at once: TCP-only checks over TLS. */
+/**
+ * A TLS handshake with the upstream's settings, closed at once: TCP-only checks over TLS. Ends
+ * by `deadline` (performance.now() time), the module's first load included.
+ */
 async function tlsHandshake(
   host: string,
   port: number,
   tls: ProbeTls,
-  timeoutMs: number,
+  deadline: number,
 ): Promise<Stage<undefined>> {
-  const { connect: tlsConnect } = await loadTls();
+  const loaded = await loadedBy(loadTls(), deadline);
+  if (loaded === undefined || performance.now() >= deadline) {
+    return { ok: false, error: "tls timeout" };
+  }
+  const { connect: tlsConnect } = loaded;
+  const timeoutMs = deadline - performance.now();
   return new Promise((resolve) => {
     const socket = tlsConnect({ host, port, ...tlsOptions(tls), ...nameLookup });
     let settled = false;
@@ -210,7 +245,10 @@ async function tlsHandshake(
       socket.destroy();
       resolve(result);
     };
-    const timer = setTimeout(() => finish({ ok: false, error: "tls timeout" }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ ok: false, error: "tls timeout" }),
+      Math.max(0, timeoutMs),
+    );
     socket.once("secureConnect", () => finish({ ok: true, value: undefined }));
     socket.on("error", (err: NodeJS.ErrnoException) =>
       finish({ ok: false, error: errorText(err) }),
