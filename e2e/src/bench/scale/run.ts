@@ -39,7 +39,9 @@ import { startBlockMs } from "./start-block.js";
  * halved until one goes through), _TIMEOUT_MS (the whole run), _DP_BIN (another build's
  * clawgate-data-plane.js for the real data planes, to compare builds; default this one's),
  * _CPU_PROF_DIR (unset; a directory: the control plane and the real data planes run with
- * --cpu-prof and write a profile per thread there when they stop).
+ * --cpu-prof and write a profile per thread there when they stop), _NODE_ARGS (unset; more node
+ * options for the control plane and the real data planes, space-separated, e.g. --trace-gc-nvp
+ * with E2E_VERBOSE=1 to see each collection's pause beside the data planes' log lines).
  */
 const small = process.env.CLAWGATE_BENCH_SIZE === "small";
 const size: ScaleSize = {
@@ -54,8 +56,11 @@ const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
 const dpBin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 const profileDir = process.env.CLAWGATE_BENCH_CPU_PROF_DIR || undefined;
-/** Node options of the processes measured: a CPU profile each, when asked. */
-const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
+/** Node options of the processes measured: a CPU profile each, and any given, when asked. */
+const nodeArgs = [
+  ...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
+  ...(process.env.CLAWGATE_BENCH_NODE_ARGS?.split(" ").filter((arg) => arg !== "") ?? []),
+];
 /** Streams and one-route changes that measure bytes on the wire at each config size. */
 const BYTE_STREAMS = 5;
 const BYTE_CHANGES = 5;
