@@ -8,9 +8,9 @@ const NODES = 20_000;
  * Issue 9: at 20,000 nodes each byte kept per node is 20 KB of heap the collector walks in the
  * seconds after boot. The two series of a node are its counts, rendered at scrape; kept as
  * finished lines they took about 500 bytes a node (labels, healthy and failures lines, each a
- * chain of concatenated strings); as an object of counts and a joined key, about 100, all of
- * it small young objects that the first scavenge after boot copied (on a loaded machine, in the
- * middle of a later one-route change). As slots in typed arrays, about 60: a map entry a node
+ * chain of concatenated strings); as an object of counts and a joined key, about 100, small
+ * objects made after boot that a scavenge must copy while they are young (on a loaded machine,
+ * maybe in the middle of a later one-route change). As slots in typed arrays, about 60: a map entry a node
  * (and 9 bytes in the arrays, which a scavenge does not copy).
  */
 it("keeps each node's two series in under 80 bytes", async () => {

@@ -31,8 +31,8 @@ const FIRST_SLOTS = 1_024;
  * A node's counts are a slot in two typed arrays, found through a map per upstream keyed by the
  * address string the snapshot already holds. As an object per node (and a joined
  * "upstream node" key), each node was about 100 bytes of small objects made in the turns after
- * a first snapshot's swap: under load they were still young when the next scavenge came, in
- * the middle of a later one-route change, and it copied all 20,000 of them (issue 9's block).
+ * a first snapshot's swap, long-lived state that a loaded machine can still hold young when
+ * the next scavenge comes, in the middle of a later one-route change (issue 9's block).
  * A typed array's contents are not copied by a scavenge, and a Smi slot is no object at all.
  */
 export class NodeSeries implements MetricsText {

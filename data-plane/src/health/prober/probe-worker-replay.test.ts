@@ -73,8 +73,8 @@ it("replays the last targets of every upstream to a restarted worker", async () 
 /**
  * Issue 9: the targets are kept only to replay them after a crash. Kept as the objects given,
  * 20,000 of them (about 95 bytes each) were made in the turns after a first snapshot's swap and
- * were still young, on a loaded machine, when the next scavenge came during a later one-route
- * change: it copied every one (about 100 bytes a node in all). Kept as one target and three
+ * can still be young, on a loaded machine, when the next scavenge comes during a later one-route
+ * change (about 100 bytes a node in all). Kept as one target and three
  * arrays an upstream (see keepForReplay), about 55.
  */
 it("keeps under 70 bytes of heap a node for the replay", async () => {

@@ -20,8 +20,8 @@ export type ReplayTargets =
 /**
  * Targets kept only to replay them after a worker crash, without an object per node: at 20,000
  * nodes the objects were 95 bytes each, made in the turns after a first snapshot's swap; under
- * load they were still young at the next scavenge, in the middle of a later one-route change,
- * and it copied every one (issue 9's block). Strings and small integers in arrays are no new
+ * load they can still be young at the next scavenge, in the middle of a later one-route change
+ * (issue 9's block). Strings and small integers in arrays are no new
  * objects: the strings are the ones the compiled snapshot already holds.
  */
 export function keepForReplay(targets: readonly ProbeTarget[]): ReplayTargets {
