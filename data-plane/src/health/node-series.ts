@@ -15,20 +15,10 @@ const HEADER: Readonly<Record<string, string>> = {
  */
 const NODES_PER_TURN = 2_000;
 
-/**
- * One node's two series as counts, not text: a line is written only at scrape. Kept as finished
- * lines they were three chains of concatenated strings per node (about 500 bytes, 10 MB at
- * 20,000 nodes) that the collector walked in the seconds after boot; the names here are the
- * strings the caller already holds.
- */
-interface NodeCounts {
-  readonly upstream: string;
-  readonly node: string;
-  /** 1 in rotation, 0 out; undefined until the first `setHealthy` (no line until then). */
-  healthy: 0 | 1 | undefined;
-  /** Failed probes; no line while 0, as prom-client lists a counter child only once counted. */
-  failures: number;
-}
+/** `healthy` of a slot with no line yet (no `setHealthy` since it was made). */
+const UNSET = -1;
+/** Slots the arrays start with; they double as nodes come. */
+const FIRST_SLOTS = 1_024;
 
 /**
  * The two per-node families, `clawgate_upstream_node_healthy{upstream,node}` and
@@ -37,24 +27,47 @@ interface NodeCounts {
  * child and builds its label set on each scrape in one turn, blocking the event loop 90-450 ms.
  * Here a node holds its counts only, and a scrape writes the lines in chunks, one event-loop
  * turn apart.
+ *
+ * A node's counts are a slot in two typed arrays, found through a map per upstream keyed by the
+ * address string the snapshot already holds. As an object per node (and a joined
+ * "upstream node" key), each node was about 100 bytes of small objects made in the turns after
+ * a first snapshot's swap, long-lived state that a loaded machine can still hold young when
+ * the next scavenge comes, in the middle of a later one-route change (issue 9's block).
+ * A typed array's contents are not copied by a scavenge, and a Smi slot is no object at all.
  */
 export class NodeSeries implements MetricsText {
   readonly families = [HEALTHY, FAILURES] as const;
-  private readonly nodes = new Map<string, NodeCounts>();
+  /** upstream -> node address -> slot. */
+  private readonly slots = new Map<string, Map<string, number>>();
+  /** Per slot: 1 in rotation, 0 out, UNSET until the first `setHealthy` (no line until then). */
+  private healthy = new Int8Array(FIRST_SLOTS);
+  /** Per slot: failed probes; no line while 0, as prom-client lists a counter child only once counted. */
+  private failures = new Float64Array(FIRST_SLOTS);
+  /** Slots of forgotten nodes, reused before the arrays grow. */
+  private readonly free: number[] = [];
+  private used = 0;
 
   /** Sets the node's healthy gauge (1 or 0), creating its series if it is new. */
   setHealthy(upstream: string, node: string, healthy: boolean): void {
-    this.entry(upstream, node).healthy = healthy ? 1 : 0;
+    // The slot first: making it may replace the arrays with larger ones.
+    const slot = this.slot(upstream, node);
+    this.healthy[slot] = healthy ? 1 : 0;
   }
 
   /** Counts one failed probe of the node. */
   failed(upstream: string, node: string): void {
-    this.entry(upstream, node).failures += 1;
+    const slot = this.slot(upstream, node);
+    this.failures[slot]! += 1;
   }
 
   /** Drops both series of a node that left the snapshot. */
   forget(upstream: string, node: string): void {
-    this.nodes.delete(key(upstream, node));
+    const nodes = this.slots.get(upstream);
+    const slot = nodes?.get(node);
+    if (nodes === undefined || slot === undefined) return;
+    nodes.delete(node);
+    if (nodes.size === 0) this.slots.delete(upstream);
+    this.free.push(slot);
   }
 
   /**
@@ -66,16 +79,24 @@ export class NodeSeries implements MetricsText {
     for (const family of this.families) {
       if (names !== undefined && !names.has(family)) continue;
       let lines: string[] = [HEADER[family]!];
-      // A Map iterator survives changes made while it waits: a node forgotten meanwhile is
-      // skipped, one added meanwhile is listed.
+      // Map iterators survive changes made while they wait: a node forgotten meanwhile is
+      // skipped, one added meanwhile is listed. The arrays are read through `this`, as they
+      // may have grown meanwhile.
       let visited = 0;
-      for (const node of this.nodes.values()) {
-        const value = family === HEALTHY ? node.healthy : node.failures || undefined;
-        if (value !== undefined) lines.push(`${family}${labels(node)} ${value}\n`);
-        if (++visited % NODES_PER_TURN === 0) {
-          if (lines.length > 0) yield lines.join("");
-          lines = [];
-          await nextTurn();
+      for (const [upstream, nodes] of this.slots) {
+        for (const [node, slot] of nodes) {
+          const value =
+            family === HEALTHY
+              ? this.healthy[slot]! === UNSET
+                ? undefined
+                : this.healthy[slot]
+              : this.failures[slot] || undefined;
+          if (value !== undefined) lines.push(`${family}${labels(upstream, node)} ${value}\n`);
+          if (++visited % NODES_PER_TURN === 0) {
+            if (lines.length > 0) yield lines.join("");
+            lines = [];
+            await nextTurn();
+          }
         }
       }
       if (lines.length > 0) yield lines.join("");
@@ -89,25 +110,39 @@ export class NodeSeries implements MetricsText {
     return parts.join("");
   }
 
-  private entry(upstream: string, node: string): NodeCounts {
-    const k = key(upstream, node);
-    let counts = this.nodes.get(k);
-    if (counts === undefined) {
-      counts = { upstream, node, healthy: undefined, failures: 0 };
-      this.nodes.set(k, counts);
+  /** The node's slot, made (no line in either family yet) when it is new. */
+  private slot(upstream: string, node: string): number {
+    let nodes = this.slots.get(upstream);
+    if (nodes === undefined) {
+      nodes = new Map();
+      this.slots.set(upstream, nodes);
     }
-    return counts;
+    let slot = nodes.get(node);
+    if (slot === undefined) {
+      slot = this.free.pop() ?? this.nextSlot();
+      this.healthy[slot] = UNSET;
+      this.failures[slot] = 0;
+      nodes.set(node, slot);
+    }
+    return slot;
+  }
+
+  private nextSlot(): number {
+    if (this.used === this.healthy.length) {
+      const healthy = new Int8Array(this.used * 2);
+      healthy.set(this.healthy);
+      this.healthy = healthy;
+      const failures = new Float64Array(this.used * 2);
+      failures.set(this.failures);
+      this.failures = failures;
+    }
+    return this.used++;
   }
 }
 
 /** `{upstream="...",node="..."}`, escaped as prom-client does. */
-function labels(counts: NodeCounts): string {
-  return `{upstream="${escapeLabel(counts.upstream)}",node="${escapeLabel(counts.node)}"}`;
-}
-
-/** Upstream names cannot hold a space (config names are `[a-z0-9-]`), so it separates. */
-function key(upstream: string, node: string): string {
-  return `${upstream} ${node}`;
+function labels(upstream: string, node: string): string {
+  return `{upstream="${escapeLabel(upstream)}",node="${escapeLabel(node)}"}`;
 }
 
 const NEEDS_ESCAPE = /[\\\n"]/;

@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import type { FromWorker, ProbeResult, ProbeTarget, ToWorker } from "./probe-protocol.js";
+import { keepForReplay, type ReplayTargets, replayed } from "./replay-targets.js";
 import { probeWorkerUrl } from "./worker-entry.js";
 
 /** What the health registry needs from a prober; `ProbeWorker` is the real one. */
@@ -43,8 +44,8 @@ interface PendingProbeNow {
  */
 export class ProbeWorker implements Prober {
   private worker: Worker;
-  /** Every upstream's targets, replayed to a restarted worker. */
-  private readonly targets = new Map<string, readonly ProbeTarget[]>();
+  /** Every upstream's targets, replayed to a restarted worker; no object a node (see keepForReplay). */
+  private readonly targets = new Map<string, ReplayTargets>();
   /** Probe-now tickets, replayed after a restart so a quarantined node still gets its probe. */
   private readonly tickets = new Map<string, PendingProbeNow>();
   private closed = false;
@@ -77,7 +78,8 @@ export class ProbeWorker implements Prober {
     if (changes.size === 0) return;
     for (const [upstream, targets] of changes) {
       if (targets.length === 0) this.targets.delete(upstream);
-      else this.targets.set(upstream, targets);
+      else this.targets.set(upstream, keepForReplay(targets));
+      if (this.tickets.size === 0) continue;
       const keep = new Set(targets.map((t) => t.address));
       for (const [key, pending] of this.tickets) {
         if (pending.upstream === upstream && !keep.has(pending.address)) this.tickets.delete(key);
@@ -118,7 +120,9 @@ export class ProbeWorker implements Prober {
   private restart(): void {
     if (this.closed) return;
     this.worker = this.start();
-    this.post({ type: "upstreams", changes: [...this.targets] });
+    const changes: [string, ProbeTarget[]][] = [];
+    for (const [upstream, kept] of this.targets) changes.push([upstream, replayed(kept)]);
+    this.post({ type: "upstreams", changes });
     for (const pending of this.tickets.values()) this.post({ type: "probe-now", ...pending });
   }
 

@@ -5,6 +5,7 @@ import { type DataPlane, startDataPlane } from "../../support/data-plane-process
 import { metricValue } from "../../support/metrics-text.js";
 import { Teardown } from "../../support/teardown.js";
 import { waitFor } from "../../support/wait-for.js";
+import { mainThreadSched, schedBetween, type ThreadSched } from "../main-thread-sched.js";
 import { residentMiB } from "../process-usage.js";
 import { type ThreadCpu, threadCpu } from "../thread-cpu.js";
 import { AppliedVersions } from "./applied-versions.js";
@@ -39,7 +40,9 @@ import { startBlockMs } from "./start-block.js";
  * halved until one goes through), _TIMEOUT_MS (the whole run), _DP_BIN (another build's
  * clawgate-data-plane.js for the real data planes, to compare builds; default this one's),
  * _CPU_PROF_DIR (unset; a directory: the control plane and the real data planes run with
- * --cpu-prof and write a profile per thread there when they stop).
+ * --cpu-prof and write a profile per thread there when they stop), _NODE_ARGS (unset; more node
+ * options for the control plane and the real data planes, space-separated, e.g. --trace-gc-nvp
+ * with E2E_VERBOSE=1 to see each collection's pause beside the data planes' log lines).
  */
 const small = process.env.CLAWGATE_BENCH_SIZE === "small";
 const size: ScaleSize = {
@@ -54,8 +57,11 @@ const streamChanges = setting("STREAM_CHANGES", small ? 5 : 10);
 const batchSize = setting("BATCH", 1_000);
 const dpBin = process.env.CLAWGATE_BENCH_DP_BIN || undefined;
 const profileDir = process.env.CLAWGATE_BENCH_CPU_PROF_DIR || undefined;
-/** Node options of the processes measured: a CPU profile each, when asked. */
-const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
+/** Node options of the processes measured: a CPU profile each, and any given, when asked. */
+const nodeArgs = [
+  ...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
+  ...(process.env.CLAWGATE_BENCH_NODE_ARGS?.split(" ").filter((arg) => arg !== "") ?? []),
+];
 /** Streams and one-route changes that measure bytes on the wire at each config size. */
 const BYTE_STREAMS = 5;
 const BYTE_CHANGES = 5;
@@ -326,6 +332,19 @@ async function measureChanges(
   const changeLags: number[] = [];
   const idleLags: number[] = [];
   const applyTimes: number[] = [];
+  // Each DP's main-thread scheduler counts over each window, in the order of the lags above:
+  // read as each DP answers the scrape that starts or ends its window.
+  const changeSched: (ThreadSched | undefined)[] = [];
+  const idleSched: (ThreadSched | undefined)[] = [];
+  const windowStart: (ThreadSched | undefined)[] = [];
+  const startWindow = (i: number) => {
+    windowStart[i] = mainThreadSched(dataPlanes[i]!.process.pid);
+  };
+  const endWindow = (into: (ThreadSched | undefined)[]) => (i: number) => {
+    const now = mainThreadSched(dataPlanes[i]!.process.pid);
+    into.push(schedBetween(windowStart[i], now));
+    windowStart[i] = now;
+  };
   try {
     await waitFor(
       async () =>
@@ -334,9 +353,10 @@ async function measureChanges(
     );
     for (let k = 1; k <= changes; k++) {
       // Resets the lag histograms; then a quiet window as long as a change, for the baseline.
-      await scrapeAll(dataPlanes, LAG);
+      await scrapeAll(dataPlanes, LAG, startWindow);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      idleLags.push(...(await scrapeAll(dataPlanes, LAG)));
+      // Its read starts the change's window too.
+      idleLags.push(...(await scrapeAll(dataPlanes, LAG, endWindow(idleSched))));
       const revision = await changeOneRoute(cp, k);
       const sentAt = revision.sentAt;
       const times = await appliedVersions.waitAll(revision.revision, STEP_MS);
@@ -359,7 +379,7 @@ async function measureChanges(
           });
         }
       }
-      changeLags.push(...(await scrapeAll(dataPlanes, LAG)));
+      changeLags.push(...(await scrapeAll(dataPlanes, LAG, endWindow(changeSched))));
     }
   } finally {
     witness.close();
@@ -405,10 +425,14 @@ async function measureChanges(
       ? "not logged by this build"
       : `p50 ${percentile(applyTimes, 0.5).toFixed(1)} ms, max ${Math.max(...applyTimes).toFixed(1)} ms`,
   );
+  row("  DP main thread in a change window (schedstat)", schedText(changeSched));
+  row("  the change window with the longest block", longestWindowText(changeLags, changeSched));
   row(
     "DP event-loop block, idle window (no change, no scrape)",
     `p50 ${secondsAsMs(percentile(idleLags, 0.5))}, max ${secondsAsMs(Math.max(...idleLags))}`,
   );
+  row("  DP main thread in an idle window (schedstat)", schedText(idleSched));
+  row("  the idle window with the longest block", longestWindowText(idleLags, idleSched));
   // The witness stream took each change too.
   const wireBytes = (bytesAfter - bytesBefore) / (changes * (dataPlaneCount + 1));
   row("bytes on the wire per one-route change per DP", bytes(wireBytes), "independent of size");
@@ -600,16 +624,47 @@ async function changeOneRoute(
  * 20,000 nodes is megabytes, and the block it caused would land in the window the next read
  * reports (reading the event-loop lag also starts a new window).
  */
-async function scrapeAll(dataPlanes: DataPlane[], name: string): Promise<number[]> {
+async function scrapeAll(
+  dataPlanes: DataPlane[],
+  name: string,
+  /** Called with each DP's index as its answer arrives. */
+  answered?: (index: number) => void,
+): Promise<number[]> {
   const values: number[] = [];
   // One at a time and with a long deadline: ten busy data planes on two cores answer slowly.
-  for (const dp of dataPlanes) {
+  for (const [i, dp] of dataPlanes.entries()) {
     const response = await fetch(`${dp.adminUrl}/metrics?name=${name}`, {
       signal: AbortSignal.timeout(STEP_MS),
     });
+    answered?.(i);
     values.push(metricValue(await response.text(), name) ?? Number.NaN);
   }
   return values;
+}
+
+/**
+ * "own run p50 2 ms, max 9 ms; runqueue wait p50 1 ms, max 40 ms": what the DPs' event loops
+ * got of a CPU over their windows, and how long they were ready to run but waited for one.
+ */
+function schedText(windows: readonly (ThreadSched | undefined)[]): string {
+  const known = windows.filter((w) => w !== undefined);
+  if (known.length === 0) return "no schedstat on this kernel";
+  const run = known.map((w) => w.runMs);
+  const wait = known.map((w) => w.waitMs);
+  return (
+    `own run p50 ${ms(percentile(run, 0.5))}, max ${ms(Math.max(...run))}; ` +
+    `runqueue wait p50 ${ms(percentile(wait, 0.5))}, max ${ms(Math.max(...wait))}`
+  );
+}
+
+/** The window whose event-loop block was longest, split into own run and runqueue wait. */
+function longestWindowText(lags: readonly number[], windows: readonly (ThreadSched | undefined)[]) {
+  let at = 0;
+  for (const [i, lag] of lags.entries()) if (lag > lags[at]!) at = i;
+  const window = windows[at];
+  const block = `block ${secondsAsMs(lags[at] ?? Number.NaN)}`;
+  if (window === undefined) return block;
+  return `${block}: own run ${ms(window.runMs)}, runqueue wait ${ms(window.waitMs)}, ${window.slices} slices`;
 }
 
 /**
