@@ -16,7 +16,6 @@ import {
   type StageHandler,
 } from "../proxy/pipeline/stage.js";
 import { staleIfError } from "../proxy/pipeline/stale-if-error.js";
-import { streamIdle } from "../proxy/pipeline/stream-idle.js";
 import { streamUsageRequest, streamUsageResponse } from "../proxy/pipeline/stream-usage.js";
 import { totalTimeout } from "../proxy/pipeline/total-timeout.js";
 import { heapAllocated } from "../testing/heap-allocated.js";
@@ -59,8 +58,7 @@ const stages: [string, () => Interceptor][] = [
   ["stream-usage (request)", () => streamUsageRequest()],
   ["cooldown gate", () => cooldownGate(deps)],
   ["breaker permit", () => breakerPermit(deps)],
-  ["total-timeout", () => totalTimeout(deps, sweep)],
-  ["stream-idle", () => streamIdle(deps)],
+  ["total-timeout (and stream idle)", () => totalTimeout(deps, sweep)],
   ["retry", () => retry(deps)],
   ["cooldown per attempt", () => cooldownPerAttempt(deps)],
   ["breaker gate", () => breakerGate(deps)],
@@ -117,6 +115,6 @@ const rows: [string, number][] = stages.map(([name, make]) => [
 rows.push(["all of them", bytesPerRequest(stages.map(([, make]) => make())) - floor]);
 process.stdout.write(`JS heap B/request by pipeline stage (${requests} requests each)\n`);
 for (const [name, bytes] of rows) {
-  process.stdout.write(`${name.padEnd(24)} ${Math.max(0, bytes).toFixed(0).padStart(6)}\n`);
+  process.stdout.write(`${name.padEnd(32)} ${Math.max(0, bytes).toFixed(0).padStart(6)}\n`);
 }
 sweep.remove(resident);
