@@ -1,7 +1,7 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { heapAllocated } from "../testing/heap-allocated.js";
-import { upstreamRequestHeaders } from "./forward-headers.js";
+import { clientResponseHeaders, upstreamRequestHeaders } from "./forward-headers.js";
 
 /** A client request as node:http parses it: headers, their raw lines, the peer. */
 function clientRequest(raw: string[], remoteAddress = "10.0.0.7"): IncomingMessage {
@@ -88,5 +88,68 @@ describe("upstreamRequestHeaders", () => {
     // 22 entries: an array and its 22 slots, about 220 B. Grown by push from empty the list
     // was copied twice on the way (about 580 B).
     expect(perCall).toBeLessThan(400);
+  });
+});
+
+describe("clientResponseHeaders", () => {
+  /** Response headers as undici parses them: lower-case names, repeated ones in an array. */
+  const upstreamResponse = (connection = "keep-alive, x-hop"): IncomingHttpHeaders => ({
+    server: "nginx",
+    date: "Tue, 01 Dec 2026 19:00:00 GMT",
+    "content-type": "application/json",
+    "content-length": "100",
+    connection,
+    "x-hop": "1",
+    "keep-alive": "timeout=5",
+    "set-cookie": ["a=1", "b=2"],
+    "cache-control": "no-store",
+    etag: '"abc"',
+    vary: "accept-encoding",
+    "x-request-id": "upstream-chosen",
+    "x-upstream": "node-3",
+  });
+
+  it("forwards end-to-end headers, drops hop-by-hop ones and the upstream's request id", () => {
+    expect(clientResponseHeaders(upstreamResponse(), "abc-1")).toEqual([
+      "server",
+      "nginx",
+      "date",
+      "Tue, 01 Dec 2026 19:00:00 GMT",
+      "content-type",
+      "application/json",
+      "content-length",
+      "100",
+      "set-cookie",
+      "a=1",
+      "set-cookie",
+      "b=2",
+      "cache-control",
+      "no-store",
+      "etag",
+      '"abc"',
+      "vary",
+      "accept-encoding",
+      "x-upstream",
+      "node-3",
+      "x-request-id",
+      "abc-1",
+    ]);
+  });
+
+  it("allocates the list once, sized, rather than growing it entry by entry", () => {
+    // Connection as most upstreams send it: naming no header, it is parsed into nothing.
+    const headers = upstreamResponse("keep-alive");
+    const calls = 20_000;
+    let list: string[] = [];
+    for (let i = 0; i < calls; i++) list = clientResponseHeaders(headers, "abc-1");
+    const perCall =
+      heapAllocated(() => {
+        for (let i = 0; i < calls; i++) list = clientResponseHeaders(headers, "abc-1");
+      }) / calls;
+    expect(list).toHaveLength(24);
+    // 24 entries (x-hop is end-to-end here) out of 28 slots sized, the dropped ones trimmed off
+    // in place: about 320 B measured (up to 400 in a busy test run). Grown by push from empty,
+    // the list took a 19-slot store and then a 44-slot one: 670 to 840 B measured.
+    expect(perCall).toBeLessThan(500);
   });
 });

@@ -77,14 +77,34 @@ const ADDED_ENTRIES = 10;
 /** Response headers for the client: the upstream's end-to-end headers plus X-Request-Id. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders, requestId: string): string[] {
   const named = connectionTokens(headers.connection);
-  const out: string[] = [];
+  // Sized once, as upstreamRequestHeaders is: a first pass counts the entries (for-in over a
+  // parsed header object walks its cached keys, allocating nothing). Grown by push from empty,
+  // a typical response's list took a 19-slot store at the first push, and another copy past
+  // 19 entries (about 10 headers): about 200 B, or 570 B, against 140 B sized.
+  let size = 2;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined) size += typeof value === "string" ? 2 : 2 * value.length;
+  }
+  const out: string[] = new Array(size);
+  let n = 0;
   for (const name in headers) {
     if (name === "x-request-id" || isHopByHop(name, named)) continue;
     const value = headers[name];
     if (value === undefined) continue;
-    if (typeof value === "string") out.push(name, value);
-    else for (const item of value) out.push(name, item);
+    if (typeof value === "string") {
+      out[n++] = name;
+      out[n++] = value;
+    } else {
+      for (const item of value) {
+        out[n++] = name;
+        out[n++] = item;
+      }
+    }
   }
-  out.push("x-request-id", requestId);
+  out[n++] = "x-request-id";
+  out[n++] = requestId;
+  // Trimmed in place (no copy) past the hop-by-hop headers left out.
+  out.length = n;
   return out;
 }

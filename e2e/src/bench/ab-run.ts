@@ -12,16 +12,17 @@ import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
 import { cpuSeconds, processTree } from "./process-usage.js";
 import { inTurn } from "./round-order.js";
+import { sameRoundRatio } from "./same-round-ratio.js";
 import { runWrk } from "./wrk-process.js";
 
 /**
  * `npm run bench:ab`: the quick side-by-side for work on the data plane's request path. The
  * minimal undici proxy, this build's data plane and, with BENCH_BASELINE_DP, another build's,
  * take turns under wrk (GET, 100 B, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds of
- * BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each target's median CPU
- * us/request, req/s and p99, and the median over rounds of its CPU against the minimal
- * proxy's (and the baseline's) in the same round. On a shared machine only these same-round
- * ratios mean anything.
+ * BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each
+ * target's median CPU us/request, req/s and p99, and the median over rounds of its CPU against
+ * the minimal proxy's (and the baseline's) and of its p99 against the minimal proxy's, in the
+ * same round (sameRoundRatio). On a shared machine only these same-round ratios mean anything.
  * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped) or `off`.
  * BENCH_DP_NODE_FLAGS: extra node flags for the data planes (e.g. --cpu-prof with an absolute
  * --cpu-prof-dir); BENCH_NODE_FLAGS the minimal proxy's. BENCH_PROFILE_DIR (absolute): after
@@ -148,18 +149,19 @@ async function main(): Promise<void> {
     const floor = runs.get("minimal")!;
     const baselineRuns = runs.get("clawgate-baseline");
     const lines = [
-      "| target | CPU us/req | vs minimal | vs baseline | req/s | p99 ms | errors |",
-      "|---|---:|---:|---:|---:|---:|---|",
+      "| target | CPU us/req | vs minimal | vs baseline | req/s | p99 ms | p99 vs minimal | errors |",
+      "|---|---:|---:|---:|---:|---:|---:|---|",
     ];
     for (const { target } of targets) {
       const own = runs.get(target)!;
-      const ratio = median(own.map((r, i) => r.cpuMicros / floor[i]!.cpuMicros));
+      const cpu = (rounds: readonly Round[]) => rounds.map((r) => r.cpuMicros);
+      const p99 = (rounds: readonly Round[]) => rounds.map((r) => r.p99Ms);
+      const ratio = (value: number | undefined) =>
+        value === undefined ? "-" : `${value.toFixed(3)}x`;
       const vsBaseline =
-        baselineRuns === undefined
-          ? "-"
-          : `${median(own.map((r, i) => r.cpuMicros / baselineRuns[i]!.cpuMicros)).toFixed(3)}x`;
+        baselineRuns === undefined ? "-" : ratio(sameRoundRatio(cpu(own), cpu(baselineRuns)));
       lines.push(
-        `| ${target} | ${median(own.map((r) => r.cpuMicros)).toFixed(1)} | ${ratio.toFixed(3)}x | ${vsBaseline} | ${median(own.map((r) => r.requestsPerSecond)).toFixed(0)} | ${median(own.map((r) => r.p99Ms)).toFixed(2)} | ${errorsOf(own)} |`,
+        `| ${target} | ${median(cpu(own)).toFixed(1)} | ${ratio(sameRoundRatio(cpu(own), cpu(floor)))} | ${vsBaseline} | ${median(own.map((r) => r.requestsPerSecond)).toFixed(0)} | ${median(p99(own)).toFixed(2)} | ${ratio(sameRoundRatio(p99(own), p99(floor)))} | ${errorsOf(own)} |`,
       );
     }
     process.stdout.write(`\n${lines.join("\n")}\n`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { allocFigures, type GcEntry } from "./alloc-figures.js";
 
-function gc(gcType: string, used: [number, number], old: [number, number]): GcEntry {
+function gc(gcType: string, used: [number, number], old: [number, number], cost = 0): GcEntry {
   const heap = (usedHeapSize: number, oldUsed: number) => ({
     heapStatistics: { usedHeapSize },
     heapSpaceStatistics: [
@@ -9,7 +9,7 @@ function gc(gcType: string, used: [number, number], old: [number, number]): GcEn
       { spaceName: "old_space", spaceUsedSize: oldUsed },
     ],
   });
-  return { gcType, beforeGC: heap(used[0], old[0]), afterGC: heap(used[1], old[1]) };
+  return { gcType, cost, beforeGC: heap(used[0], old[0]), afterGC: heap(used[1], old[1]) };
 }
 
 describe("allocFigures", () => {
@@ -24,6 +24,8 @@ describe("allocFigures", () => {
       allocatedBytes: 2_500 - 1_000 + 3_000 + 500,
       promotedBytes: 200,
       scavenges: 1,
+      scavengeMicros: 0,
+      longestScavengeMicros: 0,
       fullGcs: 1,
     });
   });
@@ -33,8 +35,20 @@ describe("allocFigures", () => {
       allocatedBytes: 800,
       promotedBytes: 0,
       scavenges: 0,
+      scavengeMicros: 0,
+      longestScavengeMicros: 0,
       fullGcs: 0,
     });
+  });
+
+  it("adds up the scavenges' pauses and keeps the longest, leaving full collections out", () => {
+    const figures = allocFigures(0, 0, [
+      gc("Scavenge", [4_000, 1_000], [0, 0], 700),
+      gc("MarkSweepCompact", [1_000, 500], [0, 0], 9_000),
+      gc("Scavenge", [4_000, 1_000], [0, 0], 1_300),
+    ]);
+    expect(figures.scavengeMicros).toBe(2_000);
+    expect(figures.longestScavengeMicros).toBe(1_300);
   });
 
   it("names what is missing from a malformed entry", () => {

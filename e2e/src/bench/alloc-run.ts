@@ -180,15 +180,22 @@ async function drive(pool: Pool, total: number): Promise<void> {
 function formatTable(rows: [string, AllocFigures][]): string {
   const floor = rows[0]![1].allocatedBytes;
   const lines = [
-    "| target | allocated B/req | vs minimal | promoted to old space B/req | scavenges per 1,000 req | full GCs |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| target | allocated B/req | vs minimal | promoted to old space B/req | scavenges per 1,000 req | scavenge ms per 1,000 req | mean scavenge ms | longest scavenge ms | full GCs |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const [target, figures] of rows) {
+    const meanScavenge =
+      figures.scavenges === 0 ? "-" : ms(figures.scavengeMicros / figures.scavenges);
     lines.push(
-      `| ${target} | ${perRequest(figures.allocatedBytes)} | ${(figures.allocatedBytes / floor).toFixed(2)}x | ${perRequest(figures.promotedBytes)} | ${((figures.scavenges * 1000) / requests).toFixed(1)} | ${figures.fullGcs} |`,
+      `| ${target} | ${perRequest(figures.allocatedBytes)} | ${(figures.allocatedBytes / floor).toFixed(2)}x | ${perRequest(figures.promotedBytes)} | ${((figures.scavenges * 1000) / requests).toFixed(1)} | ${ms((figures.scavengeMicros * 1000) / requests)} | ${meanScavenge} | ${ms(figures.longestScavengeMicros)} | ${figures.fullGcs} |`,
     );
   }
   return lines.join("\n");
+}
+
+/** Microseconds as milliseconds. */
+function ms(micros: number): string {
+  return (micros / 1000).toFixed(2);
 }
 
 function perRequest(bytes: number): string {

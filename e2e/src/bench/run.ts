@@ -318,7 +318,8 @@ async function main(): Promise<void> {
  * BENCH_ROUNDS rounds of one wrk run per target on `path`, the targets in turn within each
  * round (each round starting one target later), so a burst of load from elsewhere on the
  * machine hits every target alike; each target is reported by its median round (by
- * requests/s), charged to its proxy's process tree, with how many of its rounds had errors.
+ * requests/s), charged to its proxy's process tree, with how many of its rounds had errors,
+ * and keeps every round's figures for the table's same-round ratios.
  */
 async function measureAll(
   targets: readonly Target[],
@@ -352,7 +353,13 @@ async function measureAll(
   return targets.map(({ target }) => {
     const measured = runs.get(target)!;
     const count = measured.filter(({ result }) => result.errors > 0).length;
-    return { ...median(measured), erroredRounds: { count, of: measured.length } };
+    // The ratio columns are read round by round: a round's targets ran back to back.
+    const perRound = measured.map(({ result, usage }) => ({ result, usage }));
+    return {
+      ...median(measured),
+      erroredRounds: { count, of: measured.length },
+      rounds: perRound,
+    };
   });
 }
 

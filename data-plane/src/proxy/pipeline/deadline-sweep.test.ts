@@ -92,3 +92,28 @@ describe("DeadlineSweep", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe("DeadlineSweep deadlines", () => {
+  /** A pipeline handler's shape: a new one per request, its deadline field starting at 0. */
+  class RequestEntry implements DeadlineEntry {
+    deadline = 0;
+    prev: DeadlineEntry | undefined = undefined;
+    next: DeadlineEntry | undefined = undefined;
+    list: DeadlineEntry["list"] = undefined;
+    expired(): void {}
+  }
+
+  // Whole numbers keep a new entry's deadline field inline; a fractional one is boxed in a heap
+  // number of its own (16 B a request per deadline: node data-plane/dist/bench/stage-alloc.js).
+  it("are whole milliseconds, rounded up so that none expires early", () => {
+    let time = 10.25;
+    const sweep = new DeadlineSweep(() => time);
+    const entry = new RequestEntry();
+    sweep.add(entry, 100);
+    expect(entry.deadline).toBe(111);
+    time = 500;
+    sweep.add(entry, 100); // added again: restarted
+    expect(entry.deadline).toBe(600);
+    sweep.remove(entry);
+  });
+});

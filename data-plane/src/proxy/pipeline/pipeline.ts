@@ -13,7 +13,6 @@ import { retry } from "./retry.js";
 import { sendToNode } from "./send-to-node.js";
 import { compose } from "./stage.js";
 import { staleIfError } from "./stale-if-error.js";
-import { streamIdle } from "./stream-idle.js";
 import { streamUsageRequest, streamUsageResponse } from "./stream-usage.js";
 import { totalTimeout } from "./total-timeout.js";
 
@@ -41,8 +40,9 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
       streamUsageRequest(), // a streaming JSON request asks for its usage
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once
       breakerPermit(deps), // one permit per request; records how the request ended
-      totalTimeout(deps), // routes' timeouts.totalMs across attempts and backoffs
-      streamIdle(deps), // a stream outlives totalMs, but not streamIdleMs of silence
+      // routes' timeouts.totalMs across attempts and backoffs; a stream outlives it, but not
+      // streamIdleMs of silence
+      totalTimeout(deps),
       retry(deps), // another node after a backoff, when safe and budgeted
       // ---- per attempt ----
       cooldownPerAttempt(deps), // a retry passes the gate again; 429/503 Retry-After learned

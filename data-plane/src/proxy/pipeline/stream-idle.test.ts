@@ -3,22 +3,24 @@ import { PassThrough } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
 import { ExchangeAbort } from "./exchange-abort.js";
-import { streamIdle } from "./stream-idle.js";
+import { totalTimeout } from "./total-timeout.js";
 
-describe("stream-idle stage", () => {
+// The idle cut is the total-timeout stage's once a response turns out to be a stream.
+describe("stream idle cut", () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
   const SSE = { "content-type": "text/event-stream" };
 
-  function setup(streamIdleMs = 1_000, req?: IncomingMessage) {
-    const world = stageWorld({ route: { timeouts: { totalMs: 60_000, streamIdleMs } } });
+  // totalMs 0 (off), so the only timer is the idle cut's.
+  function setup(streamIdleMs = 1_000, req?: IncomingMessage, totalMs = 0) {
+    const world = stageWorld({ route: { timeouts: { totalMs, streamIdleMs } } });
     const down = fakeDispatch();
     const exchange = world.exchange({ req });
     // A request body still uploading is the client's stream, as the proxy handler passes it.
     if (req !== undefined) exchange.body = req;
     const above = new RecordingHandler(exchange);
-    streamIdle(world.deps)(down)(exchange, above);
+    totalTimeout(world.deps)(down)(exchange, above);
     const attempt = down.attempts[0]!.start();
     return { attempt, above, world };
   }
@@ -95,5 +97,19 @@ describe("stream-idle stage", () => {
     attempt.fail("stream_broken");
     expect(vi.getTimerCount()).toBe(0);
     expect(above.events).toEqual(["start 200", "failure stream_broken"]);
+  });
+
+  it("takes over from totalMs when the headers say stream, and only then", () => {
+    const { attempt, above } = setup(1_000, undefined, 5_000);
+    vi.advanceTimersByTime(4_000);
+    attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+    // totalMs has passed since the request started: the stream is not cut for it.
+    vi.advanceTimersByTime(999);
+    attempt.handler.onResponseData(attempt.controller, Buffer.from("a"));
+    vi.advanceTimersByTime(999);
+    expect(above.events).toEqual(["start 200", "data a"]);
+    vi.advanceTimersByTime(1);
+    expect(above.events).toEqual(["start 200", "data a", "failure body_timeout"]);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

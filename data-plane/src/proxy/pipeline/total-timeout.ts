@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { StaleEntry } from "../../fallback/stale-cache.js";
 import { type DeadlineEntry, type DeadlineList, DeadlineSweep } from "./deadline-sweep.js";
 import type { Exchange } from "./exchange.js";
-import { answered } from "./exchange-abort.js";
+import { answered, ExchangeAbort } from "./exchange-abort.js";
 import { logAttemptFailure } from "./failure-log.js";
 import type { ProxyDeps } from "./proxy-deps.js";
 import {
@@ -12,28 +12,32 @@ import {
   type Interceptor,
   type StageController,
 } from "./stage.js";
+import { type IdleOwner, StreamIdleWatch } from "./stream-idle.js";
 import { isStreamingResponse } from "./streaming-response.js";
 
 /**
- * routes' timeouts.totalMs, across every attempt and backoff: when it runs out the request
- * fails as a header timeout (a body timeout once the response started), and the attempt in
- * flight is aborted. It stands under the breaker, which records that failure. Every route has a
- * totalMs, so requests share a deadline sweep (one timer per duration) instead of a timer each.
+ * How long a request may take. routes' timeouts.totalMs, across every attempt and backoff: when
+ * it runs out the request fails as a header timeout (a body timeout once the response started),
+ * and the attempt in flight is aborted. A streaming response outlives totalMs: from its headers
+ * on, its silence is bounded instead, by streamIdleMs (a StreamIdleWatch, stream-idle.ts). It
+ * stands under the breaker, which records these failures. Every route has a totalMs, so requests
+ * share a deadline sweep (one timer per duration) instead of a timer each.
  */
 export function totalTimeout(deps: ProxyDeps, sweep = new DeadlineSweep()): Interceptor {
   return (next) => (exchange, handler) => {
-    const totalMs = exchange.route.totalTimeoutMs;
-    if (totalMs <= 0) {
+    const route = exchange.route;
+    const totalMs = route.totalTimeoutMs;
+    if (totalMs <= 0 && route.streamIdleMs <= 0) {
       next(exchange, handler);
       return;
     }
     const timing = new TimeoutHandler(handler, exchange, deps, sweep);
-    sweep.add(timing, totalMs);
+    if (totalMs > 0) sweep.add(timing, totalMs);
     guarded(next, exchange, timing);
   };
 }
 
-class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
+class TimeoutHandler extends DecoratorHandler implements DeadlineEntry, IdleOwner {
   // DeadlineEntry's fields, owned by the sweep.
   deadline = 0;
   prev: DeadlineEntry | undefined = undefined;
@@ -43,6 +47,8 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
   #controller: StageController | undefined;
   /** Set when the timeout fired before the attempt's controller arrived (pool queue). */
   #abortReason: Error | undefined;
+  /** The stream's idle cut, once the response turned out to be a stream. */
+  #idle: StreamIdleWatch | undefined = undefined;
 
   constructor(
     handler: TimeoutHandler["handler"],
@@ -68,14 +74,23 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
     headers: IncomingHttpHeaders,
   ): void {
     if (this.#done) return;
-    // totalMs bounds the wait for a stream's headers, not its life: from here the stream-idle
-    // stage bounds its silence. Still not done, so the stream's end passes through.
-    if (isStreamingResponse(status, headers)) this.sweep.remove(this);
+    // totalMs bounds the wait for a stream's headers, not its life: from here streamIdleMs
+    // bounds its silence. Still not done, so the stream's end passes through.
+    if (isStreamingResponse(status, headers)) {
+      this.sweep.remove(this);
+      const idleMs = this.exchange.route.streamIdleMs;
+      if (idleMs > 0 && this.#idle === undefined) {
+        this.#controller = controller;
+        this.#idle = new StreamIdleWatch(this, idleMs);
+      }
+    }
     this.handler.onResponseStart(controller, status, headers);
   }
 
   override onResponseData(controller: StageController, chunk: Buffer): void {
-    if (!this.#done) this.handler.onResponseData(controller, chunk);
+    if (this.#done) return;
+    this.#idle?.refresh();
+    this.handler.onResponseData(controller, chunk);
   }
 
   override onResponseEnd(controller: StageController): void {
@@ -99,6 +114,19 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
     }
   }
 
+  /** The stream stayed silent for streamIdleMs: a body timeout, and the node released. */
+  streamIdle(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#idle?.stop();
+    logAttemptFailure(this.deps, this.exchange, "body_timeout", undefined, false);
+    // Answer first: the abort below calls back synchronously and must find this stage done.
+    this.handler.onFailure({ kind: "body_timeout" });
+    this.#controller?.abort(
+      new ExchangeAbort("aborted", "stream idle past the route's streamIdleMs"),
+    );
+  }
+
   #timedOut(): void {
     if (this.#done) return;
     this.#done = true;
@@ -118,6 +146,7 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry {
     if (this.#done) return false;
     this.#done = true;
     this.sweep.remove(this);
+    this.#idle?.stop();
     return true;
   }
 }
