@@ -84,10 +84,12 @@ export interface HealthIntakeOptions {
  * reading (see onBacklog). Counted in bytes, not reports: a changes-only report of one node is
  * about 70 bytes and thousands of them never stop a stream, while a whole 20,000-node report
  * (issue 9's scale) is about 1.4 MiB on the wire, so a flood of those stops it at the third
- * waiting. A paused stream's reports then hold at most this plus one message (grpc
- * max_receive_message_length, 8 MiB) of bytes, besides the one report being decoded and taken
- * in; a data plane's usual burst, its whole view after Hello and its first changes, stays under
- * it.
+ * waiting. Pausing stops the stream's 'data' events, not grpc-js's reads: its object-mode
+ * stream buffers up to 16 more messages (its default highWaterMark) before it stops reading and
+ * HTTP/2 flow control holds the data plane back. So a paused stream holds at most this, plus
+ * those 16 messages (each under the 8 MiB max_receive_message_length), plus the report being
+ * taken in: bounded, though not by this figure alone. A data plane's usual burst, its whole
+ * view after Hello and its first changes, stays under it.
  */
 export const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
 

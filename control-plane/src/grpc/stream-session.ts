@@ -216,10 +216,7 @@ export class StreamSession {
     if (this.closed || this.ending) return;
     this.ending = true;
     // Nothing more is sent; the data plane said it wants no more.
-    this.unsubscribe?.();
-    this.unsubscribeTargets?.();
-    this.unsubscribe = undefined;
-    this.unsubscribeTargets = undefined;
+    this.stopOffering();
     const finish = () => {
       if (this.closed) return;
       this.cleanup("data plane ended the stream");
@@ -507,6 +504,14 @@ export class StreamSession {
     return this.outstanding.splice(0, index + 1)[index];
   }
 
+  /** Stops following publishes and rollout targets (once: a second call does nothing). */
+  private stopOffering(): void {
+    this.unsubscribe?.();
+    this.unsubscribeTargets?.();
+    this.unsubscribe = undefined;
+    this.unsubscribeTargets = undefined;
+  }
+
   private offer(newest: PublishedSnapshot | undefined): void {
     const identity = this.identity;
     if (newest === undefined || identity === undefined || this.closed || this.ending) return;
@@ -584,8 +589,7 @@ export class StreamSession {
     clearTimeout(this.helloTimer);
     this.queue = [];
     this.healthIntake?.close();
-    this.unsubscribe?.();
-    this.unsubscribeTargets?.();
+    this.stopOffering();
     if (this.party !== undefined) {
       // What this data plane held goes back to the fleet; a probe it held is released.
       this.quota?.release(this.party.id);

@@ -30,27 +30,43 @@ export function setProbeLookup(lookup: LookupFunction | undefined): void {
  * timeoutMs stays what ProbeSpec says it is (the whole probe); the load is milliseconds of a
  * timeout of seconds (3 s by default).
  */
-let httpModule: Promise<typeof import("node:http")> | undefined;
-let httpsModule: Promise<typeof import("node:https")> | undefined;
-let tlsModule: Promise<typeof import("node:tls")> | undefined;
-const loadHttp = () => (httpModule ??= import("node:http"));
-const loadHttps = () => (httpsModule ??= import("node:https"));
-const loadTls = () => (tlsModule ??= import("node:tls"));
+/** A module imported by the first probe that needs it; `value` once it is loaded. */
+interface LazyModule<T> {
+  value: T | undefined;
+  loading: Promise<T> | undefined;
+  readonly load: () => Promise<T>;
+}
+
+function lazyModule<T>(load: () => Promise<T>): LazyModule<T> {
+  return { value: undefined, loading: undefined, load };
+}
+
+const httpModule = lazyModule(() => import("node:http"));
+const httpsModule = lazyModule(() => import("node:https"));
+const tlsModule = lazyModule(() => import("node:tls"));
 
 /**
- * What `loading` gives, once it does, or undefined when `deadline` (performance.now() time)
- * comes first; the load goes on for the next probe.
+ * The module, once loaded and with time left before `deadline` (performance.now() time);
+ * undefined when the deadline comes first (the load goes on for the next probe). Once loaded,
+ * a probe takes it at once, with no race and no timer.
  */
-async function loadedBy<T>(loading: Promise<T>, deadline: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
-  });
-  try {
-    return await Promise.race([loading, late]);
-  } finally {
-    clearTimeout(timer);
+async function loadedBy<T>(module: LazyModule<T>, deadline: number): Promise<T | undefined> {
+  if (module.value === undefined) {
+    module.loading ??= module.load().then((value) => {
+      module.value = value;
+      return value;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
+    });
+    try {
+      await Promise.race([module.loading, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
+  return performance.now() < deadline ? module.value : undefined;
 }
 
 /** Largest health body read; a health endpoint has no reason to send more. */
@@ -163,12 +179,12 @@ async function httpCheck(
   };
   let req: ReturnType<typeof import("node:http").request>;
   if (tls === undefined) {
-    const http = await loadedBy(loadHttp(), deadline);
-    if (http === undefined || performance.now() >= deadline) return timedOut;
+    const http = await loadedBy(httpModule, deadline);
+    if (http === undefined) return timedOut;
     req = http.request(options);
   } else {
-    const https = await loadedBy(loadHttps(), deadline);
-    if (https === undefined || performance.now() >= deadline) return timedOut;
+    const https = await loadedBy(httpsModule, deadline);
+    if (https === undefined) return timedOut;
     req = https.request({ ...options, ...tlsOptions(tls) });
   }
   // Its events are listened to below, in this same turn, before any can be emitted.
@@ -229,10 +245,8 @@ async function tlsHandshake(
   tls: ProbeTls,
   deadline: number,
 ): Promise<Stage<undefined>> {
-  const loaded = await loadedBy(loadTls(), deadline);
-  if (loaded === undefined || performance.now() >= deadline) {
-    return { ok: false, error: "tls timeout" };
-  }
+  const loaded = await loadedBy(tlsModule, deadline);
+  if (loaded === undefined) return { ok: false, error: "tls timeout" };
   const { connect: tlsConnect } = loaded;
   const timeoutMs = deadline - performance.now();
   return new Promise((resolve) => {

@@ -35,6 +35,16 @@ describe("keepForReplay", () => {
       [target("10.0.0.1:80"), { ...target("10.0.0.2:80"), tls: undefined }],
       "list",
     ],
+    [
+      "a node with a key the first lacks, the first holding one as undefined that it lacks",
+      [
+        { ...target("10.0.0.1:80"), tls: undefined },
+        (({ tls: _, ...rest }) => ({ ...rest, extra: "kept" }))(
+          target("10.0.0.2:80"),
+        ) as unknown as ProbeTarget,
+      ],
+      "list",
+    ],
     ["no nodes", [], "list"],
   ] as const)("gives back %s field for field", (_name, targets, kept) => {
     const stored = keepForReplay(targets);

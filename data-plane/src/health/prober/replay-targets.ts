@@ -32,7 +32,12 @@ export function keepForReplay(targets: readonly ProbeTarget[]): ReplayTargets {
     if (Object.keys(target).length !== keys.length) return { list: targets };
     for (const key of keys) {
       if (PER_NODE.has(key)) continue;
-      if (target[key as keyof ProbeTarget] !== shared[key as keyof ProbeTarget]) {
+      // `in` as well: with as many keys, a key the first target holds as undefined and this one
+      // lacks would hide a key this one has and the first lacks.
+      if (
+        !(key in target) ||
+        target[key as keyof ProbeTarget] !== shared[key as keyof ProbeTarget]
+      ) {
         return { list: targets };
       }
     }

@@ -51,6 +51,21 @@ describe("DeadlineSweep", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("arms a list's first timer for its entry's rounded-up deadline, so no sweep comes early and finds nothing", () => {
+    time = 0.4;
+    const sweep = new DeadlineSweep(now);
+    const log: string[] = [];
+    const armed = vi.spyOn(globalThis, "setTimeout");
+    sweep.add(entry(log, "a", now), 100);
+    advance(100); // the clock reads 100.4: short of the deadline, 101
+    expect(log).toEqual([]);
+    advance(1);
+    expect(log).toEqual(["a@101.4"]);
+    // One timer, armed once: not one for 100 ms that found nothing due and re-armed for 1.
+    expect(armed).toHaveBeenCalledTimes(1);
+    armed.mockRestore();
+  });
+
   it("forgets removed entries, and holds no timer once nothing is in flight", () => {
     const sweep = new DeadlineSweep(now);
     const log: string[] = [];

@@ -55,14 +55,15 @@ export class DeadlineSweep {
     // field a double, and V8 boxes a double field in a heap number of its own for every new
     // entry (16 B a request for each of the total and headers deadlines); a whole number
     // stays inline (up to 2^31 ms, 24 days after start, past which it is a double again).
-    entry.deadline = Math.ceil(this.now()) + durationMs;
+    const now = this.now();
+    entry.deadline = Math.ceil(now) + durationMs;
     entry.list = list;
     entry.next = undefined;
     entry.prev = list.tail;
     if (list.tail === undefined) list.head = entry;
     else list.tail.next = entry;
     list.tail = entry;
-    if (list.timer === undefined) arm(list, durationMs);
+    if (list.timer === undefined) arm(list, entry.deadline, now);
   }
 
   /** Takes `entry` out before its deadline; a no-op when it already left or expired. */
@@ -95,9 +96,11 @@ function unlink(list: DeadlineList, entry: DeadlineEntry): void {
   entry.list = undefined;
 }
 
-function arm(list: DeadlineList, delayMs: number): void {
-  list.firesAt = list.now() + delayMs;
-  list.timer = setTimeout(sweep, delayMs, list);
+/** Arms `list`'s timer for `firesAt`, the deadline of its head (a sweep any earlier finds nothing due). */
+function arm(list: DeadlineList, firesAt: number, now: number): void {
+  list.firesAt = firesAt;
+  // Whole milliseconds, rounded up: a timer fired early would find nothing due and re-arm.
+  list.timer = setTimeout(sweep, Math.max(1, Math.ceil(firesAt - now)), list);
 }
 
 /**
@@ -114,5 +117,5 @@ function sweep(list: DeadlineList): void {
     entry.expired();
   }
   const head = list.head;
-  if (head !== undefined && list.timer === undefined) arm(list, Math.max(1, head.deadline - now));
+  if (head !== undefined && list.timer === undefined) arm(list, head.deadline, now);
 }
