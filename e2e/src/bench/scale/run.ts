@@ -10,6 +10,7 @@ import { residentMiB } from "../process-usage.js";
 import { type ThreadCpu, threadCpu } from "../thread-cpu.js";
 import { AppliedVersions } from "./applied-versions.js";
 import { applyResources } from "./apply-resources.js";
+import { measureDataPlaneAlone } from "./data-plane-alone.js";
 import { measureLateDataPlane } from "./late-data-plane.js";
 import { measureRouteMatch, type RouteMatchResult } from "./route-match.js";
 import {
@@ -298,6 +299,37 @@ async function main(): Promise<void> {
   } finally {
     clearTimeout(deadline);
     await teardown.run();
+    // With the fleet stopped, the cores are free for one data plane alone.
+    await measureDataPlaneAlone(
+      {
+        ...process.env,
+        CLAWGATE_BENCH_ROUTES: String(size.routes),
+        CLAWGATE_BENCH_UPSTREAMS: String(size.upstreams),
+        CLAWGATE_BENCH_NODES: String(size.nodes),
+      },
+      STEP_MS,
+    ).then(
+      (alone) => {
+        row(
+          "one DP alone (stub CP, no other process): block, boot + full snapshot",
+          ms(alone.bootBlockMs),
+          "< 250 ms",
+        );
+        row(
+          "  its block, a full snapshot while serving",
+          ms(alone.fullWhileServingBlockMs),
+          "< 250 ms",
+        );
+        row("  its block, every node evicted in one burst", ms(alone.evictionBlockMs));
+        row(
+          "  its block, one-route change",
+          `p50 ${alone.changeBlockMs.p50.toFixed(1)} ms, max ${alone.changeBlockMs.max.toFixed(1)} ms`,
+          "< 20 ms",
+        );
+        row("  its heap used", `${alone.heapMiB} MiB`, "< 512 MB");
+      },
+      (error: unknown) => row("one DP alone stopped", firstLine(error), "succeed"),
+    );
     process.stdout.write(`\n${formatScaleReport(rows)}\n\n`);
   }
 }
