@@ -364,6 +364,9 @@ describe("alerts and dashboard", () => {
       "clawgate_requests_total",
       "clawgate_request_duration_seconds_bucket",
       "clawgate_heal_actions_total",
+      "clawgate_tenant_requests_total",
+      "clawgate_quota_exhausted_total",
+      "clawgate_quota_store_errors_total",
     ]) {
       expect(exprs).toContain(metric);
     }
