@@ -11,6 +11,7 @@ import { clawgateError, type Outcome } from "../resources/errors.js";
 import type { ConfigModel } from "../snapshot/config-model.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
+import { OneAtATime } from "./one-at-a-time.js";
 import type { OutcomeBoard } from "./outcome-board.js";
 import {
   chooseCanaries,
@@ -81,7 +82,8 @@ export class RolloutController implements VersionTargets {
   #baseline: { id: string; counts: Map<string, Counts> } | undefined;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribeModel: (() => void) | undefined;
-  #busy = false;
+  /** Checks and endings, one at a time (a person's promote or abort waits for a check). */
+  readonly #turns = new OneAtATime();
 
   constructor(options: RolloutControllerOptions) {
     this.#options = options;
@@ -208,19 +210,16 @@ export class RolloutController implements VersionTargets {
     return this.#end((rollout) => this.#rollBack(rollout, `aborted by ${author}`, author));
   }
 
-  async #end(step: (rollout: StoredRollout) => Promise<Ended>): Promise<Ended> {
-    if (this.#busy) return fail("CLAWGATE_STORE_CONFLICT", "the rollout is being ended already");
-    this.#busy = true;
-    try {
+  #end(step: (rollout: StoredRollout) => Promise<Ended>): Promise<Ended> {
+    // After a check or ending in progress: one that ended the rollout leaves none baking here.
+    return this.#turns.run(async () => {
       await this.#reload();
       const rollout = this.baking();
       if (rollout === undefined) {
         return fail("CLAWGATE_NOT_FOUND", "no rollout is baking");
       }
       return await step(rollout);
-    } finally {
-      this.#busy = false;
-    }
+    });
   }
 
   async #promote(rollout: StoredRollout, reason: string): Promise<Ended> {
@@ -380,27 +379,25 @@ export class RolloutController implements VersionTargets {
   }
 
   async #tick(): Promise<void> {
-    if (this.#busy) return;
-    this.#busy = true;
-    try {
-      await this.#reload();
-      const rollout = this.baking();
-      if (rollout === undefined || !this.#options.election.isLeader()) return;
-      const verdict = judge(
-        this.#outcomes(rollout).canary,
-        this.#outcomes(rollout).rest,
-        rollout.spec,
-      );
-      if (verdict.failing) {
-        await this.#rollBack(rollout, `canaries failing: ${verdict.reason}`, "rollout");
-      } else if (this.#clock() >= Date.parse(rollout.bakeUntil)) {
-        await this.#promote(rollout, `baked ${rollout.spec.bakeSeconds} s without failing`);
+    await this.#turns.runUnlessBusy(async () => {
+      try {
+        await this.#reload();
+        const rollout = this.baking();
+        if (rollout === undefined || !this.#options.election.isLeader()) return;
+        const verdict = judge(
+          this.#outcomes(rollout).canary,
+          this.#outcomes(rollout).rest,
+          rollout.spec,
+        );
+        if (verdict.failing) {
+          await this.#rollBack(rollout, `canaries failing: ${verdict.reason}`, "rollout");
+        } else if (this.#clock() >= Date.parse(rollout.bakeUntil)) {
+          await this.#promote(rollout, `baked ${rollout.spec.bakeSeconds} s without failing`);
+        }
+      } catch (error) {
+        this.#options.logger.warn({ err: error }, "rollout check failed; trying again");
       }
-    } catch (error) {
-      this.#options.logger.warn({ err: error }, "rollout check failed; trying again");
-    } finally {
-      this.#busy = false;
-    }
+    });
   }
 
   /**
