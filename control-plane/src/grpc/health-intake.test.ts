@@ -12,8 +12,8 @@ import {
 import { describe, expect, it } from "vitest";
 import { Fleet, type ReportedNodeHealth } from "../fleet/fleet.js";
 import { FleetHealth } from "../health/fleet-health.js";
-import type { HealEventInput } from "../journal/heal-event.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { INTAKE_ENTRIES_PER_TURN } from "../turns/turn-budget.js";
 import { HealthIntake, MAX_BACKLOG_BYTES } from "./health-intake.js";
 
@@ -50,13 +50,7 @@ function turnCounter() {
 }
 
 function harness(onBacklog?: (full: boolean) => void, fleet = new Fleet()) {
-  const recorded: HealEventInput[] = [];
-  const journal = {
-    record: async (event: HealEventInput) => {
-      recorded.push(event);
-      return { id: "x", time: "t", ...event } as never;
-    },
-  };
+  const { journal, recorded } = recordingJournal();
   const health = new FleetHealth({ fleet, journal });
   const stream = fleet.connected("dp-1", hello);
   const refused: string[] = [];

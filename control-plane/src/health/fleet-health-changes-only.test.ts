@@ -1,10 +1,10 @@
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { HealthChanges, ReportedNodeHealth } from "../fleet/fleet.js";
-import type { HealEventInput } from "../journal/heal-event.js";
 import { ManualScheduler } from "../remediation/manual-scheduler.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { FleetHealth } from "./fleet-health.js";
 import { SharedHealthReports } from "./shared-health-reports.js";
 import { parseHealthReport } from "./stored-health-report.js";
@@ -29,13 +29,7 @@ const start = [
 ];
 
 function journaled() {
-  const recorded: HealEventInput[] = [];
-  const journal = {
-    record: async (event: HealEventInput) => {
-      recorded.push(event);
-      return { id: "x", time: "t", ...event } as never;
-    },
-  };
+  const { journal, recorded } = recordingJournal();
   return { journal, recorded };
 }
 

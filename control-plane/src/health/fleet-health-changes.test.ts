@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
-import type { HealEventInput } from "../journal/heal-event.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { FleetHealth, type VerdictChange } from "./fleet-health.js";
 import { healthReportKey } from "./health-report-key.js";
 import { SharedHealthReports } from "./shared-health-reports.js";
@@ -39,13 +39,7 @@ describe("FleetHealth, report by report", () => {
   // Reports of hundreds of nodes take more than one turn's intake budget: each test waits for
   // the view to settle rather than expect it in the same turn.
   it("announces and journals nothing when a report repeats the previous one", async () => {
-    const recorded: HealEventInput[] = [];
-    const journal = {
-      record: async (event: HealEventInput) => {
-        recorded.push(event);
-        return { id: "x", time: "t", ...event } as never;
-      },
-    };
+    const { journal, recorded } = recordingJournal();
     const health = new FleetHealth({ journal });
     const { updates, verdicts } = observed(health);
     const nodes = many(500, (i) => (i % 2 === 0 ? "evicted" : "healthy"));

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
-import type { HealEventInput } from "../journal/heal-event.js";
 import { openEmbeddedStore } from "../store/embedded-store.js";
 import type { Store } from "../store/store.js";
 import { evictedNodes } from "../testing/evicted-nodes.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { FleetHealth } from "./fleet-health.js";
 import { healthReportKey } from "./health-report-key.js";
 import { SharedHealthReports } from "./shared-health-reports.js";
@@ -41,17 +41,24 @@ function until(view: FleetHealth, what: string, predicate: () => boolean): Promi
   });
 }
 
+/** A fresh embedded store (closed after the test) and the shared reports on it. */
+async function sharedReports(): Promise<{ shared: SharedHealthReports; opened: Store }> {
+  const opened = await openEmbeddedStore({});
+  store = opened;
+  const shared = new SharedHealthReports({
+    store: opened,
+    prefix: PREFIX,
+    replicaId: "cp-1",
+    coalesceMs: 0,
+    // Every view written at once: the tests read the store for the newest one.
+    writeNodesPerSecond: 1e9,
+  });
+  return { shared, opened };
+}
+
 describe("FleetHealth shared, a whole report in turns", () => {
   it("applies a changes-only report sent during a whole report's intake on it, in the view and the store", async () => {
-    store = await openEmbeddedStore({});
-    const shared = new SharedHealthReports({
-      store,
-      prefix: PREFIX,
-      replicaId: "cp-1",
-      coalesceMs: 0,
-      // Every view written at once: the test reads the store for the newest one.
-      writeNodesPerSecond: 1e9,
-    });
+    const { shared, opened } = await sharedReports();
     health = new FleetHealth({ shared });
     await health.start();
     const nodes = evictedNodes(NODES);
@@ -71,7 +78,7 @@ describe("FleetHealth shared, a whole report in turns", () => {
     expect(view.reportChanges("dp-1", { nodes: [back], removed: [] })).toBe(true);
     await settled;
 
-    const stored = await store.get(healthReportKey(PREFIX, "dp-1"));
+    const stored = await opened.get(healthReportKey(PREFIX, "dp-1"));
     const parsed = await parseHealthReport("dp-1", stored?.value ?? "");
     if (!parsed.ok) throw new Error(parsed.reason);
     expect(parsed.report.nodes).toHaveLength(NODES);
@@ -79,21 +86,8 @@ describe("FleetHealth shared, a whole report in turns", () => {
   });
 
   it("takes nothing more in once closed: no store write, journal entry or listener call after close, nothing left pending", async () => {
-    store = await openEmbeddedStore({});
-    const shared = new SharedHealthReports({
-      store,
-      prefix: PREFIX,
-      replicaId: "cp-1",
-      coalesceMs: 0,
-      writeNodesPerSecond: 1e9,
-    });
-    const recorded: HealEventInput[] = [];
-    const journal = {
-      record: async (event: HealEventInput) => {
-        recorded.push(event);
-        return { id: "x", time: "t", ...event } as never;
-      },
-    };
+    const { shared, opened } = await sharedReports();
+    const { journal, recorded } = recordingJournal();
     const view = new FleetHealth({ shared, journal });
     await view.start();
     const told: string[] = [];
@@ -117,7 +111,7 @@ describe("FleetHealth shared, a whole report in turns", () => {
 
     expect(recorded).toEqual([]);
     expect(told).toEqual([]);
-    expect(await store.get(healthReportKey(PREFIX, "dp-1"))).toBeUndefined();
+    expect(await opened.get(healthReportKey(PREFIX, "dp-1"))).toBeUndefined();
     expect(view.node(nodes[0]!.upstream, nodes[0]!.address)).toBeUndefined();
     expect(queuedAfterClose).toBe(0);
   });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ReportedNodeHealth } from "../fleet/fleet.js";
 import { Fleet } from "../fleet/fleet.js";
-import type { HealEventInput } from "../journal/heal-event.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { FleetHealth, type VerdictChange } from "./fleet-health.js";
 import { majorityOf } from "./node-verdict.js";
 
@@ -13,13 +13,7 @@ function node(address: string, state: string, evidence = ""): ReportedNodeHealth
 }
 
 function harness() {
-  const recorded: HealEventInput[] = [];
-  const journal = {
-    record: async (event: HealEventInput) => {
-      recorded.push(event);
-      return { id: "x", time: "t", ...event } as never;
-    },
-  };
+  const { journal, recorded } = recordingJournal();
   const health = new FleetHealth({ journal });
   const changes: VerdictChange[] = [];
   health.onVerdict((change) => changes.push(change));

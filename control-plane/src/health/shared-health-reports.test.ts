@@ -6,6 +6,7 @@ import { openEmbeddedStore } from "../store/embedded-store.js";
 import { openEtcdStore } from "../store/etcd-store.js";
 import type { Store, WatchEvent, WatchHandlers } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/index.js";
+import { recordingJournal } from "../testing/recording-journal.js";
 import { FleetHealth, type NodeHealthSummary } from "./fleet-health.js";
 import { healthReportKey, parseHealthReportKey } from "./health-report-key.js";
 import { type SharedHealthHandlers, SharedHealthReports } from "./shared-health-reports.js";
@@ -64,12 +65,7 @@ function counts(summary: NodeHealthSummary | undefined) {
 
 /** Records journal events of every replica in one list, as the shared journal would hold them. */
 function journalOf(recorded: HealEventInput[]) {
-  return {
-    record: async (event: HealEventInput) => {
-      recorded.push(event);
-      return { id: "x", time: "t", ...event } as never;
-    },
-  };
+  return recordingJournal(recorded).journal;
 }
 
 function describeSharing(

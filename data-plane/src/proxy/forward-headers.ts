@@ -15,6 +15,38 @@ const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
   "expect",
 ]);
 
+// Set by the proxy itself on the response, so the upstream's copy is dropped.
+const REPLACED_FOR_CLIENT: ReadonlySet<string> = new Set(["x-request-id"]);
+
+/**
+ * Writes `headers`' end-to-end entries, name then value, from the start of `out`, leaving out
+ * hop-by-hop ones (`named`: the Connection header's tokens) and those in `replaced`; returns
+ * how many slots it wrote.
+ */
+function copyEndToEnd(
+  headers: IncomingHttpHeaders,
+  named: ReadonlySet<string> | undefined,
+  replaced: ReadonlySet<string>,
+  out: string[],
+): number {
+  let n = 0;
+  for (const name in headers) {
+    if (replaced.has(name) || isHopByHop(name, named)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (typeof value === "string") {
+      out[n++] = name;
+      out[n++] = value;
+    } else {
+      for (const item of value) {
+        out[n++] = name;
+        out[n++] = item;
+      }
+    }
+  }
+  return n;
+}
+
 export interface ForwardContext {
   /** Host header sent upstream (rewrite.host or the client's). */
   readonly host: string | undefined;
@@ -35,21 +67,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, context: ForwardCon
   // entries added below. Grown by push from empty, the list was copied twice on its way to a
   // typical 20-odd entries (about 580 B per request against about 220 B sized).
   const out: string[] = new Array((req.rawHeaders?.length ?? 0) + ADDED_ENTRIES);
-  let n = 0;
-  for (const name in headers) {
-    if (REPLACED_UPSTREAM.has(name) || isHopByHop(name, named)) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (typeof value === "string") {
-      out[n++] = name;
-      out[n++] = value;
-    } else {
-      for (const item of value) {
-        out[n++] = name;
-        out[n++] = item;
-      }
-    }
-  }
+  let n = copyEndToEnd(headers, named, REPLACED_UPSTREAM, out);
   if (context.host !== undefined) {
     out[n++] = "host";
     out[n++] = context.host;
@@ -87,21 +105,7 @@ export function clientResponseHeaders(headers: IncomingHttpHeaders, requestId: s
     if (value !== undefined) size += typeof value === "string" ? 2 : 2 * value.length;
   }
   const out: string[] = new Array(size);
-  let n = 0;
-  for (const name in headers) {
-    if (name === "x-request-id" || isHopByHop(name, named)) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (typeof value === "string") {
-      out[n++] = name;
-      out[n++] = value;
-    } else {
-      for (const item of value) {
-        out[n++] = name;
-        out[n++] = item;
-      }
-    }
-  }
+  let n = copyEndToEnd(headers, named, REPLACED_FOR_CLIENT, out);
   out[n++] = "x-request-id";
   out[n++] = requestId;
   // Trimmed in place (no copy) past the hop-by-hop headers left out.

@@ -1,22 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { probeTarget } from "../../testing/probe-target.js";
 import type { ProbeOutcome } from "./probe.js";
-import type { ProbeResult, ProbeSpec, ProbeTarget } from "./probe-protocol.js";
+import type { ProbeResult, ProbeSpec } from "./probe-protocol.js";
 import { ProbeScheduler } from "./probe-scheduler.js";
 
-function target(address: string, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
-  const [host = "", port = "0"] = address.split(":");
-  return {
-    upstream: "agents",
-    address,
-    host,
-    port: Number(port),
-    intervalMs: 1_000,
-    timeoutMs: 300,
-    path: "/healthz",
-    expectStatus: "ok",
-    ...overrides,
-  };
-}
+const target = probeTarget;
 
 /** A probe the test finishes by hand; records every spec it was started with. */
 function manualProbe() {

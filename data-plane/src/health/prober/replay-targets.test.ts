@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { probeTarget } from "../../testing/probe-target.js";
 import type { ProbeTarget } from "./probe-protocol.js";
 import { keepForReplay, replayed } from "./replay-targets.js";
 
@@ -6,19 +7,7 @@ import { keepForReplay, replayed } from "./replay-targets.js";
 const TLS = { servername: "agents.example", rejectUnauthorized: true };
 
 function target(address: string, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
-  const [host = "", port = "0"] = address.split(":");
-  return {
-    upstream: "agents",
-    address,
-    host,
-    port: Number(port),
-    intervalMs: 10_000,
-    timeoutMs: 3_000,
-    path: "/healthz",
-    expectStatus: "ok",
-    tls: TLS,
-    ...overrides,
-  };
+  return probeTarget(address, { intervalMs: 10_000, timeoutMs: 3_000, tls: TLS, ...overrides });
 }
 
 describe("keepForReplay", () => {
