@@ -10,6 +10,7 @@ import { send } from "../support/proxy-client.js";
 import { Teardown } from "../support/teardown.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
 import { baselineAccessLog } from "./baseline-access-log.js";
+import { corePinning, pinTree } from "./core-pinning.js";
 import { runH2load } from "./h2load-process.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
@@ -42,7 +43,9 @@ import { sseBody, writePostScript } from "./wrk-scripts.js";
  * BENCH_WORKERS (the data plane's `workers`, default 1, or auto; each table then says its
  * requests/s per worker; wrk stays one thread, so raise BENCH_CONNECTIONS with it),
  * BENCH_H2_CLIENTS and BENCH_H2_STREAMS (the HTTP/2 table: h2load connections, default 5, and
- * streams in flight on each, default 10).
+ * streams in flight on each, default 10), BENCH_PIN (auto, the default, on or off: the load on
+ * one CPU and the proxy under measurement on another, as issue 10's table was measured; see
+ * core-pinning.ts).
  *
  * A third table is HTTP/2 from clients (h2load, from Debian's nghttp2-client): the small GET
  * over TLS to an nginx static server (direct), to nginx's http2 listener proxying to the same
@@ -65,6 +68,7 @@ const h2Streams = Number(process.env.BENCH_H2_STREAMS ?? "10");
 // Extra node flags for the data planes (`--cpu-prof --cpu-prof-dir=/abs/dir`: a data plane runs
 // in a temporary directory removed when it stops, so a relative directory is lost with it).
 const dpNodeArgs = process.env.BENCH_DP_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+const pinning = corePinning(process.env.BENCH_PIN, workers.count);
 
 interface Target {
   target: string;
@@ -83,6 +87,10 @@ async function main(): Promise<void> {
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
   try {
+    // Before anything starts: whatever this process spawns (wrk, h2load, the upstream, the
+    // control plane) inherits the load side's CPU; each proxy is moved to its own once started.
+    pinTree(process.pid, pinning.load);
+    log(`cores: ${pinning.describe}`);
     const dir = await makeWorkDir("bench");
     teardown.add("bench dir", () => removeWorkDir(dir));
     const [
@@ -131,6 +139,7 @@ async function main(): Promise<void> {
     }`,
     });
     teardown.add("nginx proxy", () => nginx.stop());
+    pinTree(nginx.pid, pinning.proxy);
 
     log(`starting nginx over TLS with HTTP/2: static on ${h2DirectPort}, proxy on ${h2NginxPort}`);
     const h2Direct = await startNginx({
@@ -154,12 +163,15 @@ async function main(): Promise<void> {
     }`,
     });
     teardown.add("nginx proxy h2", () => h2Nginx.stop());
+    pinTree(h2Nginx.pid, pinning.proxy);
 
     log("starting the minimal undici dispatch proxy and @fastify/http-proxy");
     const minimal = await startNodeProxy("minimal-proxy", minimalPort!, origin);
     teardown.add("minimal proxy", () => minimal.stop());
     const fastify = await startNodeProxy("fastify-proxy", fastifyPort!, origin);
     teardown.add("fastify proxy", () => fastify.stop());
+    pinTree(minimal.pid, pinning.proxy);
+    pinTree(fastify.pid, pinning.proxy);
 
     log("starting Clawgate: control plane (embedded store) and one data plane");
     const quiet = { CLAWGATE_LOG_LEVEL: "warn" };
@@ -231,6 +243,9 @@ async function main(): Promise<void> {
           );
     if (baseline !== undefined) teardown.add("baseline data plane", () => baseline.stop());
     await waitForConvergence(cp, baseline === undefined ? [dp, logOff] : [dp, logOff, baseline]);
+    for (const plane of [dp, logOff, baseline]) {
+      if (plane !== undefined) pinTree(plane.process.pid, pinning.proxy);
+    }
 
     const targets: Target[] = [
       { target: "direct", base: origin, pid: undefined },
@@ -261,7 +276,7 @@ async function main(): Promise<void> {
     }
 
     log(
-      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, median of ${rounds} rounds, ${cpus().length} cores, node ${process.version}`,
+      `wrk -t1 -c${connections} -d${duration}s --latency, warm-up ${warmup}s, median of ${rounds} rounds, ${cpus().length} cores (${pinning.describe}), node ${process.version}`,
     );
     const postScript = await writePostScript(dir);
     const wrk =
@@ -274,7 +289,7 @@ async function main(): Promise<void> {
     // done on a starved machine) no longer throws the earlier ones away.
     const small = await measureAll(targets, "/", `GET ${bodyBytes} B`, wrk(undefined));
     process.stdout.write(
-      `\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
+      `\ncores: ${pinning.describe}\n\nGET, ${bodyBytes}-byte response\n${formatReport(small)}\n${perWorker(small)}\n`,
     );
     const post = await measureAll(targets, "/upload", "POST 64 KiB", wrk(postScript));
     process.stdout.write(
