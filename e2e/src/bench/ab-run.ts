@@ -8,6 +8,7 @@ import { freePorts } from "../support/free-port.js";
 import { Teardown } from "../support/teardown.js";
 import { waitFor } from "../support/wait-for.js";
 import { makeWorkDir, removeWorkDir } from "../support/work-dir.js";
+import { corePinning, pinTree } from "./core-pinning.js";
 import { fixedJsonBody, startNginx } from "./nginx-process.js";
 import { startNodeProxy } from "./node-proxy-process.js";
 import { cpuSeconds, processTree } from "./process-usage.js";
@@ -28,7 +29,8 @@ import { runWrk } from "./wrk-process.js";
  * --cpu-prof-dir); BENCH_NODE_FLAGS the minimal proxy's. BENCH_PROFILE_DIR (absolute): after
  * the rounds, one more wrk run per target under a CPU profile of just that run
  * (cpu-profile-probe.ts), written there as `<target>.cpuprofile` with `<target>.json` holding
- * its request count, for profile-summary.js. It measures; it asserts nothing.
+ * its request count, for profile-summary.js. BENCH_PIN: as `npm run bench`'s (the load on one CPU,
+ * the proxy under measurement on another; default auto). It measures; it asserts nothing.
  */
 const rounds = Number(process.env.BENCH_ROUNDS ?? "7");
 const duration = process.env.BENCH_DURATION ?? "3s";
@@ -42,6 +44,7 @@ if (!Number.isInteger(rounds) || rounds < 1) {
 }
 const dpNodeArgs = process.env.BENCH_DP_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
 const profileDir = process.env.BENCH_PROFILE_DIR;
+const pinning = corePinning(process.env.BENCH_PIN, 1);
 const profileProbe = pathToFileURL(
   fileURLToPath(new URL("./cpu-profile-probe.js", import.meta.url)),
 ).href;
@@ -58,6 +61,7 @@ async function main(): Promise<void> {
   const teardown = new Teardown();
   process.once("SIGINT", () => void teardown.run().finally(() => process.exit(130)));
   try {
+    pinTree(process.pid, pinning.load);
     const dir = await makeWorkDir("bench-ab");
     teardown.add("bench dir", () => removeWorkDir(dir));
     const [upstreamPort, minimalPort] = await freePorts(2);
@@ -77,6 +81,7 @@ async function main(): Promise<void> {
       profileDir === undefined ? [] : [`--import=${profileProbe}`],
     );
     teardown.add("minimal proxy", () => minimal.stop());
+    pinTree(minimal.pid, pinning.proxy);
 
     const quiet = { CLAWGATE_LOG_LEVEL: "warn" };
     const cp = await startControlPlane(quiet);
@@ -124,8 +129,11 @@ async function main(): Promise<void> {
       targets.push({ target, base: dp.proxyUrl, pid: dp.process.pid });
     }
     await waitForConvergence(cp, dataPlanes);
+    for (const dp of dataPlanes) pinTree(dp.process.pid, pinning.proxy);
 
-    log(`wrk -t1 -c${connections} -d${duration}, ${rounds} rounds, access log ${accessLog}`);
+    log(
+      `wrk -t1 -c${connections} -d${duration}, ${rounds} rounds, access log ${accessLog}, ${pinning.describe}`,
+    );
     const runs = new Map<string, Round[]>(targets.map(({ target }) => [target, []]));
     for (const { base } of targets) await runWrk(`${base}/`, { connections, duration: "2s" });
     for (let round = 1; round <= rounds; round++) {
