@@ -4,7 +4,7 @@ import { type IncomingHttpHeaders, type IncomingMessage, request, type Server } 
 import { create, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
 import { Registry } from "prom-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
@@ -34,10 +34,13 @@ describe("include_usage for a request body of unknown length", () => {
   let upstream: { server: Server; port: number };
   let proxy: { server: Server; port: number };
   const pools = new PoolRegistry();
+  const registry = new Registry();
+  let upstreamRequests = 0;
 
   beforeAll(async () => {
     // An OpenAI-style model: a content chunk, the usage chunk when asked, [DONE].
     upstream = await listenOnLoopback((req, res) => {
+      upstreamRequests++;
       if (req.url === "/v1/abandoned") {
         // The proxy cuts this request short: node reports that as an "aborted" error.
         req.on("error", () => {});
@@ -81,7 +84,7 @@ describe("include_usage for a request body of unknown length", () => {
       createProxyHandler({
         current: () => compiled,
         pools,
-        metrics: new ProxyMetrics(new Registry()),
+        metrics: new ProxyMetrics(registry),
         logger: pino({ level: "silent" }),
       }),
     );
@@ -92,6 +95,15 @@ describe("include_usage for a request body of unknown length", () => {
     await pools.close();
     await closeLoopbackServer(upstream.server);
   });
+
+  /** Requests of route chat that ended with the client gone (499). */
+  const clientGoneCount = async () => {
+    const metric = (await registry.getMetricsAsJSON()).find(
+      (m) => m.name === "clawgate_requests_total",
+    );
+    const values = (metric?.values ?? []) as { labels: Record<string, unknown>; value: number }[];
+    return values.find((v) => v.labels.route === "chat" && v.labels.code === "499")?.value ?? 0;
+  };
 
   /** A chunked POST: several writes and no content-length, so node:http frames it chunked. */
   const chunkedChat = (path: string, body: Buffer, chunkBytes: number) =>
@@ -149,5 +161,26 @@ describe("include_usage for a request body of unknown length", () => {
     const upstreamSide = abandoned[0]!;
     await upstreamSide.closed;
     expect(upstreamSide.req.complete).toBe(false);
+  });
+
+  it("sends nothing upstream when the client leaves before its body ends within the limit", async () => {
+    const before = upstreamRequests;
+    const gone = await clientGoneCount();
+    const client = request({
+      host: "127.0.0.1",
+      port: proxy.port,
+      path: "/v1/chat/completions",
+      method: "POST",
+      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+      agent: false,
+    });
+    client.on("error", () => {});
+    // The client leaves once the proxy has its request, before the body's end.
+    proxy.server.once("request", () => client.destroy());
+    client.write('{"stream":true,"messages":[');
+    await vi.waitFor(async () => expect(await clientGoneCount()).toBe(gone + 1), {
+      timeout: 5_000,
+    });
+    expect(upstreamRequests).toBe(before);
   });
 });
