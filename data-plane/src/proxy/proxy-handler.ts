@@ -6,16 +6,15 @@ import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import type { TenantMetrics } from "../metrics/tenant-metrics.js";
-import { limitedBody } from "../policy/limited-body.js";
 import type { LeaseBook } from "../quota/lease-book.js";
 import { streamUsageCandidate } from "../quota/stream-usage-request.js";
-import { ReplayableBody } from "../retry/replayable-body.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
 import { failRequest } from "./internal-error.js";
 import { logAnsweredEarly } from "./pipeline/access-log.js";
-import { Exchange, type ExchangeBody } from "./pipeline/exchange.js";
+import { Exchange, type ExchangeBody, UNKNOWN_BODY_LENGTH } from "./pipeline/exchange.js";
 import { buildPipeline } from "./pipeline/pipeline.js";
+import { streamedBody } from "./pipeline/streamed-body.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
 import { upstreamPath } from "./rewrite-path.js";
@@ -68,7 +67,16 @@ export function createProxyHandler(
   const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
   const replayLimit = options.replayBodyLimitBytes ?? 65_536;
   const run = buildPipeline(
-    Object.freeze({ metrics, logger, pools, healing, accessLog, quota, tenantMetrics }),
+    Object.freeze({
+      metrics,
+      logger,
+      pools,
+      healing,
+      accessLog,
+      quota,
+      tenantMetrics,
+      replayBodyLimitBytes: replayLimit,
+    }),
   );
 
   function answer(
@@ -158,21 +166,18 @@ export function createProxyHandler(
       // Kept for a retry when it may be one: a declared body within the limit is read whole
       // first (one buffer every attempt sends, no per-chunk work), one of unknown length stays
       // replayable only while what was read of it fits the limit; a larger one is sent once.
-      // A chunked body has no length for the body-limit policy to check: it is cut as it
-      // streams instead (a declared one over the limit never gets this far).
-      const source = chunked && route.maxBodyBytes > 0 ? limitedBody(req, route.maxBodyBytes) : req;
+      // A chunked body is cut past maxBodyBytes as it streams (streamed-body.ts).
       const declared = Number(contentLength);
-      if (
-        (route.retryAttempts > 0 && !chunked && declared <= replayLimit) ||
-        // A small JSON body is read whole to add include_usage to it (stream-usage.ts).
-        (route.injectStreamUsage && streamUsageCandidate(headers))
-      ) {
+      if (route.retryAttempts > 0 && !chunked && declared <= replayLimit) {
         body = req;
         bufferBodyBytes = declared;
-      } else if (route.retryAttempts > 0 && chunked) {
-        body = new ReplayableBody(source, { limitBytes: replayLimit });
+      } else if (route.injectStreamUsage && streamUsageCandidate(headers)) {
+        // A small JSON body is read whole to add include_usage to it (stream-usage.ts); one of
+        // unknown length only if it ends within the limit, else it streams on (request-body.ts).
+        body = req;
+        bufferBodyBytes = chunked ? UNKNOWN_BODY_LENGTH : declared;
       } else {
-        body = source;
+        body = chunked ? streamedBody(req, route, replayLimit) : req;
       }
     }
 

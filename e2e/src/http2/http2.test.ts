@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { type ClientHttp2Session, connect, type IncomingHttpHeaders } from "node:http2";
+import { type ClientHttp2Session, connect } from "node:http2";
 import { makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type StreamUpstream, startStreamUpstream } from "../long-streams/stream-upstream.js";
@@ -7,6 +7,7 @@ import {
   type ControlPlane,
   type DataPlane,
   freePorts,
+  h2Request,
   httpsGet,
   type NamedUpstream,
   type NamedUpstreamReply,
@@ -17,39 +18,6 @@ import {
   waitForConvergence,
 } from "../support/index.js";
 import { type H2Upstream, type H2UpstreamReply, startH2Upstream } from "./h2-upstream.js";
-
-interface H2Reply {
-  headers: IncomingHttpHeaders;
-  body: string;
-  /** Bytes received with each DATA event, to see a stream arrive in pieces. */
-  chunks: number;
-}
-
-/** One request on an HTTP/2 session, read whole. */
-function h2Request(
-  session: ClientHttp2Session,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<H2Reply> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined });
-    stream.setTimeout(10_000, () => stream.close());
-    let responseHeaders: IncomingHttpHeaders = {};
-    let text = "";
-    let chunks = 0;
-    stream.on("response", (received) => {
-      responseHeaders = received;
-    });
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      text += chunk;
-      chunks++;
-    });
-    stream.on("end", () => resolve({ headers: responseHeaders, body: text, chunks }));
-    stream.on("error", reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
 
 // HTTP/2 from clients on the data plane's TLS listener (ALPN h2, HTTP/1.1 on the same port for
 // clients that do not offer it), proxied to an HTTP/1.1 upstream, a streaming one, and an

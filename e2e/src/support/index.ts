@@ -7,6 +7,7 @@ export * from "./dns-server.js";
 export * from "./etcd-keys.js";
 export * from "./free-port.js";
 export * from "./fresh-connections.js";
+export * from "./h2-request.js";
 export * from "./http-probe.js";
 export * from "./https-get.js";
 export * from "./live-events.js";

@@ -1,7 +1,12 @@
+import { readFileSync } from "node:fs";
+import { type ClientHttp2Session, connect } from "node:http2";
+import { makeTestPki } from "@clawgate/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  freePorts,
+  h2Request,
   metricSum,
   startControlPlane,
   startDataPlane,
@@ -22,8 +27,11 @@ describe("usage.injectStreamUsage through a real data plane", () => {
   let cp: ControlPlane;
   let dp: DataPlane;
   let model: StreamingModel;
+  let h2: ClientHttp2Session;
 
   beforeAll(async () => {
+    const pki = await makeTestPki();
+    teardown.add("test PKI", () => pki.remove());
     model = await startStreamingModel();
     teardown.add("model", () => model.close());
     cp = await startControlPlane();
@@ -39,9 +47,21 @@ describe("usage.injectStreamUsage through a real data plane", () => {
       },
       { kind: "route", name: "plain", spec: { ...route, match: { pathPrefix: "/plain" } } },
     ]);
-    dp = await startDataPlane({ CLAWGATE_CP_ADDRESSES: cp.grpcAddress });
+    const [tlsPort] = (await freePorts(1)) as [number];
+    dp = await startDataPlane({
+      CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
+      // HTTP/2 clients reach the proxy here (ALPN h2).
+      CLAWGATE_PROXY_TLS_LISTEN: `127.0.0.1:${tlsPort}`,
+      CLAWGATE_PROXY_TLS_CERT_FILE: pki.serverCert,
+      CLAWGATE_PROXY_TLS_KEY_FILE: pki.serverKey,
+    });
     teardown.add("data plane", () => dp.stop());
     await waitForConvergence(cp, [dp], { atLeast: write.revision ?? 1 });
+    h2 = connect(`https://127.0.0.1:${tlsPort}`, {
+      ca: readFileSync(pki.caCert, "utf8"),
+      servername: "localhost",
+    });
+    teardown.add("h2 client", () => new Promise<void>((resolve) => h2.close(resolve)));
   }, 60_000);
 
   afterAll(() => teardown.run(), 30_000);
@@ -79,6 +99,64 @@ describe("usage.injectStreamUsage through a real data plane", () => {
     const stream = await chat("/v1/chat/completions", asked);
     expect(model.bodies.at(-1)).toEqual(asked);
     expect(stream).toContain(USAGE_CHUNK);
+    expect((await tokens()) - before).toBe(60);
+  });
+
+  // However the client frames its body, the request costs what it used: a body without a
+  // declared length is read as it arrives (up to 1 MiB) and gets include_usage all the same.
+  const streaming = { model: "m", stream: true };
+  const askedUpstream = { stream_options: { include_usage: true }, ...streaming };
+
+  it("asks for usage in a chunked HTTP/1.1 request, debits it, and keeps the chunk from the client", async () => {
+    const before = await tokens();
+    const text = JSON.stringify(streaming);
+    const response = await fetch(`${dp.proxyUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      // A stream body has no length: fetch sends it chunked, in two pieces here.
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(text.slice(0, 8)));
+          controller.enqueue(new TextEncoder().encode(text.slice(8)));
+          controller.close();
+        },
+      }),
+      duplex: "half",
+      signal: AbortSignal.timeout(5_000),
+    } as RequestInit);
+    expect(response.status).toBe(200);
+    const stream = await response.text();
+    expect(model.bodies.at(-1)).toEqual(askedUpstream);
+    // Sent upstream as a body of known length, as a declared one is.
+    expect(model.headers.at(-1)?.["transfer-encoding"]).toBeUndefined();
+    expect(model.headers.at(-1)?.["content-length"]).toBe(
+      String(JSON.stringify(askedUpstream).length),
+    );
+    expect(stream).toContain('"content":"hel"');
+    expect(stream).not.toContain(USAGE_CHUNK);
+    expect((await tokens()) - before).toBe(60);
+  });
+
+  it("asks for usage in an HTTP/2 request without content-length on the TLS listener", async () => {
+    const before = await tokens();
+    const reply = await h2Request(
+      h2,
+      {
+        ":method": "POST",
+        ":path": "/v1/chat/completions",
+        authorization: `Bearer ${KEY}`,
+        "content-type": "application/json",
+      },
+      JSON.stringify(streaming),
+    );
+    expect(h2.alpnProtocol).toBe("h2");
+    expect(reply.headers[":status"]).toBe(200);
+    expect(model.bodies.at(-1)).toEqual(askedUpstream);
+    expect(model.headers.at(-1)?.["content-length"]).toBe(
+      String(JSON.stringify(askedUpstream).length),
+    );
+    expect(reply.body).toContain('"content":"hel"');
+    expect(reply.body).not.toContain(USAGE_CHUNK);
     expect((await tokens()) - before).toBe(60);
   });
 

@@ -1,9 +1,11 @@
-import { createServer } from "node:http";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 
 export interface StreamingModel {
   address: string;
   /** The JSON body of every request received, in order. */
   readonly bodies: Record<string, unknown>[];
+  /** The headers of every request received, in the same order: how each body was framed. */
+  readonly headers: IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
@@ -11,10 +13,12 @@ export interface StreamingModel {
  * A scripted OpenAI-style chat model that streams as OpenAI does: content chunks, then, only
  * when the request asked for `stream_options: { include_usage: true }`, a final chunk with
  * `choices: []` and the usage (60 tokens), then `data: [DONE]`. Each write is its own chunk on
- * the wire. Records each request's body, so a test sees what the gateway sent upstream.
+ * the wire. Records each request's body and headers, so a test sees what the gateway sent
+ * upstream and how.
  */
 export async function startStreamingModel(): Promise<StreamingModel> {
   const bodies: Record<string, unknown>[] = [];
+  const headers: IncomingHttpHeaders[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -25,6 +29,7 @@ export async function startStreamingModel(): Promise<StreamingModel> {
       }
       const body = JSON.parse(Buffer.concat(chunks).toString() || "{}") as Record<string, unknown>;
       bodies.push(body);
+      headers.push(req.headers);
       const options = body.stream_options as { include_usage?: boolean } | undefined;
       const usage = options?.include_usage === true;
       res.writeHead(200, { "content-type": "text/event-stream" });
@@ -47,6 +52,7 @@ export async function startStreamingModel(): Promise<StreamingModel> {
   return {
     address: `127.0.0.1:${address.port}`,
     bodies,
+    headers,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

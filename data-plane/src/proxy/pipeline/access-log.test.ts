@@ -90,6 +90,12 @@ describe("access log", () => {
         routes: [
           { name: "api", match: { pathPrefix: "/api" }, upstream: "live" },
           { name: "down", match: { pathPrefix: "/down" }, upstream: "dead" },
+          {
+            name: "usage",
+            match: { pathPrefix: "/usage" },
+            upstream: "live",
+            usage: { injectStreamUsage: true },
+          },
         ],
       }),
     );
@@ -139,6 +145,27 @@ describe("access log", () => {
     expect(fields).not.toHaveProperty("failure");
     expect(collector.lines.filter((l) => l.includes(reply.requestId))).toHaveLength(1);
   });
+
+  it.each([
+    ["declared", { "content-length": "15" }],
+    ["chunked", { "transfer-encoding": "chunked" }],
+  ])(
+    "counts a %s body the gateway added include_usage to as the client sent it",
+    async (_framing, framing) => {
+      const body = '{"stream":true}';
+      const reply = await send(proxy.port, "/usage/chat", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...framing },
+        body,
+      });
+      // The upstream got (and echoed) the longer body; the client sent 15 bytes.
+      expect(reply.body.toString()).toBe(
+        'echo:{"stream_options":{"include_usage":true},"stream":true}',
+      );
+      const { fields } = await collector.lineOf(reply.requestId);
+      expect(fields.bytesIn).toBe(body.length);
+    },
+  );
 
   it("never logs tokens, cookies, API keys or the query string", async () => {
     const reply = await send(proxy.port, "/api/x?access_token=secret-in-query", {

@@ -144,7 +144,9 @@ function fillBase(
 function bodyBytesIn(exchange: Exchange): number | undefined {
   const body = exchange.body;
   if (body === null) return 0;
-  if (Buffer.isBuffer(body)) return body.length;
+  // A body the gateway rewrote (include_usage) is logged as the client sent it.
+  if (Buffer.isBuffer(body))
+    return exchange.clientBodyBytes >= 0 ? exchange.clientBodyBytes : body.length;
   if (body instanceof ReplayableBody) return body.bytesRead;
   return declaredLength(exchange.req);
 }

@@ -7,6 +7,13 @@ import type { UpstreamHealing } from "../request-healing.js";
 import type { StageHandler } from "./stage.js";
 
 /**
+ * Exchange.bufferBodyBytes of a body with no declared length (chunked, or HTTP/2 without
+ * content-length): the request-body stage reads it whole only if it ends within
+ * STREAM_USAGE_BODY_LIMIT, else passes it on as a stream.
+ */
+export const UNKNOWN_BODY_LENGTH = Number.POSITIVE_INFINITY;
+
+/**
  * What the request carries upstream: none, the client's stream (sent once), a chunked body kept
  * for replay, or the whole body in memory (read by the request-body stage; every attempt sends
  * the same bytes), or a chunked body passed through under the route's maxBodyBytes.
@@ -47,10 +54,11 @@ export class Exchange implements PolicyRequest {
   settled = false;
   clientGone = false;
   /**
-   * The gateway added include_usage to the request (route usage.injectStreamUsage) and the
-   * client did not ask for it: the stream's usage chunk is kept from the client.
+   * The body's length as the client sent it (the access log's bytesIn), once the gateway added
+   * include_usage to it (route usage.injectStreamUsage); -1 while it goes as the client sent it.
+   * One field for both facts, so a request on any other route carries nothing more.
    */
-  stripStreamUsage = false;
+  clientBodyBytes = -1;
   /** The tenant the route's auth policy identified; undefined without auth or key. */
   tenant: PolicyTenant | undefined = undefined;
   /** The outermost handler: where a failure of the proxy itself enters the pipeline. */
@@ -73,9 +81,20 @@ export class Exchange implements PolicyRequest {
     readonly staleKey: string | undefined,
     readonly requestId: string,
     readonly startedAt: number,
-    /** Bytes of a body to read whole before the first attempt (request-body stage); -1: none. */
+    /**
+     * Bytes of a body to read whole before the first attempt (request-body stage); -1: none;
+     * UNKNOWN_BODY_LENGTH: a body without a declared length, read whole if it ends in time.
+     */
     readonly bufferBodyBytes = -1,
   ) {}
+
+  /**
+   * The gateway asked for usage the client did not ask for (injectStreamUsage rewrites only
+   * then): the stream's usage chunk is kept from the client.
+   */
+  get stripStreamUsage(): boolean {
+    return this.clientBodyBytes >= 0;
+  }
 
   /**
    * A bug in one of this exchange's callbacks (a timer, a client event, undici's error

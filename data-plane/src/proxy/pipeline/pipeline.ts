@@ -36,7 +36,8 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
         tenantMetrics: deps.tenantMetrics,
       }),
       staleIfError(deps.healing.staleCache), // a fresh-enough copy instead of an error
-      requestBody(), // a body a retry may resend is read whole first
+      // a body a retry may resend, or a small JSON one to ask for usage in, is read whole first
+      requestBody(deps.replayBodyLimitBytes),
       streamUsageRequest(), // a streaming JSON request asks for its usage
       cooldownGate(deps), // the upstream's Retry-After still runs: 503 at once
       breakerPermit(deps), // one permit per request; records how the request ended

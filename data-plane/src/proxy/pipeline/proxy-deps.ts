@@ -19,4 +19,9 @@ export interface ProxyDeps {
   readonly quota?: LeaseBook;
   /** clawgate_tenant_* counters (PolicyServices.tenantMetrics); none: not counted. */
   readonly tenantMetrics?: TenantMetrics;
+  /**
+   * ProxyHandlerOptions.replayBodyLimitBytes, for a body of unknown length the request-body
+   * stage passes on as a stream; none: ReplayableBody's default (64 KiB).
+   */
+  readonly replayBodyLimitBytes?: number;
 }

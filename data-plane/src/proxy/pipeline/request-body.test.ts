@@ -1,14 +1,27 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import type { IncomingMessage } from "node:http";
 import { PassThrough } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { STREAM_USAGE_BODY_LIMIT } from "../../quota/stream-usage-request.js";
+import { ReplayableBody } from "../../retry/replayable-body.js";
 import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
-import { Exchange } from "./exchange.js";
+import type { RouteInit } from "../../testing/route-table-fixture.js";
+import { Exchange, UNKNOWN_BODY_LENGTH } from "./exchange.js";
 import { clientGone } from "./exchange-abort.js";
 import { requestBody } from "./request-body.js";
 
+/** Everything an async-iterable body yields, in one buffer (what the upstream would get). */
+async function drain(body: unknown): Promise<Buffer> {
+  const source = body instanceof ReplayableBody ? body.attempt() : (body as AsyncIterable<Buffer>);
+  const chunks: Buffer[] = [];
+  for await (const chunk of source) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
 describe("request-body stage", () => {
-  function upload(declared: number) {
-    const world = stageWorld();
+  function upload(declared: number, route?: RouteInit) {
+    const world = stageWorld(route === undefined ? {} : { route });
     const template = world.exchange({ method: "POST" });
     const req = Object.assign(new PassThrough(), { socket: { destroyed: false } });
     const exchange = new Exchange(
@@ -28,7 +41,7 @@ describe("request-body stage", () => {
     );
     const down = fakeDispatch();
     const above = new RecordingHandler();
-    requestBody()(down)(exchange, above);
+    requestBody(64 * 1024)(down)(exchange, above);
     return { req, exchange, down, above };
   }
 
@@ -62,5 +75,80 @@ describe("request-body stage", () => {
     const down = fakeDispatch();
     requestBody()(down)(world.exchange(), new RecordingHandler());
     expect(down.attempts).toHaveLength(1);
+  });
+
+  describe("a body of unknown length (chunked, or HTTP/2 without content-length)", () => {
+    const usageRoute: RouteInit = { usage: { injectStreamUsage: true } };
+    const piece = (bytes: number) => randomBytes(bytes);
+
+    it("is read whole when it ends within the usage limit, then sent as one buffer", async () => {
+      const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, usageRoute);
+      req.write('{"stream":');
+      req.end("true}");
+      await once(req, "end");
+      expect(down.attempts).toHaveLength(1);
+      expect(Buffer.isBuffer(exchange.body)).toBe(true);
+      expect(String(exchange.body)).toBe('{"stream":true}');
+    });
+
+    it("past the limit goes on as a stream at once: what was read, then the rest, byte for byte", async () => {
+      const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, usageRoute);
+      const sent = [piece(600 * 1024), piece(600 * 1024), piece(300 * 1024)];
+      req.write(sent[0]);
+      req.write(sent[1]);
+      // The attempt starts while the client is still sending: nothing waits for the end.
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      expect(Buffer.isBuffer(exchange.body)).toBe(false);
+      req.end(sent[2]);
+      expect((await drain(exchange.body)).equals(Buffer.concat(sent))).toBe(true);
+    });
+
+    it("past the limit on a retrying route stays replayable while it fits the replay limit", async () => {
+      const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, {
+        ...usageRoute,
+        retry: { attempts: 1 },
+      });
+      const sent = piece(STREAM_USAGE_BODY_LIMIT + 1);
+      req.end(sent);
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      expect(exchange.body).toBeInstanceOf(ReplayableBody);
+      expect((await drain(exchange.body)).equals(sent)).toBe(true);
+      // Read past the 64 KiB replay limit: a retry could not send it again.
+      expect((exchange.body as ReplayableBody).replayable).toBe(false);
+    });
+
+    it("fails the request as client_gone when the client leaves within the limit; no attempt", async () => {
+      const { req, down, above } = upload(UNKNOWN_BODY_LENGTH, usageRoute);
+      req.write(piece(1024));
+      req.destroy();
+      await once(req, "close");
+      expect(above.events).toEqual(["failure client_gone"]);
+      expect(down.attempts).toHaveLength(0);
+    });
+
+    it("fails the attempt's body when the client leaves past the limit", async () => {
+      const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, usageRoute);
+      req.write(piece(STREAM_USAGE_BODY_LIMIT + 1));
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      const reading = drain(exchange.body);
+      req.destroy(new Error("aborted"));
+      // The upstream request reading it fails with it, and is aborted (send-to-node.ts).
+      await expect(reading).rejects.toThrow();
+    });
+
+    it("answers 413 past a maxBodyBytes below the usage limit, with no attempt", async () => {
+      const { req, down, above } = upload(UNKNOWN_BODY_LENGTH, {
+        ...usageRoute,
+        maxBodyBytes: 1000n,
+      });
+      req.write(piece(800));
+      req.write(piece(800));
+      await vi.waitFor(() => expect(above.failures).toHaveLength(1));
+      expect(above.failures[0]).toMatchObject({
+        kind: "rejected",
+        code: "CLAWGATE_PAYLOAD_TOO_LARGE",
+      });
+      expect(down.attempts).toHaveLength(0);
+    });
   });
 });

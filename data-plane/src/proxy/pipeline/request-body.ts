@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import type { Exchange } from "./exchange.js";
+import { STREAM_USAGE_BODY_LIMIT } from "../../quota/stream-usage-request.js";
+import { type Exchange, UNKNOWN_BODY_LENGTH } from "./exchange.js";
 import type { ExchangeAbort } from "./exchange-abort.js";
 import {
   type Dispatch,
@@ -8,17 +9,24 @@ import {
   type StageController,
   type StageHandler,
 } from "./stage.js";
+import { readThenRest, streamedBody } from "./streamed-body.js";
 
 /**
  * A body a retry may have to send again, of a declared length within the replay limit, is read
  * whole before the first attempt: every attempt then sends one buffer, with no per-chunk work
  * (nginx's proxy_request_buffering, bounded). It stands before the cooldown and the breaker, so
  * a slow upload holds neither a breaker permit nor a connection to a node.
+ *
+ * A JSON body of unknown length on a route with usage.injectStreamUsage is read the same way,
+ * up to STREAM_USAGE_BODY_LIMIT: if it ends within it, it goes on as a declared one would (a
+ * buffer, so it can be rewritten and framed with a Content-Length); if it grows past it, what
+ * was read and the rest go upstream as a stream, as any chunked body does. `replayLimitBytes`
+ * is the replay limit of such a stream on a retrying route.
  */
-export function requestBody(): Interceptor {
+export function requestBody(replayLimitBytes?: number): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.bufferBodyBytes < 0) next(exchange, handler);
-    else new BodyReader(exchange, handler, next).start();
+    else new BodyReader(exchange, handler, next, replayLimitBytes).start();
   };
 }
 
@@ -27,9 +35,15 @@ class BodyReader implements StageController {
   readonly #chunks: Buffer[] = [];
   #bytes = 0;
   #done = false;
+  /**
+   * Bytes past which the read stops: none for a declared body (node:http ends it at its
+   * length); for one of unknown length the usage limit, or the route's maxBodyBytes if lower.
+   */
+  readonly #readUpTo: number;
   readonly #onData = (chunk: Buffer) => {
     this.#chunks.push(chunk);
     this.#bytes += chunk.length;
+    if (this.#bytes > this.#readUpTo) this.#pastLimit();
   };
   readonly #onEnd = () => this.#finish();
   readonly #onClose = () => {
@@ -41,7 +55,16 @@ class BodyReader implements StageController {
     private readonly exchange: Exchange,
     private readonly handler: StageHandler,
     private readonly next: Dispatch,
-  ) {}
+    private readonly replayLimitBytes: number | undefined,
+  ) {
+    const maxBodyBytes = exchange.route.maxBodyBytes;
+    this.#readUpTo =
+      exchange.bufferBodyBytes !== UNKNOWN_BODY_LENGTH
+        ? Number.POSITIVE_INFINITY
+        : maxBodyBytes > 0 && maxBodyBytes < STREAM_USAGE_BODY_LIMIT
+          ? maxBodyBytes
+          : STREAM_USAGE_BODY_LIMIT;
+  }
 
   start(): void {
     this.handler.onRequestStart(this);
@@ -67,6 +90,29 @@ class BodyReader implements StageController {
     // A body that arrived in one read is sent as it is, without a copy.
     this.exchange.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#bytes);
     guarded(this.next, this.exchange, this.handler);
+  }
+
+  /** A body of unknown length read past #readUpTo (within the same data event). */
+  #pastLimit(): void {
+    const exchange = this.exchange;
+    const route = exchange.route;
+    if (route.maxBodyBytes > 0 && this.#bytes > route.maxBodyBytes) {
+      // As a chunked body streamed upstream is cut (limited-body.ts): 413, nothing sent.
+      this.#stop();
+      this.handler.onFailure({ kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE" });
+      return;
+    }
+    // Too large to rewrite: it streams on untouched. Paused at once, so no chunk is emitted
+    // while nobody listens; the upstream request reads the rest at its own pace, and a client
+    // that leaves from here on fails that read, as with any chunked body (send-to-node.ts).
+    exchange.req.pause();
+    this.#stop();
+    exchange.body = streamedBody(
+      readThenRest(this.#chunks, exchange.req),
+      route,
+      this.replayLimitBytes,
+    );
+    guarded(this.next, exchange, this.handler);
   }
 
   #fail(kind: "client_gone" | "aborted"): void {

@@ -6,18 +6,20 @@ import { DecoratorHandler, guarded, type Interceptor, type StageController } fro
 
 /**
  * Route usage.injectStreamUsage, request side: after the request-body stage read a small JSON
- * body whole (proxy-handler.ts decides which), a streaming OpenAI-style request gets
- * stream_options.include_usage, so its stream reports the usage the token budget debits. The
- * forwarded Content-Length follows the new body. Anything else passes as it came.
+ * body whole (proxy-handler.ts decides which: declared within the limit, or of unknown length
+ * and ended within it), a streaming OpenAI-style request gets stream_options.include_usage, so
+ * its stream reports the usage the token budget debits. The forwarded Content-Length follows
+ * the new body; a body that came without one gets one from undici, which frames a buffer by its
+ * length. Anything else passes as it came.
  */
 export function streamUsageRequest(): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.route.injectStreamUsage && Buffer.isBuffer(exchange.body)) {
-      const rewrite = injectStreamUsage(exchange.body);
-      if (rewrite !== undefined) {
-        exchange.body = rewrite.body;
-        exchange.stripStreamUsage = rewrite.strip;
-        setContentLength(exchange.headers, rewrite.body.length);
+      const rewritten = injectStreamUsage(exchange.body);
+      if (rewritten !== undefined) {
+        exchange.clientBodyBytes = exchange.body.length;
+        exchange.body = rewritten;
+        setContentLength(exchange.headers, rewritten.length);
       }
     }
     next(exchange, handler);
