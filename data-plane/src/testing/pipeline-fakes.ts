@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { create, SnapshotSchema } from "@clawgate/proto";
 import pino from "pino";
@@ -77,7 +78,8 @@ export function stageWorld(
             url: "/",
             method: init.method ?? "GET",
           } as IncomingMessage),
-        {} as ServerResponse,
+        // Stages listen on the response (the request-body stage for its finish), so an emitter.
+        new EventEmitter() as unknown as ServerResponse,
         route,
         route.targets[0]!,
         healing.upstream("u")!,

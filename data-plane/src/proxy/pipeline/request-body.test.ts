@@ -20,7 +20,7 @@ async function drain(body: unknown): Promise<Buffer> {
 }
 
 describe("request-body stage", () => {
-  function upload(declared: number, route?: RouteInit) {
+  function upload(declared: number, route?: RouteInit, replayLimitBytes = 64 * 1024) {
     const world = stageWorld(route === undefined ? {} : { route });
     const template = world.exchange({ method: "POST" });
     const req = Object.assign(new PassThrough(), { socket: { destroyed: false } });
@@ -41,7 +41,7 @@ describe("request-body stage", () => {
     );
     const down = fakeDispatch();
     const above = new RecordingHandler();
-    requestBody(64 * 1024)(down)(exchange, above);
+    requestBody(replayLimitBytes)(down)(exchange, above);
     return { req, exchange, down, above };
   }
 
@@ -103,7 +103,23 @@ describe("request-body stage", () => {
       expect((await drain(exchange.body)).equals(Buffer.concat(sent))).toBe(true);
     });
 
-    it("past the limit on a retrying route stays replayable while it fits the replay limit", async () => {
+    it("past the limit on a retrying route is replayed whole by a second attempt within the replay limit", async () => {
+      const { req, exchange, down } = upload(
+        UNKNOWN_BODY_LENGTH,
+        { ...usageRoute, retry: { attempts: 1 } },
+        4 * STREAM_USAGE_BODY_LIMIT,
+      );
+      const sent = Buffer.concat([piece(STREAM_USAGE_BODY_LIMIT), piece(1024)]);
+      req.write(sent.subarray(0, STREAM_USAGE_BODY_LIMIT));
+      req.end(sent.subarray(STREAM_USAGE_BODY_LIMIT));
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      expect(exchange.body).toBeInstanceOf(ReplayableBody);
+      // Both attempts send the chunks read before the limit as well as the rest.
+      expect((await drain(exchange.body)).equals(sent)).toBe(true);
+      expect((await drain(exchange.body)).equals(sent)).toBe(true);
+    });
+
+    it("past the limit and past the replay limit, streams once and says it cannot be replayed", async () => {
       const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, {
         ...usageRoute,
         retry: { attempts: 1 },
@@ -111,7 +127,6 @@ describe("request-body stage", () => {
       const sent = piece(STREAM_USAGE_BODY_LIMIT + 1);
       req.end(sent);
       await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
-      expect(exchange.body).toBeInstanceOf(ReplayableBody);
       expect((await drain(exchange.body)).equals(sent)).toBe(true);
       // Read past the 64 KiB replay limit: a retry could not send it again.
       expect((exchange.body as ReplayableBody).replayable).toBe(false);

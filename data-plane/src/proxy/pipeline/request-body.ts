@@ -1,4 +1,5 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { STREAM_USAGE_BODY_LIMIT } from "../../quota/stream-usage-request.js";
 import { type Exchange, UNKNOWN_BODY_LENGTH } from "./exchange.js";
 import type { ExchangeAbort } from "./exchange-abort.js";
@@ -89,6 +90,9 @@ class BodyReader implements StageController {
     const chunks = this.#chunks;
     // A body that arrived in one read is sent as it is, without a copy.
     this.exchange.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#bytes);
+    // This reader stays the attempt's controller until undici starts it: the read chunks must
+    // not be held beside the body made of them (2 MiB instead of 1 while queued for the pool).
+    chunks.length = 0;
     guarded(this.next, this.exchange, this.handler);
   }
 
@@ -99,6 +103,7 @@ class BodyReader implements StageController {
     if (route.maxBodyBytes > 0 && this.#bytes > route.maxBodyBytes) {
       // As a chunked body streamed upstream is cut (limited-body.ts): 413, nothing sent.
       this.#stop();
+      this.#chunks.length = 0;
       this.handler.onFailure({ kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE" });
       return;
     }
@@ -107,6 +112,10 @@ class BodyReader implements StageController {
     // that leaves from here on fails that read, as with any chunked body (send-to-node.ts).
     exchange.req.pause();
     this.#stop();
+    // Only the upstream request reads the rest. A client answered without it (a refused
+    // connection, an open breaker, no healthy node) would keep a paused HTTP/2 stream, this
+    // exchange and the chunks read open until it gave up, and an HTTP/1.1 connection stalled.
+    drainWhenAnswered(exchange);
     exchange.body = streamedBody(
       readThenRest(this.#chunks, exchange.req),
       route,
@@ -117,6 +126,7 @@ class BodyReader implements StageController {
 
   #fail(kind: "client_gone" | "aborted"): void {
     this.#stop();
+    this.#chunks.length = 0;
     if (kind === "client_gone") this.exchange.clientGone = true;
     this.handler.onFailure({ kind });
   }
@@ -128,4 +138,19 @@ class BodyReader implements StageController {
     req.off("end", this.#onEnd);
     req.off("close", this.#onClose);
   }
+}
+
+/**
+ * Once the client's answer is out, reads what is left of its body and lets it go, as node:http
+ * does with a body nobody read, so the stream or the keep-alive connection can end. The answer
+ * is out at the HTTP/2 stream's `finish` (the compat response's own `finish` waits for the
+ * stream to close, which this is for) or the HTTP/1.1 response's. While the upstream request
+ * still reads the body (its iterator listens for `readable`), resume() leaves it to that.
+ */
+function drainWhenAnswered(exchange: Exchange): void {
+  const req = exchange.req;
+  const res = exchange.res as ServerResponse & { stream?: Duplex };
+  (res.stream ?? res).once("finish", () => {
+    if (!req.readableEnded) req.resume();
+  });
 }
