@@ -17,7 +17,8 @@ class Lines extends Writable {
   readonly parsed: Record<string, unknown>[] = [];
 
   override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    for (const line of String(chunk).split("\n")) if (line !== "") this.parsed.push(JSON.parse(line));
+    for (const line of String(chunk).split("\n"))
+      if (line !== "") this.parsed.push(JSON.parse(line));
     this.emit("line");
     done();
   }
@@ -61,7 +62,12 @@ describe("access log of a request a route policy refused", () => {
         version: 1n,
         upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:9", weight: 1 }] }],
         routes: [
-          { name: "keyed", match: { pathPrefix: "/" }, upstream: "u", auth: { tenants: "required" } },
+          {
+            name: "keyed",
+            match: { pathPrefix: "/" },
+            upstream: "u",
+            auth: { tenants: "required" },
+          },
         ],
       }),
     );
