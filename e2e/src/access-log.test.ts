@@ -182,7 +182,7 @@ describe("access log of a real data plane", () => {
     await stuck;
     expect(dp.process.output.grep("second signal while stopping; exiting now")).toHaveLength(1);
 
-    // The lines were in the batch (written every 32 KiB or 1 s): the exit wrote them out.
+    // The lines were in the batch (written every 64 KiB or 1 s): the exit wrote them out.
     const lines = accessLines((await readFile(path, "utf8")).split("\n").filter(Boolean));
     expect(lines.map((l) => l.requestId)).toEqual(answered.map((a) => a.requestId));
   });

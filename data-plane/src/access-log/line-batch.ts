@@ -2,7 +2,7 @@ import { JsonLineWriter } from "./json-line-writer.js";
 
 /**
  * Access-log lines gathered into one buffer and handed on whole once the next line would not
- * fit (nginx's `access_log ... buffer=32k`). Each line is written straight into the batch: no
+ * fit (nginx's `access_log ... buffer=64k`). Each line is written straight into the batch: no
  * Buffer per line, and the stream below (sonic-boom) sees one write per batch instead of one
  * per line. A batch only ever holds whole lines, so on stdout the operational log can land
  * between two lines but never inside one.
@@ -46,7 +46,7 @@ export class LineBatch {
     if (writer.used === 0) return;
     const chunk = writer.buffer.subarray(0, writer.used);
     // A new buffer rather than reusing this one: the stream holds the chunk until its write
-    // completes on libuv's thread pool. One allocation per ~100 lines.
+    // completes on libuv's thread pool. One allocation per ~200 lines.
     writer.reset(Buffer.allocUnsafeSlow(this.bytes));
     to(chunk);
   }

@@ -1,101 +1,54 @@
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { AccessLogLine } from "../../access-log/access-log-line.js";
 import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import { type ErrorCode, errorBody } from "../../errors/error-catalog.js";
-import { errorCodeForFailure, type FailureKind } from "../../errors/failure-kind.js";
-import type { StaleEntry } from "../../fallback/stale-cache.js";
+import type { FailureKind } from "../../errors/failure-kind.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
 import type { Exchange } from "./exchange.js";
-import { DecoratorHandler, type Failure, type Interceptor, type StageController } from "./stage.js";
 
-/**
- * Outermost stage: writes the line once the client's answer is complete (or abandoned), from
- * what the exchange recorded on its way. Above request-metrics, so a failure of the proxy
- * itself (Exchange.top) reaches it too.
- */
-export function accessLog(sink: AccessLogSink): Interceptor {
-  return (next) => (exchange, handler) =>
-    next(exchange, new AccessLogHandler(handler, exchange, sink));
+/** How the client's answer went, as the client responder saw it write the answer. */
+export interface ClientOutcome {
+  /** Response body bytes written to the client (a catalog error's or stale copy's included). */
+  readonly bytesOut: number;
+  /** performance.now() when the status line went out; 0 if it never did. */
+  readonly headersAt: number;
+  readonly failure: FailureKind | undefined;
+  /** A stale copy was served. */
+  readonly stale: boolean;
 }
 
-class AccessLogHandler extends DecoratorHandler {
-  #logged = false;
-  #headersAt = 0;
-  #bytesOut = 0;
-  #failure: FailureKind | undefined = undefined;
-  #stale = false;
-
-  constructor(
-    handler: AccessLogHandler["handler"],
-    private readonly exchange: Exchange,
-    private readonly sink: AccessLogSink,
-  ) {
-    super(handler);
-  }
-
-  override onResponseStart(
-    controller: StageController,
-    status: number,
-    headers: IncomingHttpHeaders,
-  ): void {
-    this.handler.onResponseStart(controller, status, headers);
-    if (this.#headersAt === 0 && this.exchange.responseStarted) this.#headersAt = performance.now();
-  }
-
-  override onResponseData(controller: StageController, chunk: Buffer): void {
-    if (!this.exchange.settled) this.#bytesOut += chunk.length;
-    this.handler.onResponseData(controller, chunk);
-  }
-
-  override onResponseEnd(controller: StageController): void {
-    this.handler.onResponseEnd(controller);
-    this.#log();
-  }
-
-  override onFailure(failure: Failure): void {
-    const exchange = this.exchange;
-    const answering = !exchange.settled;
-    this.handler.onFailure(failure);
-    if (answering) {
-      this.#failure = failure.kind;
-      // A catalog error went out unless the response had started or the client had left.
-      if (!exchange.responseStarted && failure.kind !== "client_gone") {
-        this.#bytesOut += errorBytes(errorCodeForFailure(failure.kind), exchange.requestId);
-      }
-    }
-    this.#log();
-  }
-
-  override onStale(entry: StaleEntry, ageSeconds: number): void {
-    const answering = !this.exchange.settled;
-    this.handler.onStale(entry, ageSeconds);
-    if (answering) {
-      this.#stale = true;
-      this.#failure = this.exchange.retriedAfter;
-      this.#bytesOut += entry.body.length;
-    }
-    this.#log();
-  }
-
-  #log(): void {
-    const exchange = this.exchange;
-    if (this.#logged || !exchange.settled) return;
-    this.#logged = true;
-    const sink = this.sink;
-    if (!sink.keeps(exchange.status, this.#failure !== undefined)) return;
-    const line = fillBase(sink.line(), exchange.req, exchange.requestId, exchange.startedAt);
-    line.route = exchange.route.name;
-    line.upstream = exchange.target.upstream.name;
-    line.node = exchange.node?.address;
-    line.status = exchange.status;
-    line.attempts = exchange.attempt;
-    line.bytesIn = bodyBytesIn(exchange);
-    line.bytesOut = this.#bytesOut;
-    if (this.#headersAt > 0) line.headersMs = this.#headersAt - exchange.startedAt;
-    line.failure = this.#failure;
-    line.stale = this.#stale;
-    sink.write(line);
-  }
+/**
+ * The line of a proxied request, written by the client responder (ClientResponse) when it
+ * settles the exchange, at `settledAt` (performance.now()). The responder is where the answer
+ * is written, so it knows the bytes, the status and how the request ended without a stage of
+ * its own: as a stage the log cost a handler and a call level on every callback of every
+ * request.
+ */
+export function logExchange(
+  sink: AccessLogSink,
+  exchange: Exchange,
+  outcome: ClientOutcome,
+  settledAt: number,
+): void {
+  if (!sink.keeps(exchange.status, outcome.failure !== undefined)) return;
+  const line = fillBase(
+    sink.line(),
+    exchange.req,
+    exchange.requestId,
+    exchange.startedAt,
+    settledAt,
+  );
+  line.route = exchange.route.name;
+  line.upstream = exchange.target.upstream.name;
+  line.node = exchange.node?.address;
+  line.status = exchange.status;
+  line.attempts = exchange.attempt;
+  line.bytesIn = bodyBytesIn(exchange);
+  line.bytesOut = outcome.bytesOut;
+  if (outcome.headersAt > 0) line.headersMs = outcome.headersAt - exchange.startedAt;
+  line.failure = outcome.failure;
+  line.stale = outcome.stale;
+  sink.write(line);
 }
 
 /**
@@ -112,7 +65,7 @@ export function logAnsweredEarly(
   startedAt: number,
 ): void {
   if (!sink.keeps(status, false)) return;
-  const line = fillBase(sink.line(), req, requestId, startedAt);
+  const line = fillBase(sink.line(), req, requestId, startedAt, performance.now());
   line.route = route;
   line.status = status;
   line.bytesIn = declaredLength(req);
@@ -126,10 +79,11 @@ function fillBase(
   req: IncomingMessage,
   requestId: string,
   startedAt: number,
+  endedAt: number,
 ): AccessLogLine {
   const url = req.url ?? "";
   const queryAt = url.indexOf("?");
-  const durationMs = performance.now() - startedAt;
+  const durationMs = endedAt - startedAt;
   line.requestId = requestId;
   line.client = req.socket?.remoteAddress;
   line.method = req.method;
@@ -160,6 +114,7 @@ function declaredLength(req: IncomingMessage): number | undefined {
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
 
-function errorBytes(code: ErrorCode, requestId: string): number {
+/** The bytes of the catalog error `code` as sendError writes it. */
+export function errorBytes(code: ErrorCode, requestId: string): number {
   return Buffer.byteLength(errorBody(code, requestId));
 }

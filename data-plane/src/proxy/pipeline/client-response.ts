@@ -1,11 +1,13 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import { sendError } from "../../errors/error-catalog.js";
-import { errorCodeForFailure } from "../../errors/failure-kind.js";
+import { errorCodeForFailure, type FailureKind } from "../../errors/failure-kind.js";
 import type { StaleEntry } from "../../fallback/stale-cache.js";
 import { clientResponseHeaders } from "../forward-headers.js";
 import { failRequest } from "../internal-error.js";
 import { sendStale } from "../stale-response.js";
+import { type ClientOutcome, errorBytes, logExchange } from "./access-log.js";
 import type { Exchange } from "./exchange.js";
 import { answered, clientGone } from "./exchange-abort.js";
 import type { Failure, StageController, StageHandler } from "./stage.js";
@@ -20,16 +22,23 @@ type TaggedResponse = ServerResponse & { [kResponder]?: ClientResponse };
  * The top of the pipeline: writes what comes up to the client (the upstream's response, a
  * stale copy, or the catalog error of a failure), with backpressure, and aborts the attempt
  * in flight when the client leaves. Listeners are module-level functions, so a request
- * allocates no closures here.
+ * allocates no closures here. What it wrote is the request's access-log line, written when the
+ * exchange settles (ClientOutcome).
  */
-export class ClientResponse implements StageHandler {
+export class ClientResponse implements StageHandler, ClientOutcome {
   /** The attempt (or retry backoff) running now; undefined once the request's end came up. */
   #controller: StageController | undefined;
   #listeningForDrain = false;
+  bytesOut = 0;
+  headersAt = 0;
+  failure: FailureKind | undefined = undefined;
+  stale = false;
 
   constructor(
     readonly exchange: Exchange,
     private readonly logger: Logger,
+    /** Where the line goes when the exchange settles; undefined when the log is off. */
+    private readonly accessLog: AccessLogSink | undefined,
   ) {
     const res = exchange.res as TaggedResponse;
     res[kResponder] = this;
@@ -62,11 +71,13 @@ export class ClientResponse implements StageHandler {
     exchange.responseStarted = true;
     exchange.status = status;
     if (exchange.staleKey !== undefined) exchange.sentHeaders = sent;
+    if (this.accessLog !== undefined && this.headersAt === 0) this.headersAt = performance.now();
   }
 
   onResponseData(controller: StageController, chunk: Buffer): void {
     const exchange = this.exchange;
     if (exchange.settled) return;
+    this.bytesOut += chunk.length;
     if (!exchange.res.write(chunk)) {
       controller.pause();
       if (!this.#listeningForDrain) {
@@ -87,7 +98,12 @@ export class ClientResponse implements StageHandler {
   onFailure(failure: Failure): void {
     const exchange = this.exchange;
     const res = exchange.res;
+    if (!exchange.settled) this.failure = failure.kind;
     if (failure.kind === "internal") {
+      // The catalog's 500, unless the status line was out already (then the socket is cut).
+      if (!exchange.settled && !exchange.responseStarted) {
+        this.bytesOut += errorBytes("CLAWGATE_INTERNAL", exchange.requestId);
+      }
       const status = failRequest(exchange.req, res, exchange.requestId, failure.error, this.logger);
       if (!exchange.settled) this.#settle(status);
       // Releases the upstream side; what comes back finds the exchange settled.
@@ -111,12 +127,16 @@ export class ClientResponse implements StageHandler {
       return;
     }
     const code = failure.code ?? errorCodeForFailure(failure.kind);
+    this.bytesOut += errorBytes(code, exchange.requestId);
     this.#settle(sendError(res, code, exchange.requestId, failure.retryAfterMs));
   }
 
   onStale(entry: StaleEntry, ageSeconds: number): void {
     const exchange = this.exchange;
     if (exchange.settled) return;
+    this.stale = true;
+    this.failure = exchange.retriedAfter;
+    this.bytesOut += entry.body.length;
     this.#settle(sendStale(exchange.res, entry, ageSeconds, exchange.requestId));
   }
 
@@ -135,8 +155,11 @@ export class ClientResponse implements StageHandler {
   }
 
   #settle(status: number): void {
-    this.exchange.settled = true;
-    this.exchange.status = status;
+    const exchange = this.exchange;
+    exchange.settled = true;
+    exchange.status = status;
+    const sink = this.accessLog;
+    if (sink !== undefined) logExchange(sink, exchange, this, performance.now());
   }
 }
 

@@ -1,4 +1,3 @@
-import { accessLog } from "./access-log.js";
 import { attemptLog } from "./attempt-log.js";
 import { breakerGate, breakerPermit } from "./breaker.js";
 import { ClientResponse } from "./client-response.js";
@@ -23,8 +22,6 @@ import { totalTimeout } from "./total-timeout.js";
 export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
   const dispatch = compose(
     [
-      // One line per request, after the client got its answer; absent when the log is off.
-      ...(deps.accessLog === undefined ? [] : [accessLog(deps.accessLog)]),
       requestMetrics(deps.metrics), // counts the answered request, whatever answered it
       // A usage chunk the gateway asked for and the client did not is kept from the client,
       // after the token budget (in the policy chain, below) read it.
@@ -53,5 +50,7 @@ export function buildPipeline(deps: ProxyDeps): (exchange: Exchange) => void {
     ],
     sendToNode(deps), // the node's connection pool
   );
-  return (exchange) => dispatch(exchange, new ClientResponse(exchange, deps.logger));
+  // The responder writes the request's access-log line (if the log is on) as it settles.
+  return (exchange) =>
+    dispatch(exchange, new ClientResponse(exchange, deps.logger, deps.accessLog));
 }
