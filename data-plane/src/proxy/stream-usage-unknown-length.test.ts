@@ -1,17 +1,14 @@
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { type IncomingHttpHeaders, type IncomingMessage, request, type Server } from "node:http";
-import { create, SnapshotSchema } from "@clawgate/proto";
-import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { compileSnapshot } from "../compiler/compile-snapshot.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
+import { fixedProxyHandler, usageRouteSnapshot } from "../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
 import { plainRequest } from "../testing/plain-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
-import { createProxyHandler } from "./proxy-handler.js";
 
 /** What the upstream got: its headers, its body's length and hash, the body itself if small. */
 interface Received {
@@ -62,30 +59,9 @@ describe("include_usage for a request body of unknown length", () => {
         res.end("data: [DONE]\n\n");
       });
     });
-    const result = compileSnapshot(
-      create(SnapshotSchema, {
-        version: 1n,
-        upstreams: [
-          { name: "model", nodes: [{ address: `127.0.0.1:${upstream.port}`, weight: 1 }] },
-        ],
-        routes: [
-          {
-            name: "chat",
-            match: { pathPrefix: "/v1" },
-            upstream: "model",
-            usage: { injectStreamUsage: true },
-          },
-        ],
-      }),
-    );
-    if (!result.ok) throw new Error(result.reason);
-    const compiled = result.value;
     proxy = await listenOnLoopback(
-      createProxyHandler({
-        current: () => compiled,
-        pools,
+      fixedProxyHandler(usageRouteSnapshot(`127.0.0.1:${upstream.port}`), pools, {
         metrics: new ProxyMetrics(registry),
-        logger: pino({ level: "silent" }),
       }),
     );
   });

@@ -2,17 +2,12 @@ import { once } from "node:events";
 import { Agent, request as httpRequest, type Server } from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { create, SnapshotSchema } from "@clawgate/proto";
-import pino from "pino";
-import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compileSnapshot } from "../compiler/compile-snapshot.js";
-import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
+import { fixedProxyHandler, usageRouteSnapshot } from "../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
 import { acceptHttp2 } from "../tls-listener/h2-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
-import { createProxyHandler } from "./proxy-handler.js";
 
 // A JSON body of unknown length that grows past the usage read's limit on an injectStreamUsage
 // route is paused and left for the upstream request to read. When the client is answered
@@ -33,28 +28,7 @@ describe("a body past the usage read's limit, answered without an upstream reque
     const closed = await listenOnLoopback(() => {});
     const refused = closed.port;
     await closeLoopbackServer(closed.server);
-    const result = compileSnapshot(
-      create(SnapshotSchema, {
-        version: 1n,
-        upstreams: [{ name: "model", nodes: [{ address: `127.0.0.1:${refused}`, weight: 1 }] }],
-        routes: [
-          {
-            name: "chat",
-            match: { pathPrefix: "/v1" },
-            upstream: "model",
-            usage: { injectStreamUsage: true },
-          },
-        ],
-      }),
-    );
-    if (!result.ok) throw new Error(result.reason);
-    const compiled = result.value;
-    const handler = createProxyHandler({
-      current: () => compiled,
-      pools,
-      metrics: new ProxyMetrics(new Registry()),
-      logger: pino({ level: "silent" }),
-    });
+    const handler = fixedProxyHandler(usageRouteSnapshot(`127.0.0.1:${refused}`), pools);
     h2 = http2.createServer(acceptHttp2(handler) as never);
     h2.listen(0, "127.0.0.1");
     await once(h2, "listening");

@@ -1,16 +1,11 @@
 import { once } from "node:events";
 import { request, type Server } from "node:http";
 import { Writable } from "node:stream";
-import { create, SnapshotSchema } from "@clawgate/proto";
-import pino from "pino";
-import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accessLogSinkOn } from "../../access-log/access-log-sink.js";
-import { compileSnapshot } from "../../compiler/compile-snapshot.js";
-import { ProxyMetrics } from "../../metrics/proxy-metrics.js";
+import { fixedProxyHandler } from "../../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../../testing/loopback-server.js";
 import { PoolRegistry } from "../../upstream/pool-registry.js";
-import { createProxyHandler } from "../proxy-handler.js";
 
 /** Parsed access-log lines, with a wait for the one of a request id. */
 class Lines extends Writable {
@@ -57,28 +52,14 @@ describe("access log of a request a route policy refused", () => {
   let proxy: { server: Server; port: number };
 
   beforeAll(async () => {
-    const result = compileSnapshot(
-      create(SnapshotSchema, {
-        version: 1n,
-        upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:9", weight: 1 }] }],
-        routes: [
-          {
-            name: "keyed",
-            match: { pathPrefix: "/" },
-            upstream: "u",
-            auth: { tenants: "required" },
-          },
-        ],
-      }),
-    );
-    if (!result.ok) throw new Error(result.reason);
-    const compiled = result.value;
+    const snapshot = {
+      upstreams: [{ name: "u", nodes: [{ address: "127.0.0.1:9", weight: 1 }] }],
+      routes: [
+        { name: "keyed", match: { pathPrefix: "/" }, upstream: "u", auth: { tenants: "required" } },
+      ],
+    };
     proxy = await listenOnLoopback(
-      createProxyHandler({
-        current: () => compiled,
-        pools,
-        metrics: new ProxyMetrics(new Registry()),
-        logger: pino({ level: "silent" }),
+      fixedProxyHandler(snapshot, pools, {
         accessLog: accessLogSinkOn(lines, { flushAfterMs: 1 }),
       }),
     );
