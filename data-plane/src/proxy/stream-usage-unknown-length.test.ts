@@ -90,6 +90,20 @@ describe("include_usage for a request body of unknown length", () => {
       chunkBytes,
     });
 
+  /** A chunked JSON POST left open, for a test to write to and leave; errors ignored. */
+  const openChunkedChat = (path: string) => {
+    const client = request({
+      host: "127.0.0.1",
+      port: proxy.port,
+      path,
+      method: "POST",
+      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+      agent: false,
+    });
+    client.on("error", () => {});
+    return client;
+  };
+
   it("adds include_usage to a chunked streaming request and sends it with a Content-Length", async () => {
     const body = Buffer.from(
       '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}',
@@ -121,15 +135,7 @@ describe("include_usage for a request body of unknown length", () => {
   });
 
   it("aborts the upstream request when the client leaves a body past the limit midway", async () => {
-    const client = request({
-      host: "127.0.0.1",
-      port: proxy.port,
-      path: "/v1/abandoned",
-      method: "POST",
-      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
-      agent: false,
-    });
-    client.on("error", () => {});
+    const client = openChunkedChat("/v1/abandoned");
     client.write(`{"stream":true,"pad":"${"x".repeat(STREAM_USAGE_BODY_LIMIT)}`);
     // The upstream request started (the body went past the limit); the client leaves.
     while (abandoned.length === 0) await once(upstream.server, "request");
@@ -142,15 +148,7 @@ describe("include_usage for a request body of unknown length", () => {
   it("sends nothing upstream when the client leaves before its body ends within the limit", async () => {
     const before = upstreamRequests;
     const gone = await clientGoneCount();
-    const client = request({
-      host: "127.0.0.1",
-      port: proxy.port,
-      path: "/v1/chat/completions",
-      method: "POST",
-      headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
-      agent: false,
-    });
-    client.on("error", () => {});
+    const client = openChunkedChat("/v1/chat/completions");
     // The client leaves once the proxy has its request, before the body's end.
     proxy.server.once("request", () => client.destroy());
     client.write('{"stream":true,"messages":[');
