@@ -4,13 +4,11 @@ import { processTree } from "./process-usage.js";
 
 /**
  * Where the bench's processes run. Unpinned, the proxy under measurement, wrk and the nginx
- * upstream share the cores as the scheduler likes: a proxy that is migrated between cores or
- * waits behind wrk shows neither its own CPU cost nor the throughput that cost allows, and a
- * heavier proxy gets more of the load generator's core, which narrows every throughput ratio
- * (the minimal proxy measured 1.38-1.50x fastify's requests/s unpinned on 2 cores, 1.9x pinned
- * in issue 10's table). Pinned, as that table was measured, the load (wrk, the upstream, the
- * control plane and this process) has one core and the proxy under measurement the other, so a
- * proxy's requests/s is what its own core gives.
+ * upstream share the cores as the scheduler likes, so a proxy's requests/s also depends on how
+ * it placed them, which differs from one proxy and run to the next. Pinned, as issue 10's table
+ * was measured, the load (wrk, the upstream, the control plane and this process) has one core
+ * and the proxy under measurement the other, so a proxy's requests/s is what its own core gives
+ * and a requests/s ratio follows the CPU-per-request ratio.
  */
 export interface CorePinning {
   /** The CPU (taskset list) of the load side, or undefined when nothing is pinned. */
