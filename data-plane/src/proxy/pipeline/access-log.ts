@@ -8,7 +8,10 @@ import type { Exchange } from "./exchange.js";
 
 /** How the client's answer went, as the client responder saw it write the answer. */
 export interface ClientOutcome {
-  /** Response body bytes written to the client (a catalog error's or stale copy's included). */
+  /**
+   * Response body bytes written to the client (a catalog error's or stale copy's included);
+   * a catalog error is counted only while the log is on.
+   */
   readonly bytesOut: number;
   /** performance.now() when the status line went out; 0 if it never did. */
   readonly headersAt: number;

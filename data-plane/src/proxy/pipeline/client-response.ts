@@ -101,7 +101,8 @@ export class ClientResponse implements StageHandler, ClientOutcome {
     if (!exchange.settled) this.failure = failure.kind;
     if (failure.kind === "internal") {
       // The catalog's 500, unless the status line was out already (then the socket is cut).
-      if (!exchange.settled && !exchange.responseStarted) {
+      // Counted only for the log: measuring it builds the error body a second time.
+      if (this.accessLog !== undefined && !exchange.settled && !exchange.responseStarted) {
         this.bytesOut += errorBytes("CLAWGATE_INTERNAL", exchange.requestId);
       }
       const status = failRequest(exchange.req, res, exchange.requestId, failure.error, this.logger);
@@ -127,7 +128,9 @@ export class ClientResponse implements StageHandler, ClientOutcome {
       return;
     }
     const code = failure.code ?? errorCodeForFailure(failure.kind);
-    this.bytesOut += errorBytes(code, exchange.requestId);
+    // Only for the log: a fast-failing breaker answers many of these, and with the log off
+    // nothing reads the count.
+    if (this.accessLog !== undefined) this.bytesOut += errorBytes(code, exchange.requestId);
     this.#settle(sendError(res, code, exchange.requestId, failure.retryAfterMs));
   }
 
