@@ -14,17 +14,21 @@ import { startNodeProxy } from "./node-proxy-process.js";
 import { cpuSeconds, processTree } from "./process-usage.js";
 import { inTurn } from "./round-order.js";
 import { sameRoundRatio } from "./same-round-ratio.js";
+import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
+import { POST_BODY_BYTES, writePostScript } from "./wrk-scripts.js";
 
 /**
  * `npm run bench:ab`: the quick side-by-side for work on the data plane's request path. The
  * minimal undici proxy, this build's data plane and, with BENCH_BASELINE_DP, another build's,
- * take turns under wrk (GET, 100 B, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds of
+ * take turns under wrk (BENCH_REQUEST, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds of
  * BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each
  * target's median CPU us/request, req/s and p99, and the median over rounds of its CPU against
- * the minimal proxy's (and the baseline's) and of its p99 against the minimal proxy's, in the
+ * the minimal proxy's (and the baseline's, or the log-off twin's) and of its p99 against the minimal proxy's, in the
  * same round (sameRoundRatio). On a shared machine only these same-round ratios mean anything.
- * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped) or `off`.
+ * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped), `off`, or `both`
+ * (this build twice, `clawgate` logging to a file and `clawgate-log-off`: the log's price).
+ * BENCH_REQUEST: `get` (default) or `post`, a 64 KiB body as `npm run bench`'s second table.
  * BENCH_DP_NODE_FLAGS: extra node flags for the data planes (e.g. --cpu-prof with an absolute
  * --cpu-prof-dir); BENCH_NODE_FLAGS the minimal proxy's. BENCH_PROFILE_DIR (absolute): after
  * the rounds, one more wrk run per target under a CPU profile of just that run
@@ -36,8 +40,12 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? "7");
 const duration = process.env.BENCH_DURATION ?? "3s";
 const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
 const accessLog = process.env.BENCH_ACCESS_LOG ?? "file";
-if (accessLog !== "file" && accessLog !== "off") {
-  throw new Error(`BENCH_ACCESS_LOG must be file or off, got ${accessLog}`);
+if (accessLog !== "file" && accessLog !== "off" && accessLog !== "both") {
+  throw new Error(`BENCH_ACCESS_LOG must be file, off or both, got ${accessLog}`);
+}
+const request = process.env.BENCH_REQUEST ?? "get";
+if (request !== "get" && request !== "post") {
+  throw new Error(`BENCH_REQUEST must be get or post, got ${request}`);
 }
 if (!Number.isInteger(rounds) || rounds < 1) {
   throw new Error(`BENCH_ROUNDS must be a whole number of at least 1, got ${rounds}`);
@@ -70,7 +78,8 @@ async function main(): Promise<void> {
       name: "upstream",
       dir,
       port: upstreamPort!,
-      serverBody: `    location = /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
+      serverBody: `    client_max_body_size 1m;
+    location = /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
     location / { default_type application/json; return 200 '${fixedJsonBody(100)}'; }`,
     });
     teardown.add("upstream nginx", () => upstream.stop());
@@ -104,20 +113,26 @@ async function main(): Promise<void> {
         spec: { match: { pathPrefix: "/" }, upstream: "bench", retry: { attempts: 2 } },
       },
     ]);
-    const builds: [string, string | undefined][] = [["clawgate", undefined]];
+    const logs = accessLog !== "off";
+    const builds: { target: string; bin?: string; logs: boolean }[] = [
+      { target: "clawgate", logs },
+    ];
+    if (accessLog === "both") builds.push({ target: "clawgate-log-off", logs: false });
     const baselineBin = process.env.BENCH_BASELINE_DP;
-    if (baselineBin !== undefined) builds.push(["clawgate-baseline", baselineBin]);
+    if (baselineBin !== undefined) {
+      builds.push({ target: "clawgate-baseline", bin: baselineBin, logs });
+    }
     const targets = [
       { target: "minimal", base: `http://127.0.0.1:${minimalPort}`, pid: minimal.pid },
     ];
     const dataPlanes = [];
-    for (const [target, bin] of builds) {
+    for (const { target, bin, logs } of builds) {
       const dp = await startDataPlane(
         {
           ...quiet,
           CLAWGATE_CP_ADDRESSES: cp.grpcAddress,
           CLAWGATE_NODE_ID: target,
-          CLAWGATE_ACCESS_LOG: accessLog === "off" ? "off" : `${dir}/${target}-access.log`,
+          CLAWGATE_ACCESS_LOG: logs ? `${dir}/${target}-access.log` : "off",
           ...(profileDir === undefined
             ? {}
             : { NODE_OPTIONS: `--import=${profileProbe}`, BENCH_PROFILE_DIR: profileDir }),
@@ -132,15 +147,18 @@ async function main(): Promise<void> {
     for (const dp of dataPlanes) pinTree(dp.process.pid, pinning.proxy);
 
     log(
-      `wrk -t1 -c${connections} -d${duration}, ${rounds} rounds, access log ${accessLog}, ${pinning.describe}`,
+      `wrk -t1 -c${connections} -d${duration}, ${request === "post" ? `POST ${POST_BODY_BYTES} B` : "GET"}, ${rounds} rounds, access log ${accessLog}, ${pinning.describe}`,
     );
+    const script = request === "post" ? await writePostScript(dir) : undefined;
+    const load = (base: string, seconds: string) =>
+      runWrk(`${base}/`, { connections, duration: seconds, script });
     const runs = new Map<string, Round[]>(targets.map(({ target }) => [target, []]));
-    for (const { base } of targets) await runWrk(`${base}/`, { connections, duration: "2s" });
+    for (const { base } of targets) await load(base, "2s");
     for (let round = 1; round <= rounds; round++) {
       for (const { target, base, pid } of inTurnBothWays(targets, round)) {
         const pids = processTree(pid);
         const before = cpuSeconds(pids);
-        const result = await runWrk(`${base}/`, { connections, duration });
+        const result = await load(base, duration);
         const used = cpuSeconds(pids) - before;
         runs.get(target)!.push({
           cpuMicros: (used * 1e6) / Math.max(1, result.requests),
@@ -155,9 +173,12 @@ async function main(): Promise<void> {
       );
     }
     const floor = runs.get("minimal")!;
-    const baselineRuns = runs.get("clawgate-baseline");
+    // The other build when there is one, else this build with its log off: what the column
+    // prices is the difference between the two.
+    const reference = ["clawgate-baseline", "clawgate-log-off"].find((name) => runs.has(name));
+    const baselineRuns = reference === undefined ? undefined : runs.get(reference);
     const lines = [
-      "| target | CPU us/req | vs minimal | vs baseline | req/s | p99 ms | p99 vs minimal | errors |",
+      `| target | CPU us/req | vs minimal | vs ${reference ?? "baseline"} | req/s | p99 ms | p99 vs minimal | errors |`,
       "|---|---:|---:|---:|---:|---:|---:|---|",
     ];
     for (const { target } of targets) {
@@ -174,7 +195,9 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`\n${lines.join("\n")}\n`);
     if (profileDir !== undefined) {
-      for (const { target, base, pid } of targets) await profileOne(target, base, pid, profileDir);
+      for (const { target, base, pid } of targets) {
+        await profileOne(target, pid, profileDir, () => load(base, duration));
+      }
     }
   } finally {
     await teardown.run();
@@ -182,9 +205,14 @@ async function main(): Promise<void> {
 }
 
 /** One wrk run of `target` under the preloaded probe's CPU profile, saved by target name. */
-async function profileOne(target: string, base: string, pid: number, dir: string): Promise<void> {
+async function profileOne(
+  target: string,
+  pid: number,
+  dir: string,
+  load: () => Promise<WrkResult>,
+): Promise<void> {
   process.kill(pid, "SIGUSR2");
-  const result = await runWrk(`${base}/`, { connections, duration });
+  const result = await load();
   process.kill(pid, "SIGUSR2");
   const kind = process.env.BENCH_PROFILE_KIND === "heap" ? "heapprofile" : "cpuprofile";
   const file = `${pid}.${kind}`;
