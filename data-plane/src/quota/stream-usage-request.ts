@@ -11,7 +11,7 @@ import { type JsonTopLevelScan, VALUE_TOO_LARGE } from "./json-top-level-scan.js
 export const STREAM_USAGE_BODY_LIMIT = 1024 * 1024;
 
 /**
- * Whether a request's body may be read and rewritten: JSON, and either declared within the
+ * Whether a request's body may be read whole and rewritten: JSON, and either declared within the
  * limit or of unknown length (chunked, or HTTP/2 without content-length), which only a read can
  * tell. Checking the framing alone would let a client escape its token budget by how it sends.
  */

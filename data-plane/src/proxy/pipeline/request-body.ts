@@ -111,9 +111,10 @@ class BodyReader implements StageController {
     }
     // Too large to hold: it streams on, scanned, and include_usage is added at its end
     // (stream-usage.ts), so padding a body past the limit does not escape the token budget;
-    // the route's maxBodyBytes still counts the client's bytes. Paused at once, so no chunk is emitted
-    // while nobody listens; the upstream request reads the rest at its own pace, and a client
-    // that leaves from here on fails that read, as with any chunked body (send-to-node.ts).
+    // the route's maxBodyBytes still counts the client's bytes. Paused at once, so no chunk is
+    // emitted while nobody listens; the upstream request reads the rest at its own pace, and a
+    // client that leaves from here on fails that read, as with any chunked body
+    // (send-to-node.ts).
     exchange.req.pause();
     this.#stop();
     // Only the upstream request reads the rest. A client answered without it (a refused
