@@ -55,8 +55,12 @@ export class JsonTopLevelScan {
   readonly #key = new ByteCapture(KEY_BYTES);
   /** The key of the top-level value being read, when it is one of those kept. */
   #watched: Watched;
-  /** The bytes of that value, from the colon on, whitespace outside strings left out. */
+  /**
+   * The bytes of that value, from the colon on, whitespace outside strings left out. One buffer
+   * for the whole scan: a body repeating `"stream":1,` must not cost an allocation each time.
+   */
   #value: ByteCapture | undefined;
+  #capturing = false;
   /** Top-level members seen (keys started). */
   #members = 0;
   #streams = false;
@@ -85,7 +89,7 @@ export class JsonTopLevelScan {
           }
         }
         if (this.#readingKey) this.#key.push(byte);
-        else this.#value?.push(byte);
+        else if (this.#capturing) this.#value!.push(byte);
         continue;
       }
       switch (byte) {
@@ -130,12 +134,12 @@ export class JsonTopLevelScan {
         case COLON:
           if (this.#depth === 1 && this.#expect === "colon") {
             this.#expect = "value";
-            if (this.#watched !== undefined) this.#value = new ByteCapture(TOP_LEVEL_VALUE_BYTES);
+            if (this.#watched !== undefined) this.#startValue();
             continue;
           }
           break;
       }
-      this.#value?.push(byte);
+      if (this.#capturing) this.#value!.push(byte);
     }
     return -1;
   }
@@ -188,13 +192,19 @@ export class JsonTopLevelScan {
     this.#watched = watchedKey(this.#key);
   }
 
+  #startValue(): void {
+    this.#value ??= new ByteCapture(TOP_LEVEL_VALUE_BYTES);
+    this.#value.clear();
+    this.#capturing = true;
+  }
+
   /** A top-level value ended (at the `,` or `}` after it): keeps it if it is watched. */
   #endValue(): void {
-    const value = this.#value;
     const watched = this.#watched;
-    this.#value = undefined;
     this.#watched = undefined;
-    if (value === undefined) return;
+    if (!this.#capturing) return;
+    this.#capturing = false;
+    const value = this.#value!;
     if (watched === "stream") this.#streams = value.equals(TRUE);
     else if (watched === "stream_options")
       this.#streamOptions = value.overflowed ? VALUE_TOO_LARGE : value.copy();
