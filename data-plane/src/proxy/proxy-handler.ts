@@ -7,13 +7,14 @@ import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import type { TenantMetrics } from "../metrics/tenant-metrics.js";
 import type { LeaseBook } from "../quota/lease-book.js";
-import { streamUsageCandidate } from "../quota/stream-usage-request.js";
+import { streamUsageCandidate, streamUsageScanCandidate } from "../quota/stream-usage-request.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
 import { upstreamRequestHeaders } from "./forward-headers.js";
 import { failRequest } from "./internal-error.js";
 import { logAnsweredEarly } from "./pipeline/access-log.js";
 import { Exchange, type ExchangeBody, UNKNOWN_BODY_LENGTH } from "./pipeline/exchange.js";
 import { buildPipeline } from "./pipeline/pipeline.js";
+import { scannedForUsage } from "./pipeline/stream-usage.js";
 import { streamedBody } from "./pipeline/streamed-body.js";
 import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
@@ -162,6 +163,7 @@ export function createProxyHandler(
     const chunked = headers["transfer-encoding"] !== undefined;
     let body: ExchangeBody = null;
     let bufferBodyBytes = -1;
+    let scanForUsage = false;
     if (chunked || (contentLength !== undefined && contentLength !== "0")) {
       // Kept for a retry when it may be one: a declared body within the limit is read whole
       // first (one buffer every attempt sends, no per-chunk work), one of unknown length stays
@@ -173,9 +175,15 @@ export function createProxyHandler(
         bufferBodyBytes = declared;
       } else if (route.injectStreamUsage && streamUsageCandidate(headers)) {
         // A small JSON body is read whole to add include_usage to it (stream-usage.ts); one of
-        // unknown length only if it ends within the limit, else it streams on (request-body.ts).
+        // unknown length only if it ends within the limit, else it streams on, scanned for it
+        // (request-body.ts).
         body = req;
         bufferBodyBytes = chunked ? UNKNOWN_BODY_LENGTH : declared;
+      } else if (route.injectStreamUsage && streamUsageScanCandidate(headers)) {
+        // A larger one streams upstream, scanned, and gets include_usage at its end; it needs
+        // the exchange, which records that it did (below).
+        body = req;
+        scanForUsage = true;
       } else {
         body = chunked ? streamedBody(req, route, replayLimit) : req;
       }
@@ -211,6 +219,7 @@ export function createProxyHandler(
       startedAt,
       bufferBodyBytes,
     );
+    if (scanForUsage) exchange.body = scannedForUsage(exchange, req, replayLimit);
     try {
       run(exchange);
     } catch (error) {

@@ -23,7 +23,7 @@ const USAGE_CHUNK = '"choices":[],"usage":{';
 
 // Route usage.injectStreamUsage with request bodies of unknown length (chunked here; HTTP/2
 // without content-length takes the same path, see e2e/src/tenants/stream-usage.test.ts): one
-// that ends within the limit is rewritten like a declared one, a larger one streams on as sent.
+// that ends within the limit is rewritten like a declared one, a larger one streams on, scanned.
 describe("include_usage for a request body of unknown length", () => {
   const received: Received[] = [];
   /** The upstream request of a body a client abandons: resolved when it closes. */
@@ -122,9 +122,10 @@ describe("include_usage for a request body of unknown length", () => {
     expect(reply.body.toString()).not.toContain(USAGE_CHUNK);
   });
 
-  it("streams a chunked body past the limit upstream untouched, byte for byte", async () => {
+  // One that streams gets include_usage at its end: stream-usage-large-body.test.ts.
+  it("streams a chunked body past the limit that does not stream upstream untouched, byte for byte", async () => {
     const pad = randomBytes(STREAM_USAGE_BODY_LIMIT).toString("hex");
-    const body = Buffer.from(JSON.stringify({ model: "m", stream: true, pad }));
+    const body = Buffer.from(JSON.stringify({ model: "m", stream: false, pad }));
     const reply = await chunkedChat("/v1/chat/completions", body, 64 * 1024);
     expect(reply.status).toBe(200);
     const got = received.at(-1)!;

@@ -3,6 +3,7 @@ import {
   injectStreamUsage,
   STREAM_USAGE_BODY_LIMIT,
   streamUsageCandidate,
+  streamUsageScanCandidate,
 } from "./stream-usage-request.js";
 
 const rewrite = (body: string) => {
@@ -58,5 +59,24 @@ describe("streamUsageCandidate", () => {
     [{ "content-length": "20" }, false],
   ])("reads %o: %s", (headers, expected) => {
     expect(streamUsageCandidate(headers)).toBe(expected);
+  });
+});
+
+describe("streamUsageScanCandidate", () => {
+  const over = String(STREAM_USAGE_BODY_LIMIT + 1);
+  it.each([
+    [{ "content-type": "application/json", "content-length": over }, true],
+    [{ "content-type": "application/json; charset=utf-8", "content-length": over }, true],
+    // Within the limit: read whole instead (streamUsageCandidate).
+    [
+      { "content-type": "application/json", "content-length": String(STREAM_USAGE_BODY_LIMIT) },
+      false,
+    ],
+    [{ "content-type": "text/plain", "content-length": over }, false],
+    [{ "content-length": over }, false],
+    // Of unknown length: read first, handed to the scan once past the limit (request-body.ts).
+    [{ "content-type": "application/json", "transfer-encoding": "chunked" }, false],
+  ])("scans %o: %s", (headers, expected) => {
+    expect(streamUsageScanCandidate(headers)).toBe(expected);
   });
 });

@@ -1,16 +1,17 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { type JsonTopLevelScan, VALUE_TOO_LARGE } from "./json-top-level-scan.js";
 
 /**
- * Largest request body read to add include_usage (route usage.injectStreamUsage). A chat
- * request is a few kilobytes to a few hundred (long contexts); a bigger body, or one that is not
- * application/json, passes untouched, so the option never makes the gateway hold large uploads
- * in memory. A body of unknown length is read as it arrives and passed on as a stream once it
- * grows past this (request-body.ts).
+ * Largest request body read whole to add include_usage (route usage.injectStreamUsage). A chat
+ * request is a few kilobytes to a few hundred (long contexts); a bigger one is never held: it is
+ * scanned as it streams upstream and the field is added at its end (include-usage-at-end.ts),
+ * so padding a body past this does not escape the token budget. A body of unknown length is
+ * read as it arrives and goes that way once it grows past this (request-body.ts).
  */
 export const STREAM_USAGE_BODY_LIMIT = 1024 * 1024;
 
 /**
- * Whether a request's body may be read and rewritten: JSON, and either declared within the
+ * Whether a request's body may be read whole and rewritten: JSON, and either declared within the
  * limit or of unknown length (chunked, or HTTP/2 without content-length), which only a read can
  * tell. Checking the framing alone would let a client escape its token budget by how it sends.
  */
@@ -20,6 +21,23 @@ export function streamUsageCandidate(headers: IncomingHttpHeaders): boolean {
     if (!Number.isSafeInteger(declared) || declared <= 0 || declared > STREAM_USAGE_BODY_LIMIT)
       return false;
   }
+  return isJson(headers);
+}
+
+/**
+ * Whether a request's body is scanned as it streams to add include_usage at its end: JSON,
+ * declared larger than the limit (one of unknown length is handed over by request-body.ts once
+ * it grows past the limit).
+ */
+export function streamUsageScanCandidate(headers: IncomingHttpHeaders): boolean {
+  return (
+    headers["transfer-encoding"] === undefined &&
+    Number(headers["content-length"]) > STREAM_USAGE_BODY_LIMIT &&
+    isJson(headers)
+  );
+}
+
+function isJson(headers: IncomingHttpHeaders): boolean {
   const type = headers["content-type"];
   return type !== undefined && /^application\/json\s*(;|$)/i.test(type);
 }
@@ -55,4 +73,37 @@ export function injectStreamUsage(body: Buffer): Buffer | undefined {
   if (asked?.include_usage === true) return undefined;
   const rewritten = { ...fields, stream_options: { ...asked, include_usage: true } };
   return Buffer.from(JSON.stringify(rewritten));
+}
+
+const INCLUDE_USAGE_FIELD = '"stream_options":{"include_usage":true}';
+
+/**
+ * The bytes to add in front of the `}` that closes a scanned body's top-level object, so that a
+ * request that streams reports its usage; undefined when it is left as it is, on the same terms
+ * as injectStreamUsage (not streaming, or the client asked for usage itself, or its
+ * stream_options is neither an object nor null). The field goes last: a parser upstream keeps
+ * the last of two equal keys, so the client's own stream_options is overridden by its merge with
+ * include_usage. One longer than TOP_LEVEL_VALUE_BYTES is not kept, hence not merged: replaced by
+ * include_usage alone (real ones are a few dozen bytes; only a client padding it loses fields).
+ */
+export function includeUsageField(scan: JsonTopLevelScan): Buffer | undefined {
+  if (!scan.closed || !scan.streams) return undefined;
+  const field = mergedStreamOptions(scan.streamOptions);
+  if (field === undefined) return undefined;
+  return Buffer.from(scan.hasMembers ? `,${field}` : field);
+}
+
+function mergedStreamOptions(raw: Buffer | typeof VALUE_TOO_LARGE | undefined): string | undefined {
+  if (raw === undefined || raw === VALUE_TOO_LARGE) return INCLUDE_USAGE_FIELD;
+  let options: unknown;
+  try {
+    options = JSON.parse(raw.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (options === null) return INCLUDE_USAGE_FIELD;
+  if (typeof options !== "object" || Array.isArray(options)) return undefined;
+  const asked = options as Record<string, unknown>;
+  if (asked.include_usage === true) return undefined;
+  return `"stream_options":${JSON.stringify({ ...asked, include_usage: true })}`;
 }

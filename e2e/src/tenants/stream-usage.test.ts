@@ -103,7 +103,8 @@ describe("usage.injectStreamUsage through a real data plane", () => {
   });
 
   // However the client frames its body, the request costs what it used: a body without a
-  // declared length is read as it arrives (up to 1 MiB) and gets include_usage all the same.
+  // declared length is read as it arrives (up to 1 MiB, past it scanned as it streams) and gets
+  // include_usage all the same.
   const streaming = { model: "m", stream: true };
   const askedUpstream = { stream_options: { include_usage: true }, ...streaming };
 
@@ -156,6 +157,49 @@ describe("usage.injectStreamUsage through a real data plane", () => {
       String(JSON.stringify(askedUpstream).length),
     );
     expect(reply.body).toContain('"content":"hel"');
+    expect(reply.body).not.toContain(USAGE_CHUNK);
+    expect((await tokens()) - before).toBe(60);
+  });
+
+  // A body over 1 MiB is never read whole: it streams upstream, scanned, and gets include_usage
+  // at its end, so padding a request with JSON whitespace does not make its tokens free.
+  const padded = `{"model":"m",${" ".repeat(2 * 1024 * 1024)}"stream":true}`;
+
+  it("asks for usage in a request over 1 MiB, sends it chunked, and debits the tokens", async () => {
+    const before = await tokens();
+    const response = await fetch(`${dp.proxyUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      // A string body: fetch declares its length.
+      body: padded,
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(response.status).toBe(200);
+    const stream = await response.text();
+    expect(model.bodies.at(-1)).toEqual(askedUpstream);
+    // The added field changes the length: sent upstream chunked, without the client's length.
+    expect(model.headers.at(-1)?.["transfer-encoding"]).toBe("chunked");
+    expect(model.headers.at(-1)?.["content-length"]).toBeUndefined();
+    expect(stream).toContain('"content":"hel"');
+    expect(stream).not.toContain(USAGE_CHUNK);
+    expect((await tokens()) - before).toBe(60);
+  });
+
+  it("asks for usage in an HTTP/2 request over 1 MiB without content-length", async () => {
+    const before = await tokens();
+    const reply = await h2Request(
+      h2,
+      {
+        ":method": "POST",
+        ":path": "/v1/chat/completions",
+        authorization: `Bearer ${KEY}`,
+        "content-type": "application/json",
+      },
+      padded,
+    );
+    expect(reply.headers[":status"]).toBe(200);
+    expect(model.bodies.at(-1)).toEqual(askedUpstream);
+    expect(model.headers.at(-1)?.["transfer-encoding"]).toBe("chunked");
     expect(reply.body).not.toContain(USAGE_CHUNK);
     expect((await tokens()) - before).toBe(60);
   });

@@ -96,6 +96,13 @@ describe("access log", () => {
             upstream: "live",
             usage: { injectStreamUsage: true },
           },
+          {
+            name: "usage-retried",
+            match: { pathPrefix: "/retried" },
+            upstream: "live",
+            retry: { attempts: 1 },
+            usage: { injectStreamUsage: true },
+          },
         ],
       }),
     );
@@ -161,6 +168,27 @@ describe("access log", () => {
       // The upstream got (and echoed) the longer body; the client sent 15 bytes.
       expect(reply.body.toString()).toBe(
         'echo:{"stream_options":{"include_usage":true},"stream":true}',
+      );
+      const { fields } = await collector.lineOf(reply.requestId);
+      expect(fields.bytesIn).toBe(body.length);
+    },
+  );
+
+  it.each([
+    ["declared", (bytes: number) => ({ "content-length": String(bytes) })],
+    ["chunked", () => ({ "transfer-encoding": "chunked" })],
+  ])(
+    "counts a %s body over 1 MiB that got include_usage at its end as the client sent it",
+    async (_framing, framing) => {
+      // On a retrying route it goes as a ReplayableBody, whose bytesRead counts the field too.
+      const body = `{"stream":true,"pad":"${"x".repeat(2 * 1024 * 1024)}"}`;
+      const reply = await send(proxy.port, "/retried/chat", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...framing(body.length) },
+        body,
+      });
+      expect(reply.body.toString()).toBe(
+        `echo:${body.slice(0, -1)},"stream_options":{"include_usage":true}}`,
       );
       const { fields } = await collector.lineOf(reply.requestId);
       expect(fields.bytesIn).toBe(body.length);

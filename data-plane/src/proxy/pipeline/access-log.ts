@@ -101,9 +101,10 @@ function fillBase(
 function bodyBytesIn(exchange: Exchange): number | undefined {
   const body = exchange.body;
   if (body === null) return 0;
-  // A body the gateway rewrote (include_usage) is logged as the client sent it.
-  if (Buffer.isBuffer(body))
-    return exchange.clientBodyBytes >= 0 ? exchange.clientBodyBytes : body.length;
+  // A body the gateway rewrote (include_usage, read whole or added at the end of a stream) is
+  // logged as the client sent it: a replayable one's bytesRead counts the added bytes too.
+  if (exchange.clientBodyBytes >= 0) return exchange.clientBodyBytes;
+  if (Buffer.isBuffer(body)) return body.length;
   if (body instanceof ReplayableBody) return body.bytesRead;
   return declaredLength(exchange.req);
 }

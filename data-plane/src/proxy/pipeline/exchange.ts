@@ -55,7 +55,8 @@ export class Exchange implements PolicyRequest {
   clientGone = false;
   /**
    * The body's length as the client sent it (the access log's bytesIn), once the gateway added
-   * include_usage to it (route usage.injectStreamUsage); -1 while it goes as the client sent it.
+   * include_usage to it (route usage.injectStreamUsage: to a body read whole, or at the end of a
+   * large one as it streamed, then the bytes read so far); -1 while it goes as the client sent it.
    * One field for both facts, so a request on any other route carries nothing more.
    */
   clientBodyBytes = -1;

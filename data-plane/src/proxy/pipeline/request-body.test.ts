@@ -119,6 +119,29 @@ describe("request-body stage", () => {
       expect((await drain(exchange.body)).equals(sent)).toBe(true);
     });
 
+    it("past the limit, a streaming JSON request gets include_usage at its end, replayed whole", async () => {
+      const { req, exchange, down } = upload(
+        UNKNOWN_BODY_LENGTH,
+        { ...usageRoute, retry: { attempts: 1 } },
+        4 * STREAM_USAGE_BODY_LIMIT,
+      );
+      const sent = Buffer.from(`{"stream":true,"pad":"${"x".repeat(STREAM_USAGE_BODY_LIMIT)}"}`);
+      req.write(sent.subarray(0, STREAM_USAGE_BODY_LIMIT));
+      req.end(sent.subarray(STREAM_USAGE_BODY_LIMIT));
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      expect(exchange.body).toBeInstanceOf(ReplayableBody);
+      const upstream = Buffer.concat([
+        sent.subarray(0, -1),
+        Buffer.from(',"stream_options":{"include_usage":true}}'),
+      ]);
+      // A retry sends the same bytes: the field is added once, as the client's body is read.
+      expect((await drain(exchange.body)).equals(upstream)).toBe(true);
+      expect((await drain(exchange.body)).equals(upstream)).toBe(true);
+      // Recorded for the response side (the usage chunk kept from the client) and the log.
+      expect(exchange.stripStreamUsage).toBe(true);
+      expect(exchange.clientBodyBytes).toBe(sent.length);
+    });
+
     it("past the limit and past the replay limit, streams once and says it cannot be replayed", async () => {
       const { req, exchange, down } = upload(UNKNOWN_BODY_LENGTH, {
         ...usageRoute,

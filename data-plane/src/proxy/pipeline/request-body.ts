@@ -10,7 +10,8 @@ import {
   type StageController,
   type StageHandler,
 } from "./stage.js";
-import { readThenRest, streamedBody } from "./streamed-body.js";
+import { scannedForUsage } from "./stream-usage.js";
+import { readThenRest } from "./streamed-body.js";
 
 /**
  * A body a retry may have to send again, of a declared length within the replay limit, is read
@@ -21,8 +22,9 @@ import { readThenRest, streamedBody } from "./streamed-body.js";
  * A JSON body of unknown length on a route with usage.injectStreamUsage is read the same way,
  * up to STREAM_USAGE_BODY_LIMIT: if it ends within it, it goes on as a declared one would (a
  * buffer, so it can be rewritten and framed with a Content-Length); if it grows past it, what
- * was read and the rest go upstream as a stream, as any chunked body does. `replayLimitBytes`
- * is the replay limit of such a stream on a retrying route.
+ * was read and the rest go upstream as a stream, scanned so that include_usage is added at its
+ * end (stream-usage.ts). `replayLimitBytes` is the replay limit of such a stream on a retrying
+ * route.
  */
 export function requestBody(replayLimitBytes?: number): Interceptor {
   return (next) => (exchange, handler) => {
@@ -107,18 +109,21 @@ class BodyReader implements StageController {
       this.handler.onFailure({ kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE" });
       return;
     }
-    // Too large to rewrite: it streams on untouched. Paused at once, so no chunk is emitted
-    // while nobody listens; the upstream request reads the rest at its own pace, and a client
-    // that leaves from here on fails that read, as with any chunked body (send-to-node.ts).
+    // Too large to hold: it streams on, scanned, and include_usage is added at its end
+    // (stream-usage.ts), so padding a body past the limit does not escape the token budget;
+    // the route's maxBodyBytes still counts the client's bytes. Paused at once, so no chunk is
+    // emitted while nobody listens; the upstream request reads the rest at its own pace, and a
+    // client that leaves from here on fails that read, as with any chunked body
+    // (send-to-node.ts).
     exchange.req.pause();
     this.#stop();
     // Only the upstream request reads the rest. A client answered without it (a refused
     // connection, an open breaker, no healthy node) would keep a paused HTTP/2 stream, this
     // exchange and the chunks read open until it gave up, and an HTTP/1.1 connection stalled.
     drainWhenAnswered(exchange);
-    exchange.body = streamedBody(
+    exchange.body = scannedForUsage(
+      exchange,
       readThenRest(this.#chunks, exchange.req),
-      route,
       this.replayLimitBytes,
     );
     guarded(this.next, exchange, this.handler);

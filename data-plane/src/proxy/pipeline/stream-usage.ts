@@ -1,8 +1,10 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import { includeUsageAtEnd } from "../../quota/include-usage-at-end.js";
 import { injectStreamUsage } from "../../quota/stream-usage-request.js";
 import { UsageChunkFilter } from "../../quota/usage-chunk-filter.js";
-import type { Exchange } from "./exchange.js";
+import type { Exchange, ExchangeBody } from "./exchange.js";
 import { DecoratorHandler, guarded, type Interceptor, type StageController } from "./stage.js";
+import { streamedBody } from "./streamed-body.js";
 
 /**
  * Route usage.injectStreamUsage, request side: after the request-body stage read a small JSON
@@ -24,6 +26,24 @@ export function streamUsageRequest(): Interceptor {
     }
     next(exchange, handler);
   };
+}
+
+/**
+ * A JSON body too large to read whole on an injectStreamUsage route (declared over
+ * STREAM_USAGE_BODY_LIMIT, or of unknown length and grown past it): it streams upstream as it
+ * comes, scanned, and include_usage is added at its end (include-usage-at-end.ts), which sets
+ * exchange.clientBodyBytes when it does. Added bytes change its length, so it goes without
+ * Content-Length: undici frames an iterable body of unknown length chunked.
+ */
+export function scannedForUsage(
+  exchange: Exchange,
+  source: IncomingMessage | AsyncGenerator<Uint8Array>,
+  replayLimitBytes: number | undefined,
+): ExchangeBody {
+  removeContentLength(exchange.headers);
+  return streamedBody(source, exchange.route, replayLimitBytes, (body) =>
+    includeUsageAtEnd(body, exchange),
+  );
 }
 
 /**
@@ -86,5 +106,12 @@ class StreamUsageHandler extends DecoratorHandler {
 function setContentLength(headers: string[], length: number): void {
   for (let i = 0; i < headers.length; i += 2) {
     if (headers[i]?.toLowerCase() === "content-length") headers[i + 1] = String(length);
+  }
+}
+
+/** Removes content-length from a flat [name, value, ...] header list. */
+function removeContentLength(headers: string[]): void {
+  for (let i = headers.length - 2; i >= 0; i -= 2) {
+    if (headers[i]?.toLowerCase() === "content-length") headers.splice(i, 2);
   }
 }

@@ -1,0 +1,161 @@
+import { describe, expect, it } from "vitest";
+import { JsonTopLevelScan, TOP_LEVEL_VALUE_BYTES, VALUE_TOO_LARGE } from "./json-top-level-scan.js";
+
+/** What a scan concluded, and where (in the whole body) it saw the object close. */
+interface Seen {
+  closedAt: number;
+  notObject: boolean;
+  hasMembers: boolean;
+  streams: boolean;
+  streamOptions: string | typeof VALUE_TOO_LARGE | undefined;
+}
+
+/** Scans `body` cut at the given offsets (none: one chunk). */
+function scan(body: Buffer, cuts: number[] = []): Seen {
+  const scanner = new JsonTopLevelScan();
+  let closedAt = -1;
+  let from = 0;
+  for (const to of [...cuts, body.length]) {
+    const at = scanner.push(body.subarray(from, to));
+    if (at >= 0) {
+      expect(closedAt).toBe(-1);
+      closedAt = from + at;
+    }
+    from = to;
+  }
+  const options = scanner.streamOptions;
+  return {
+    closedAt,
+    notObject: scanner.notObject,
+    hasMembers: scanner.hasMembers,
+    streams: scanner.streams,
+    streamOptions: Buffer.isBuffer(options) ? options.toString() : options,
+  };
+}
+
+const last = (body: string) => Buffer.byteLength(body) - 1;
+
+describe("JsonTopLevelScan", () => {
+  // [what, body, streams, stream_options kept]
+  const cases: [string, string, boolean, string | undefined][] = [
+    ["a streaming request", '{"model":"m","stream":true}', true, undefined],
+    ["a request that does not stream", '{"model":"m","stream":false}', false, undefined],
+    ["a request without stream", '{"model":"m"}', false, undefined],
+    ["stream as a string", '{"stream":"true"}', false, undefined],
+    ["whitespace everywhere", '\n { "stream" :\t true \r\n}', true, undefined],
+    [
+      'a "stream": true nested in messages',
+      '{"messages":[{"role":"user","stream":true,"content":{"stream":true}}],"stream":false}',
+      false,
+      undefined,
+    ],
+    ['a "stream": true key in an array', '{"a":[{"stream":true}]}', false, undefined],
+    [
+      "strings holding braces, quotes and escaped quotes",
+      '{"content":"}]{\\"stream\\":true,\\"x\\":\\"}","note":"\\\\","stream":true}',
+      true,
+      undefined,
+    ],
+    [
+      "a value string that reads like the key",
+      '{"model":"stream","x":"stream","stream":true}',
+      true,
+      undefined,
+    ],
+    ["an escaped key", '{"str\\u0065am":true}', true, undefined],
+    ["a key with a trailing escaped quote", '{"stream\\"":true}', false, undefined],
+    ["the last of two stream keys (false)", '{"stream":true,"stream":false}', false, undefined],
+    ["the last of two stream keys (true)", '{"stream":false,"stream":true}', true, undefined],
+    [
+      "the client's stream_options, whitespace left out",
+      '{"stream":true,"stream_options": { "include_usage" : false, "x": "a b" } }',
+      true,
+      '{"include_usage":false,"x":"a b"}',
+    ],
+    [
+      "stream_options before stream",
+      '{"stream_options":{"include_usage":true},"stream":true}',
+      true,
+      '{"include_usage":true}',
+    ],
+    ["escaped stream_options", '{"stream\\u005foptions":null}', false, "null"],
+    [
+      "non-ASCII text around the keys",
+      '{"content":"héllo 😀 \\u00e9","stream":true,"ß":"ü"}',
+      true,
+      undefined,
+    ],
+  ];
+
+  it.each(cases)("%s", (_what, text, streams, options) => {
+    const body = Buffer.from(text);
+    expect(scan(body)).toEqual({
+      closedAt: last(text.trimEnd()),
+      notObject: false,
+      hasMembers: true,
+      streams,
+      streamOptions: options,
+    });
+  });
+
+  it.each(cases)("%s: the same at every chunk boundary", (_what, text) => {
+    const body = Buffer.from(text);
+    const whole = scan(body);
+    for (let cut = 0; cut <= body.length; cut++) expect(scan(body, [cut])).toEqual(whole);
+    // One byte a chunk: every escape, key, `true` and UTF-8 sequence split everywhere at once.
+    expect(scan(body, [...body.keys()])).toEqual(whole);
+  });
+
+  it("finds the closing brace with whitespace after it, and scans nothing after it", () => {
+    const text = '{"a":1}  \n{"stream":true}';
+    expect(scan(Buffer.from(text))).toMatchObject({ closedAt: 6, streams: false });
+  });
+
+  it("an empty object closes with no members", () => {
+    expect(scan(Buffer.from(" {} "))).toEqual({
+      closedAt: 2,
+      notObject: false,
+      hasMembers: false,
+      streams: false,
+      streamOptions: undefined,
+    });
+  });
+
+  it.each([
+    ["an array", '[{"stream":true}]'],
+    ["a string", '"{\\"stream\\":true}"'],
+    ["a number", "  42"],
+    ["a literal", "true"],
+    ["a nesting that closes below the top", '{"a":]]{"stream":true}'],
+  ])("calls %s not an object, and never sees it close", (_what, text) => {
+    expect(scan(Buffer.from(text))).toMatchObject({
+      closedAt: -1,
+      notObject: true,
+      streams: false,
+    });
+  });
+
+  it("waits through whitespace for the first byte", () => {
+    const scanner = new JsonTopLevelScan();
+    expect(scanner.push(Buffer.from("  \n"))).toBe(-1);
+    expect(scanner.notObject).toBe(false);
+    expect(scanner.push(Buffer.from('{"stream":true}'))).toBe(14);
+    expect(scanner.streams).toBe(true);
+  });
+
+  it("an object that never closes is not closed", () => {
+    const scanner = new JsonTopLevelScan();
+    expect(scanner.push(Buffer.from('{"stream":true,"messages":[{"x":"}'))).toBe(-1);
+    expect(scanner.closed).toBe(false);
+  });
+
+  it("keeps no stream_options past its limit, but whitespace padding does not count", () => {
+    const big = JSON.stringify({ stream: true, stream_options: { x: "y".repeat(5000) } });
+    expect(scan(Buffer.from(big)).streamOptions).toBe(VALUE_TOO_LARGE);
+    const padded = `{"stream":${" ".repeat(2 * TOP_LEVEL_VALUE_BYTES)}true,"stream_options":{${" ".repeat(2 * TOP_LEVEL_VALUE_BYTES)}"include_usage":true}}`;
+    expect(scan(Buffer.from(padded))).toMatchObject({
+      streams: true,
+      streamOptions: '{"include_usage":true}',
+    });
+  });
+});
