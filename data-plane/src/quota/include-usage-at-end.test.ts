@@ -134,6 +134,27 @@ describe("includeUsageAtEnd", () => {
     expect(record.clientBodyBytes).toBe(body.length);
   });
 
+  it("adds the field behind a UTF-8 byte order mark, cut anywhere, and keeps the mark", async () => {
+    const body = Buffer.from('\ufeff{"stream":true}');
+    for (let cut = 0; cut <= body.length; cut++) {
+      const { sent, clientBodyBytes } = await transformed(body, [cut]);
+      expect(sent).toBe('\ufeff{"stream":true,"stream_options":{"include_usage":true}}');
+      expect(clientBodyBytes).toBe(body.length);
+    }
+  });
+
+  it.each([
+    ["a mark cut short", Buffer.from([0xef, 0xbb, 0x7b, 0x7d])],
+    [
+      "a mark after whitespace",
+      Buffer.concat([Buffer.from(" "), Buffer.from('\ufeff{"stream":true}')]),
+    ],
+  ])("passes %s as it came", async (_what, body) => {
+    for (let cut = 0; cut <= body.length; cut++) {
+      expect((await transformed(body, [cut])).clientBodyBytes).toBe(-1);
+    }
+  });
+
   it("replaces a stream_options too large to keep with include_usage alone", async () => {
     const text = JSON.stringify({ stream: true, stream_options: { x: "y".repeat(5000) } });
     const { sent } = await transformed(Buffer.from(text));

@@ -159,3 +159,73 @@ describe("JsonTopLevelScan", () => {
     });
   });
 });
+
+describe("JsonTopLevelScan against JSON.parse", () => {
+  // A seeded generator, so a failure names a body that can be made again.
+  let seed = 0x2545f491;
+  const random = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  // Strings made of what a scan must step through with care: quotes, backslashes, braces,
+  // the watched keys' names, escapes JSON.stringify writes, non-ASCII.
+  const pieces = [
+    '"',
+    "\\",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "stream",
+    "stream_options",
+    "\n",
+    "é",
+    "😀",
+    "true",
+    " ",
+    "x".repeat(40),
+  ];
+  const text = () => Array.from({ length: Math.floor(random() * 8) }, () => pick(pieces)).join("");
+  const value = (depth: number): unknown => {
+    const kind = Math.floor(random() * (depth > 2 ? 4 : 6));
+    if (kind === 0) return text();
+    if (kind === 1) return random() < 0.5;
+    if (kind === 2) return Math.floor(random() * 1000);
+    if (kind === 3) return null;
+    if (kind === 4) return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
+    return object(depth + 1);
+  };
+  const object = (depth: number): Record<string, unknown> => {
+    const fields: Record<string, unknown> = {};
+    for (let n = Math.floor(random() * 4); n > 0; n--)
+      fields[pick([text(), "stream"])] = value(depth);
+    return fields;
+  };
+
+  it("agrees with JSON.parse on the top-level stream and stream_options of 300 generated bodies, cut anywhere", () => {
+    for (let round = 0; round < 300; round++) {
+      const top = object(0);
+      if (random() < 0.6) top.stream = random() < 0.7 ? true : pick([false, "true", 1]);
+      if (random() < 0.4)
+        top.stream_options =
+          random() < 0.8 ? { include_usage: random() < 0.5, note: text() } : null;
+      const body = Buffer.from(JSON.stringify(top, null, random() < 0.3 ? 2 : undefined));
+      const parsed = JSON.parse(body.toString()) as Record<string, unknown>;
+      const cuts = Array.from({ length: 3 }, () => Math.floor(random() * body.length)).sort(
+        (a, b) => a - b,
+      );
+      const seen = scan(body, cuts);
+      expect(seen.closedAt, body.toString()).toBe(body.length - 1);
+      expect(seen.streams, body.toString()).toBe(parsed.stream === true);
+      const options = seen.streamOptions;
+      expect(typeof options === "string" ? JSON.parse(options) : options, body.toString()).toEqual(
+        parsed.stream_options,
+      );
+    }
+  });
+});

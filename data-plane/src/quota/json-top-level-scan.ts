@@ -61,6 +61,9 @@ export class JsonTopLevelScan {
    */
   #value: ByteCapture | undefined;
   #capturing = false;
+  /** Bytes before the opening `{`, and how many of them were a byte order mark's. */
+  #leadingBytes = 0;
+  #bomBytes = 0;
   /** Top-level members seen (keys started). */
   #members = 0;
   #streams = false;
@@ -76,6 +79,11 @@ export class JsonTopLevelScan {
     if (this.#phase === "before") i = this.#open(chunk);
     if (this.#phase !== "object") return -1;
     const length = chunk.length;
+    // Where the next quote and backslash are, searched natively and only once passed: a string
+    // nobody keeps (a message's content, most of a large body) is crossed in jumps, not byte by
+    // byte, at no more than one pass over the chunk per character searched for.
+    let nextQuote = -1;
+    let nextBackslash = -1;
     for (; i < length; i++) {
       const byte = chunk[i]!;
       if (this.#inString) {
@@ -90,6 +98,12 @@ export class JsonTopLevelScan {
         }
         if (this.#readingKey) this.#key.push(byte);
         else if (this.#capturing) this.#value!.push(byte);
+        else if (this.#inString && !this.#escaped) {
+          // On to the byte before the next one that matters (the loop steps onto it).
+          if (nextQuote <= i) nextQuote = indexOrEnd(chunk, QUOTE, i + 1);
+          if (nextBackslash <= i) nextBackslash = indexOrEnd(chunk, BACKSLASH, i + 1);
+          i = Math.min(nextQuote, nextBackslash) - 1;
+        }
         continue;
       }
       switch (byte) {
@@ -172,18 +186,33 @@ export class JsonTopLevelScan {
     return this.#streamOptions;
   }
 
-  /** Skips leading whitespace; the index after the opening `{`, once it came. */
+  /**
+   * Skips a UTF-8 byte order mark, then whitespace; the index after the opening `{`, once it
+   * came. A parser upstream may take the mark (Python's json.loads on bytes does), so a body that
+   * starts with one is an object all the same: left unscanned, it would escape the budget.
+   */
   #open(chunk: Uint8Array): number {
-    let i = 0;
-    while (i < chunk.length && isWhitespace(chunk[i]!)) i++;
-    if (i === chunk.length) return i;
-    if (chunk[i] !== OPEN_BRACE) {
-      this.#phase = "not_object";
-      return i;
+    for (let i = 0; i < chunk.length; i++, this.#leadingBytes++) {
+      const byte = chunk[i]!;
+      if (this.#leadingBytes < BOM.length && this.#leadingBytes === this.#bomBytes) {
+        if (byte === BOM[this.#bomBytes]) {
+          this.#bomBytes++;
+          continue;
+        }
+        if (this.#bomBytes > 0) return this.#notAnObject(i);
+      }
+      if (isWhitespace(byte)) continue;
+      if (byte !== OPEN_BRACE) return this.#notAnObject(i);
+      this.#phase = "object";
+      this.#depth = 1;
+      return i + 1;
     }
-    this.#phase = "object";
-    this.#depth = 1;
-    return i + 1;
+    return chunk.length;
+  }
+
+  #notAnObject(at: number): number {
+    this.#phase = "not_object";
+    return at;
   }
 
   #endKey(): void {
@@ -212,6 +241,8 @@ export class JsonTopLevelScan {
 }
 
 const TRUE = Buffer.from("true");
+/** UTF-8's byte order mark, U+FEFF. */
+const BOM = [0xef, 0xbb, 0xbf];
 const STREAM = Buffer.from("stream");
 const STREAM_OPTIONS = Buffer.from("stream_options");
 
@@ -228,6 +259,12 @@ function watchedKey(key: ByteCapture): Watched {
     return undefined;
   }
   return decoded === "stream" || decoded === "stream_options" ? decoded : undefined;
+}
+
+/** The index of `byte` in `chunk` from `from` on, or the chunk's length when there is none. */
+function indexOrEnd(chunk: Uint8Array, byte: number, from: number): number {
+  const at = chunk.indexOf(byte, from);
+  return at < 0 ? chunk.length : at;
 }
 
 function isWhitespace(byte: number): boolean {

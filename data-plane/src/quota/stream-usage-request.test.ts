@@ -28,6 +28,13 @@ describe("injectStreamUsage", () => {
     });
   });
 
+  it("reads a body that starts with a UTF-8 byte order mark, and keeps the mark", () => {
+    const result = injectStreamUsage(Buffer.from('\ufeff{"stream":true}'));
+    expect(result?.toString()).toBe(
+      '\ufeff{"stream_options":{"include_usage":true},"stream":true}',
+    );
+  });
+
   it.each([
     [
       "the client asked for usage itself",

@@ -56,7 +56,9 @@ const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 export function injectStreamUsage(body: Buffer): Buffer | undefined {
   let request: unknown;
   try {
-    request = JSON.parse(body.toString("utf8"));
+    // Past a UTF-8 byte order mark, which JSON.parse refuses and a parser upstream may take
+    // (json-top-level-scan.ts): the splice below keeps it in front of the object.
+    request = JSON.parse(body.toString("utf8", hasByteOrderMark(body) ? 3 : 0));
   } catch {
     return undefined;
   }
@@ -73,6 +75,10 @@ export function injectStreamUsage(body: Buffer): Buffer | undefined {
   if (asked?.include_usage === true) return undefined;
   const rewritten = { ...fields, stream_options: { ...asked, include_usage: true } };
   return Buffer.from(JSON.stringify(rewritten));
+}
+
+function hasByteOrderMark(body: Buffer): boolean {
+  return body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
 }
 
 const INCLUDE_USAGE_FIELD = '"stream_options":{"include_usage":true}';
