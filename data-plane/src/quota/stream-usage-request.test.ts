@@ -54,16 +54,19 @@ describe("streamUsageCandidate", () => {
   it.each([
     [{ "content-type": "application/json", "content-length": "20" }, true],
     [{ "content-type": "application/json; charset=utf-8", "content-length": "20" }, true],
-    [{ "content-type": "text/plain", "content-length": "20" }, false],
-    [{ "content-type": "application/jsonl", "content-length": "20" }, false],
+    // Upstreams that read any body as JSON (FastAPI without or with a +json type, llama.cpp):
+    // the bytes decide, not the label.
+    [{ "content-type": "text/plain", "content-length": "20" }, true],
+    [{ "content-type": "application/vnd.api+json", "content-length": "20" }, true],
     // Of unknown length: read as it arrives, and rewritten if it ends within the limit.
     [{ "content-type": "application/json", "transfer-encoding": "chunked" }, true],
-    [{ "content-type": "text/plain", "transfer-encoding": "chunked" }, false],
+    [{ "content-type": "text/plain", "transfer-encoding": "chunked" }, true],
     [
       { "content-type": "application/json", "content-length": String(STREAM_USAGE_BODY_LIMIT + 1) },
       false,
     ],
-    [{ "content-length": "20" }, false],
+    [{ "content-length": "20" }, true],
+    [{ "content-length": "0" }, false],
   ])("reads %o: %s", (headers, expected) => {
     expect(streamUsageCandidate(headers)).toBe(expected);
   });
@@ -79,8 +82,8 @@ describe("streamUsageScanCandidate", () => {
       { "content-type": "application/json", "content-length": String(STREAM_USAGE_BODY_LIMIT) },
       false,
     ],
-    [{ "content-type": "text/plain", "content-length": over }, false],
-    [{ "content-length": over }, false],
+    [{ "content-type": "text/plain", "content-length": over }, true],
+    [{ "content-length": over }, true],
     // Of unknown length: read first, handed to the scan once past the limit (request-body.ts).
     [{ "content-type": "application/json", "transfer-encoding": "chunked" }, false],
   ])("scans %o: %s", (headers, expected) => {

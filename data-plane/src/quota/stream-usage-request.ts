@@ -11,35 +11,31 @@ import { type JsonTopLevelScan, VALUE_TOO_LARGE } from "./json-top-level-scan.js
 export const STREAM_USAGE_BODY_LIMIT = 1024 * 1024;
 
 /**
- * Whether a request's body may be read whole and rewritten: JSON, and either declared within the
- * limit or of unknown length (chunked, or HTTP/2 without content-length), which only a read can
- * tell. Checking the framing alone would let a client escape its token budget by how it sends.
+ * Whether a request's body may be read whole and rewritten: declared within the limit or of
+ * unknown length (chunked, or HTTP/2 without content-length), which only a read can tell.
+ * Checking the framing alone would let a client escape its token budget by how it sends.
+ *
+ * Content-Type is not looked at: FastAPI/Starlette upstreams (vLLM, SGLang, LiteLLM) parse a body
+ * without one, or with any `+json` type, as JSON, and llama.cpp and Ollama ignore it, so a gate
+ * on it would let `{"stream":true}` sent as text/plain stream for free. The bytes decide: a body
+ * that is not a JSON object passes untouched.
  */
 export function streamUsageCandidate(headers: IncomingHttpHeaders): boolean {
-  if (headers["transfer-encoding"] === undefined) {
-    const declared = Number(headers["content-length"]);
-    if (!Number.isSafeInteger(declared) || declared <= 0 || declared > STREAM_USAGE_BODY_LIMIT)
-      return false;
-  }
-  return isJson(headers);
+  if (headers["transfer-encoding"] !== undefined) return true;
+  const declared = Number(headers["content-length"]);
+  return Number.isSafeInteger(declared) && declared > 0 && declared <= STREAM_USAGE_BODY_LIMIT;
 }
 
 /**
- * Whether a request's body is scanned as it streams to add include_usage at its end: JSON,
- * declared larger than the limit (one of unknown length is handed over by request-body.ts once
- * it grows past the limit).
+ * Whether a request's body is scanned as it streams to add include_usage at its end: declared
+ * larger than the limit, whatever its Content-Type (as streamUsageCandidate); one of unknown
+ * length is handed over by request-body.ts once it grows past the limit.
  */
 export function streamUsageScanCandidate(headers: IncomingHttpHeaders): boolean {
   return (
     headers["transfer-encoding"] === undefined &&
-    Number(headers["content-length"]) > STREAM_USAGE_BODY_LIMIT &&
-    isJson(headers)
+    Number(headers["content-length"]) > STREAM_USAGE_BODY_LIMIT
   );
-}
-
-function isJson(headers: IncomingHttpHeaders): boolean {
-  const type = headers["content-type"];
-  return type !== undefined && /^application\/json\s*(;|$)/i.test(type);
 }
 
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');

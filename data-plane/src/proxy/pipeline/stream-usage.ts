@@ -7,7 +7,7 @@ import { DecoratorHandler, guarded, type Interceptor, type StageController } fro
 import { streamedBody } from "./streamed-body.js";
 
 /**
- * Route usage.injectStreamUsage, request side: after the request-body stage read a small JSON
+ * Route usage.injectStreamUsage, request side: after the request-body stage read a small
  * body whole (proxy-handler.ts decides which: declared within the limit, or of unknown length
  * and ended within it), a streaming OpenAI-style request gets stream_options.include_usage, so
  * its stream reports the usage the token budget debits. The forwarded Content-Length follows
@@ -29,7 +29,7 @@ export function streamUsageRequest(): Interceptor {
 }
 
 /**
- * A JSON body too large to read whole on an injectStreamUsage route (declared over
+ * A body too large to read whole on an injectStreamUsage route (declared over
  * STREAM_USAGE_BODY_LIMIT, or of unknown length and grown past it): it streams upstream as it
  * comes, scanned, and include_usage is added at its end (include-usage-at-end.ts), which sets
  * exchange.clientBodyBytes when it does. Added bytes change its length, so it goes without
