@@ -161,6 +161,14 @@ describe("includeUsageAtEnd", () => {
     expect(JSON.parse(sent)).toEqual({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it("adds include_usage alone after a stream_options JSON.parse refuses", async () => {
+    // Python's json reads NaN; vLLM would then stream without usage, had the field not come last.
+    const { sent } = await transformed(Buffer.from('{"stream":true,"stream_options":{"x":NaN}}'));
+    expect(sent).toBe(
+      '{"stream":true,"stream_options":{"x":NaN},"stream_options":{"include_usage":true}}',
+    );
+  });
+
   it("passes bytes that are not JSON as they came", async () => {
     const body = randomBytes(4096);
     body[0] = 0x5b; // "[": not an object, whatever follows

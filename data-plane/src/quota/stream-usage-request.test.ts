@@ -35,7 +35,30 @@ describe("injectStreamUsage", () => {
     );
   });
 
+  // Python's json takes NaN and Infinity, so such a body streams from a FastAPI upstream.
   it.each([
+    ['{"stream":true,"x":NaN}', '{"stream":true,"x":NaN,"stream_options":{"include_usage":true}}'],
+    [
+      '\ufeff{"x":-Infinity, "stream":true }',
+      '\ufeff{"x":-Infinity, "stream":true ,"stream_options":{"include_usage":true}}',
+    ],
+    [
+      '{"stream":true,"stream_options":{"include_obfuscation":false},"x":NaN}',
+      '{"stream":true,"stream_options":{"include_obfuscation":false},"x":NaN,"stream_options":{"include_obfuscation":false,"include_usage":true}}',
+    ],
+    [
+      '{"stream":true,"stream_options":{"x":NaN}}',
+      '{"stream":true,"stream_options":{"x":NaN},"stream_options":{"include_usage":true}}',
+    ],
+  ])(
+    "adds include_usage in front of the closing brace of %s, which JSON.parse refuses",
+    (body, expected) => {
+      expect(rewrite(body)).toBe(expected);
+    },
+  );
+
+  it.each([
+    ["a body JSON.parse refuses that does not stream", '{"stream":false,"x":NaN}'],
     [
       "the client asked for usage itself",
       '{"stream":true,"stream_options":{"include_usage":true}}',

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { type JsonTopLevelScan, VALUE_TOO_LARGE } from "./json-top-level-scan.js";
+import { JsonTopLevelScan, VALUE_TOO_LARGE } from "./json-top-level-scan.js";
 
 /**
  * Largest request body read whole to add include_usage (route usage.injectStreamUsage). A chat
@@ -48,6 +48,8 @@ const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
  * already asked for usage (then it gets the chunk, as it asked). The body is re-serialized only
  * when the client sent stream_options of its own (merged); otherwise the field is spliced in
  * front of the client's bytes, which stay as they were (numbers beyond 2^53 included).
+ * A body JSON.parse refuses may still stream upstream (Python's json takes `NaN`): it is read by
+ * the scanner of large bodies instead, and gets the field as they do (usageAtClose).
  */
 export function injectStreamUsage(body: Buffer): Buffer | undefined {
   let request: unknown;
@@ -56,7 +58,7 @@ export function injectStreamUsage(body: Buffer): Buffer | undefined {
     // (json-top-level-scan.ts): the splice below keeps it in front of the object.
     request = JSON.parse(body.toString("utf8", hasByteOrderMark(body) ? 3 : 0));
   } catch {
-    return undefined;
+    return usageAtClose(body);
   }
   if (typeof request !== "object" || request === null || Array.isArray(request)) return undefined;
   const fields = request as Record<string, unknown>;
@@ -73,6 +75,18 @@ export function injectStreamUsage(body: Buffer): Buffer | undefined {
   return Buffer.from(JSON.stringify(rewritten));
 }
 
+/**
+ * A whole body read as a large one is (include-usage-at-end.ts): the field, if any, in front of
+ * the `}` that closes its top-level object.
+ */
+function usageAtClose(body: Buffer): Buffer | undefined {
+  const scan = new JsonTopLevelScan();
+  const closedAt = scan.push(body);
+  const field = closedAt < 0 ? undefined : includeUsageField(scan);
+  if (field === undefined) return undefined;
+  return Buffer.concat([body.subarray(0, closedAt), field, body.subarray(closedAt)]);
+}
+
 function hasByteOrderMark(body: Buffer): boolean {
   return body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
 }
@@ -83,7 +97,8 @@ const INCLUDE_USAGE_FIELD = '"stream_options":{"include_usage":true}';
  * The bytes to add in front of the `}` that closes a scanned body's top-level object, so that a
  * request that streams reports its usage; undefined when it is left as it is, on the same terms
  * as injectStreamUsage (not streaming, or the client asked for usage itself, or its
- * stream_options is neither an object nor null). The field goes last: a parser upstream keeps
+ * stream_options is neither an object nor null). A stream_options JSON.parse refuses is replaced
+ * by include_usage alone. The field goes last: a parser upstream keeps
  * the last of two equal keys, so the client's own stream_options is overridden by its merge with
  * include_usage. One longer than TOP_LEVEL_VALUE_BYTES is not kept, hence not merged: replaced by
  * include_usage alone (real ones are a few dozen bytes; only a client padding it loses fields).
@@ -101,7 +116,9 @@ function mergedStreamOptions(raw: Buffer | typeof VALUE_TOO_LARGE | undefined): 
   try {
     options = JSON.parse(raw.toString("utf8"));
   } catch {
-    return undefined;
+    // A parser upstream may take what JSON.parse refuses (Python's json takes NaN), and then
+    // stream without usage: include_usage alone goes after it, and the last key wins.
+    return INCLUDE_USAGE_FIELD;
   }
   if (options === null) return INCLUDE_USAGE_FIELD;
   if (typeof options !== "object" || Array.isArray(options)) return undefined;
