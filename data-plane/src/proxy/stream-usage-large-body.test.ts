@@ -163,6 +163,28 @@ describe("include_usage for a request body over the read limit", () => {
     expect(reply.body.toString()).toContain(USAGE_CHUNK);
   });
 
+  // The client may have asked for the chunk in a way the gateway cannot or need not read as
+  // `true`: the field is added for the budget, and the chunk is still the client's.
+  it.each([
+    [2 * STREAM_USAGE_BODY_LIMIT, 'include_usage "yes"', { include_usage: "yes" }],
+    [100 * 1024, 'include_usage "yes"', { include_usage: "yes" }],
+    [2 * STREAM_USAGE_BODY_LIMIT, "include_usage 1", { include_usage: 1 }],
+    [
+      2 * STREAM_USAGE_BODY_LIMIT,
+      "a stream_options too large to keep",
+      { include_usage: true, note: "x".repeat(5000) },
+    ],
+  ])(
+    "gives the usage chunk to a %d-byte request whose client asked with %s",
+    async (bytes, _what, options) => {
+      const body = paddedChat(bytes, { stream: true, stream_options: options });
+      const reply = await post("/v1/chat/completions", body, "declared");
+      expect(reply.status).toBe(200);
+      expect(received.at(-1)!.body.equals(body)).toBe(false);
+      expect(reply.body.toString()).toContain(USAGE_CHUNK);
+    },
+  );
+
   it("passes a large request that does not stream byte for byte", async () => {
     const body = paddedChat(2 * STREAM_USAGE_BODY_LIMIT, { stream: false });
     const reply = await post("/v1/chat/completions", body, "declared");

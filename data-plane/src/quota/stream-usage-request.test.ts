@@ -7,7 +7,7 @@ import {
 } from "./stream-usage-request.js";
 
 const rewrite = (body: string) => {
-  const result = injectStreamUsage(Buffer.from(body));
+  const result = injectStreamUsage(Buffer.from(body))?.body;
   return result?.toString();
 };
 
@@ -29,7 +29,7 @@ describe("injectStreamUsage", () => {
   });
 
   it("reads a body that starts with a UTF-8 byte order mark, and keeps the mark", () => {
-    const result = injectStreamUsage(Buffer.from('\ufeff{"stream":true}'));
+    const result = injectStreamUsage(Buffer.from('\ufeff{"stream":true}'))?.body;
     expect(result?.toString()).toBe(
       '\ufeff{"stream_options":{"include_usage":true},"stream":true}',
     );
@@ -67,9 +67,69 @@ describe("injectStreamUsage", () => {
     ["a request without stream", '{"model":"m"}'],
     ["a body that is not JSON", '{"stream":true'],
     ["a JSON array", "[1,2]"],
-    ["stream_options that is not an object", '{"stream":true,"stream_options":"x"}'],
   ])("leaves alone %s", (_what, body) => {
     expect(rewrite(body)).toBeUndefined();
+  });
+});
+
+describe("injectStreamUsage, read as loosely as an upstream may", () => {
+  // pydantic's lax mode (vLLM) and Go's case-insensitive keys read these as streaming.
+  it.each([
+    '{"stream":1}',
+    '{"stream":"yes"}',
+    '{"stream":"ON"}',
+    '{"Stream":true}',
+    '{"STREAM":"t"}',
+    '{"model":"m","stream":"\\u0059"}',
+  ])("adds include_usage to %s", (body) => {
+    expect(JSON.parse(rewrite(body)!).stream_options).toEqual({ include_usage: true });
+  });
+
+  it("adds the field last when Go would read another stream_options key than JSON.parse", () => {
+    const body = '{"stream":true,"Stream_Options":{"include_usage":false,"x":1}}';
+    expect(rewrite(body)).toBe(
+      `${body.slice(0, -1)},"stream_options":{"include_usage":true,"x":1}}`,
+    );
+  });
+
+  it("adds the field when the client asked for usage only in a key Go reads", () => {
+    const body = '{"stream":true,"Stream_Options":{"include_usage":true}}';
+    const result = injectStreamUsage(Buffer.from(body));
+    expect(result?.body.toString()).toBe(
+      `${body.slice(0, -1)},"stream_options":{"include_usage":true}}`,
+    );
+    // It may have asked (Go reads its key): the chunk stays the client's.
+    expect(result?.stripUsage).toBe(false);
+  });
+});
+
+describe("injectStreamUsage: whose usage chunk it is", () => {
+  const strips = (body: string) => injectStreamUsage(Buffer.from(body))?.stripUsage;
+
+  it("takes the chunk the client did not ask for", () => {
+    expect(strips('{"stream":true}')).toBe(true);
+    expect(strips('{"stream":true,"stream_options":{"include_usage":false}}')).toBe(true);
+    expect(strips('{"stream":true,"stream_options":null}')).toBe(true);
+  });
+
+  it.each([
+    [
+      "include_usage truthy but not true",
+      '{"stream":true,"stream_options":{"include_usage":"yes"}}',
+    ],
+    ["include_usage 1", '{"stream":true,"stream_options":{"include_usage":1}}'],
+    [
+      "stream_options JSON.parse refuses",
+      '{"stream":true,"stream_options":{"include_usage":true,"x":NaN}}',
+    ],
+    [
+      "stream_options too large to keep, in a body JSON.parse refuses",
+      `{"stream":true,"stream_options":{"include_usage":true,"x":"${"y".repeat(5000)}"},"z":NaN}`,
+    ],
+  ])("adds the field but leaves the chunk to a client that may have asked: %s", (_what, body) => {
+    const result = injectStreamUsage(Buffer.from(body));
+    expect(result?.body.toString()).toContain('"include_usage":true}');
+    expect(result?.stripUsage).toBe(false);
   });
 });
 

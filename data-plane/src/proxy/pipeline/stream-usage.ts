@@ -17,11 +17,12 @@ import { streamedBody } from "./streamed-body.js";
 export function streamUsageRequest(): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.route.injectStreamUsage && Buffer.isBuffer(exchange.body)) {
-      const rewritten = injectStreamUsage(exchange.body);
-      if (rewritten !== undefined) {
+      const requested = injectStreamUsage(exchange.body);
+      if (requested !== undefined) {
         exchange.clientBodyBytes = exchange.body.length;
-        exchange.body = rewritten;
-        setContentLength(exchange.headers, rewritten.length);
+        exchange.stripStreamUsage = requested.stripUsage;
+        exchange.body = requested.body;
+        setContentLength(exchange.headers, requested.body.length);
       }
     }
     next(exchange, handler);
@@ -32,7 +33,7 @@ export function streamUsageRequest(): Interceptor {
  * A body too large to read whole on an injectStreamUsage route (declared over
  * STREAM_USAGE_BODY_LIMIT, or of unknown length and grown past it): it streams upstream as it
  * comes, scanned, and include_usage is added at its end (include-usage-at-end.ts), which sets
- * exchange.clientBodyBytes when it does. Added bytes change its length, so it goes without
+ * exchange.clientBodyBytes (and stripStreamUsage) when it does. Added bytes change its length, so it goes without
  * Content-Length: undici frames an iterable body of unknown length chunked.
  */
 export function scannedForUsage(
