@@ -174,9 +174,9 @@ export function createProxyHandler(
         body = req;
         bufferBodyBytes = declared;
       } else if (route.injectStreamUsage && streamUsageCandidate(headers)) {
-        // A small JSON body is read whole to add include_usage to it (stream-usage.ts); one of
-        // unknown length only if it ends within the limit, else it streams on, scanned for it
-        // (request-body.ts).
+        // A small body is read whole to add include_usage to it (stream-usage.ts), whatever its
+        // Content-Type (stream-usage-request.ts says why); one of unknown length only if it ends
+        // within the limit, else it streams on, scanned for it (request-body.ts).
         body = req;
         bufferBodyBytes = chunked ? UNKNOWN_BODY_LENGTH : declared;
       } else if (route.injectStreamUsage && streamUsageScanCandidate(headers)) {

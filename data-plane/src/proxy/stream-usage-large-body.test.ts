@@ -78,11 +78,17 @@ describe("include_usage for a request body over the read limit", () => {
     await closeLoopbackServer(upstream.server);
   });
 
-  const post = (path: string, body: Buffer, framing: "declared" | "chunked") =>
+  const post = (
+    path: string,
+    body: Buffer,
+    framing: "declared" | "chunked",
+    /** null: no Content-Type at all. */
+    contentType: string | null = "application/json",
+  ) =>
     plainRequest(proxy.port, path, {
       method: "POST",
       headers: {
-        "content-type": "application/json",
+        ...(contentType === null ? {} : { "content-type": contentType }),
         ...(framing === "declared" ? { "content-length": String(body.length) } : {}),
       },
       body,
@@ -110,6 +116,33 @@ describe("include_usage for a request body over the read limit", () => {
     },
   );
 
+  // FastAPI/Starlette upstreams (vLLM, SGLang, LiteLLM) parse such bodies as JSON, llama.cpp and
+  // Ollama ignore the type: a label must not make a stream free.
+  it.each([
+    [2 * STREAM_USAGE_BODY_LIMIT, "no Content-Type", null],
+    [2 * STREAM_USAGE_BODY_LIMIT, "a +json type", "application/vnd.chat+json"],
+    [2 * STREAM_USAGE_BODY_LIMIT, "text/plain", "text/plain"],
+    [100 * 1024, "no Content-Type", null],
+    [100 * 1024, "text/plain", "text/plain"],
+  ])("adds include_usage to a %d-byte streaming request with %s", async (bytes, _what, type) => {
+    const body = paddedChat(bytes);
+    const reply = await post("/v1/chat/completions", body, "declared", type);
+    expect(reply.status).toBe(200);
+    expect(JSON.parse(received.at(-1)!.body.toString()).stream_options).toEqual({
+      include_usage: true,
+    });
+    expect(reply.body.toString()).not.toContain(USAGE_CHUNK);
+  });
+
+  it("passes a body that is not a JSON object untouched, whatever its size", async () => {
+    for (const bytes of [100 * 1024, 2 * STREAM_USAGE_BODY_LIMIT]) {
+      const body = Buffer.alloc(bytes, "x");
+      const reply = await post("/v1/upload", body, "declared", "application/octet-stream");
+      expect(reply.status).toBe(200);
+      expect(received.at(-1)!.body.equals(body)).toBe(true);
+    }
+  });
+
   it("merges include_usage into the client's own stream_options", async () => {
     const fields = { stream: true, stream_options: { include_obfuscation: false } };
     const body = paddedChat(2 * STREAM_USAGE_BODY_LIMIT, fields);
@@ -129,6 +162,28 @@ describe("include_usage for a request body over the read limit", () => {
     expect(received.at(-1)!.body.equals(body)).toBe(true);
     expect(reply.body.toString()).toContain(USAGE_CHUNK);
   });
+
+  // The client may have asked for the chunk in a way the gateway cannot or need not read as
+  // `true`: the field is added for the budget, and the chunk is still the client's.
+  it.each([
+    [2 * STREAM_USAGE_BODY_LIMIT, 'include_usage "yes"', { include_usage: "yes" }],
+    [100 * 1024, 'include_usage "yes"', { include_usage: "yes" }],
+    [2 * STREAM_USAGE_BODY_LIMIT, "include_usage 1", { include_usage: 1 }],
+    [
+      2 * STREAM_USAGE_BODY_LIMIT,
+      "a stream_options too large to keep",
+      { include_usage: true, note: "x".repeat(5000) },
+    ],
+  ])(
+    "gives the usage chunk to a %d-byte request whose client asked with %s",
+    async (bytes, _what, options) => {
+      const body = paddedChat(bytes, { stream: true, stream_options: options });
+      const reply = await post("/v1/chat/completions", body, "declared");
+      expect(reply.status).toBe(200);
+      expect(received.at(-1)!.body.equals(body)).toBe(false);
+      expect(reply.body.toString()).toContain(USAGE_CHUNK);
+    },
+  );
 
   it("passes a large request that does not stream byte for byte", async () => {
     const body = paddedChat(2 * STREAM_USAGE_BODY_LIMIT, { stream: false });

@@ -13,7 +13,7 @@ async function* chunksOf(body: Buffer, cuts: number[]): AsyncGenerator<Uint8Arra
 
 /** What goes upstream for `body` cut at `cuts`, and what the transform recorded. */
 async function transformed(body: Buffer, cuts: number[] = []) {
-  const record = { clientBodyBytes: -1 };
+  const record = { clientBodyBytes: -1, stripStreamUsage: false };
   const out: Buffer[] = [];
   for await (const chunk of includeUsageAtEnd(chunksOf(body, cuts), record)) {
     out.push(Buffer.from(chunk));
@@ -77,7 +77,11 @@ describe("includeUsageAtEnd", () => {
     ["a request without stream", '{"model":"m"}', undefined],
     ['only a nested "stream": true', '{"messages":[{"stream":true}]}', undefined],
     ['"stream": true inside a string', '{"content":"\\"stream\\":true}"}', undefined],
-    ["stream_options that is not an object", '{"stream":true,"stream_options":"x"}', undefined],
+    [
+      "stream_options that is not an object (an upstream may ignore it)",
+      '{"stream":true,"stream_options":"x"}',
+      { stream: true, stream_options: { include_usage: true } },
+    ],
     ["an empty object", "{}", undefined],
     ["a JSON array", '[{"stream":true}]', undefined],
     ["a JSON string", '"{\\"stream\\":true}"', undefined],
@@ -116,7 +120,7 @@ describe("includeUsageAtEnd", () => {
     const text = `{"model":"m",${" ".repeat(2 * 1024 * 1024)}"stream":true}`;
     const body = Buffer.from(text);
     const cuts = Array.from({ length: 31 }, (_, i) => (i + 1) * 65_536);
-    const record = { clientBodyBytes: -1 };
+    const record = { clientBodyBytes: -1, stripStreamUsage: false };
     const sizes: number[] = [];
     const out: Buffer[] = [];
     for await (const chunk of includeUsageAtEnd(chunksOf(body, cuts), record)) {
@@ -161,12 +165,21 @@ describe("includeUsageAtEnd", () => {
     expect(JSON.parse(sent)).toEqual({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it("adds include_usage alone after a stream_options JSON.parse refuses", async () => {
+    // Python's json reads NaN; vLLM would then stream without usage, had the field not come last.
+    const { sent } = await transformed(Buffer.from('{"stream":true,"stream_options":{"x":NaN}}'));
+    expect(sent).toBe(
+      '{"stream":true,"stream_options":{"x":NaN},"stream_options":{"include_usage":true}}',
+    );
+  });
+
   it("passes bytes that are not JSON as they came", async () => {
     const body = randomBytes(4096);
     body[0] = 0x5b; // "[": not an object, whatever follows
     const out: Buffer[] = [];
     for await (const chunk of includeUsageAtEnd(chunksOf(body, [100, 2000]), {
       clientBodyBytes: -1,
+      stripStreamUsage: false,
     })) {
       out.push(Buffer.from(chunk));
     }

@@ -4,10 +4,12 @@ import { includeUsageField } from "./stream-usage-request.js";
 /** Where the transform records that it asked for usage (an Exchange). */
 export interface ClientBodyRecord {
   /**
-   * The client's own bytes, set (>= 0) once include_usage was added: the usage chunk is then
-   * kept from the client, and the access log counts these rather than the bytes sent upstream.
+   * The client's own bytes, set (>= 0) once include_usage was added: the access log counts these
+   * rather than the bytes sent upstream.
    */
   clientBodyBytes: number;
+  /** Set once include_usage was added for the gateway alone: the usage chunk is not the client's. */
+  stripStreamUsage: boolean;
 }
 
 /**
@@ -43,9 +45,10 @@ export async function* includeUsageAtEnd(
     }
     // Recorded before the field goes out: the response cannot start before the body's end.
     record.clientBodyBytes = clientBytes;
+    record.stripStreamUsage = field.stripUsage;
     added = true;
     if (closedAt > 0) yield chunk.subarray(0, closedAt);
-    yield field;
+    yield field.body;
     yield chunk.subarray(closedAt);
   }
 }

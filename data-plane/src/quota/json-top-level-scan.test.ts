@@ -1,5 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { JsonTopLevelScan, TOP_LEVEL_VALUE_BYTES, VALUE_TOO_LARGE } from "./json-top-level-scan.js";
+import { laxTrue } from "./lax-json-match.js";
 
 /** What a scan concluded, and where (in the whole body) it saw the object close. */
 interface Seen {
@@ -41,7 +42,53 @@ describe("JsonTopLevelScan", () => {
     ["a streaming request", '{"model":"m","stream":true}', true, undefined],
     ["a request that does not stream", '{"model":"m","stream":false}', false, undefined],
     ["a request without stream", '{"model":"m"}', false, undefined],
-    ["stream as a string", '{"stream":"true"}', false, undefined],
+    // Read as loosely as any upstream may: pydantic's lax mode, Go's case-insensitive keys.
+    ["stream as a string pydantic takes", '{"stream":"true"}', true, undefined],
+    ["stream as 1", '{"stream":1}', true, undefined],
+    ["stream as 1.0", '{"stream":1.0}', true, undefined],
+    ["stream as 10e-1", '{"stream":10E-1}', true, undefined],
+    ['stream as "Yes"', '{"stream":"Yes"}', true, undefined],
+    ['stream as an escaped "on"', '{"stream":"\\u006FN"}', true, undefined],
+    ['stream as "t"', '{"stream":"t"}', true, undefined],
+    ['stream as "y"', '{"stream":"Y"}', true, undefined],
+    ['stream as "1"', '{"stream":"1"}', true, undefined],
+    ["stream as 0", '{"stream":0}', false, undefined],
+    ["stream as -1", '{"stream":-1}', false, undefined],
+    ["stream as 2", '{"stream":2}', false, undefined],
+    ['stream as "no"', '{"stream":"no"}', false, undefined],
+    ['stream as "yes "', '{"stream":"yes "}', false, undefined],
+    ["stream as null", '{"stream":null}', false, undefined],
+    ["stream as an object", '{"stream":{"a":true}}', false, undefined],
+    ["a Stream key (Go reads it)", '{"Stream":true}', true, undefined],
+    ["a STREAM key escaped", '{"\\u0053TREAM":true}', true, undefined],
+    ["a key with a long s (Go folds it)", '{"\u017ftream":true}', true, undefined],
+    ["a key with the long s escaped", '{"\\u017Ftream":true}', true, undefined],
+    ["a key that only starts like stream", '{"streams":true}', false, undefined],
+    ["a key one letter off", '{"strean":true}', false, undefined],
+    [
+      "an exact stream true before a folded one false (Python reads the first)",
+      '{"stream":true,"Stream":false}',
+      true,
+      undefined,
+    ],
+    [
+      "a folded stream true before an exact one false (Go reads the last)",
+      '{"STREAM":true,"stream":false}',
+      false,
+      undefined,
+    ],
+    [
+      "a folded stream false after a folded one true",
+      '{"STREAM":true,"Stream":false}',
+      false,
+      undefined,
+    ],
+    [
+      "a Stream_Options key",
+      '{"stream":true,"Stream_Options":{"include_usage":true}}',
+      true,
+      '{"include_usage":true}',
+    ],
     ["whitespace everywhere", '\n { "stream" :\t true \r\n}', true, undefined],
     [
       'a "stream": true nested in messages',
@@ -160,6 +207,53 @@ describe("JsonTopLevelScan", () => {
   });
 });
 
+describe("JsonTopLevelScan's cost per top-level member", () => {
+  // A client picks how many members it sends: what the scan does per member must not allocate
+  // (a copy, a view, a string, a JSON.parse each), or `{"\n":0,"\n":0,...}` costs ten times
+  // what JSON.parse of it does. Counting the calls that make new objects shows it honestly.
+  type Spied = Record<string, (...args: never[]) => unknown>;
+  const makers: [object, string][] = [
+    [Buffer, "from"],
+    [Buffer, "alloc"],
+    [Buffer, "allocUnsafe"],
+    [Buffer, "concat"],
+    [Buffer.prototype, "subarray"],
+    [Buffer.prototype, "slice"],
+    [Buffer.prototype, "toString"],
+    [Uint8Array.prototype, "subarray"],
+    [Uint8Array.prototype, "slice"],
+    [JSON, "parse"],
+    [String, "fromCharCode"],
+  ];
+
+  it.each([
+    ["short keys", '"a":0,'],
+    ["escaped keys", '"\\n":0,'],
+    ["keys that start like stream", '"strea":0,'],
+    ["stream keys", '"stream":true,'],
+    ["folded, escaped stream keys", '"\\u0053tream":"yes",'],
+    ["stream_options keys", '"stream_options":{"a":1},'],
+    ["oversized stream_options", `"stream_options":"${"x".repeat(5000)}",`],
+  ])("allocates nothing per member for %s", (_what, member) => {
+    const body = Buffer.from(`{"stream":true,${member.repeat(2000)}"z":0}`);
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < body.length; at += 16_384) chunks.push(body.subarray(at, at + 16_384));
+    const scanner = new JsonTopLevelScan();
+    const spies = makers.map(([owner, name]) => vi.spyOn(owner as Spied, name));
+    let calls: number;
+    try {
+      for (const chunk of chunks) scanner.push(chunk);
+    } finally {
+      calls = spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(scanner.closed).toBe(true);
+    // Two capture buffers for the whole scan (the value being read and the last stream_options
+    // kept), made the first time they are needed.
+    expect(calls).toBeLessThanOrEqual(2);
+  });
+});
+
 describe("JsonTopLevelScan against JSON.parse", () => {
   // A seeded generator, so a failure names a body that can be made again.
   let seed = 0x2545f491;
@@ -210,7 +304,8 @@ describe("JsonTopLevelScan against JSON.parse", () => {
   it("agrees with JSON.parse on the top-level stream and stream_options of 300 generated bodies, cut anywhere", () => {
     for (let round = 0; round < 300; round++) {
       const top = object(0);
-      if (random() < 0.6) top.stream = random() < 0.7 ? true : pick([false, "true", 1]);
+      if (random() < 0.6)
+        top.stream = random() < 0.7 ? true : pick([false, "true", 1, 0, "no", "YES", 1.5, null]);
       if (random() < 0.4)
         top.stream_options =
           random() < 0.8 ? { include_usage: random() < 0.5, note: text() } : null;
@@ -221,7 +316,7 @@ describe("JsonTopLevelScan against JSON.parse", () => {
       );
       const seen = scan(body, cuts);
       expect(seen.closedAt, body.toString()).toBe(body.length - 1);
-      expect(seen.streams, body.toString()).toBe(parsed.stream === true);
+      expect(seen.streams, body.toString()).toBe(laxTrue(parsed.stream));
       const options = seen.streamOptions;
       expect(typeof options === "string" ? JSON.parse(options) : options, body.toString()).toEqual(
         parsed.stream_options,

@@ -1,3 +1,5 @@
+import { EXACT_MATCH, laxTrueBytes, matchJsonString, NO_MATCH } from "./lax-json-match.js";
+
 /**
  * Longest top-level value kept (a `stream_options` object; real ones are a few dozen bytes).
  * Whitespace between tokens is not kept, so padding cannot push a value past it.
@@ -6,9 +8,10 @@ export const TOP_LEVEL_VALUE_BYTES = 4096;
 
 /**
  * Longest raw top-level key kept: "stream_options" written with every character escaped
- * (`\u0073...`) is 84 bytes, and a parser upstream reads that as the key all the same.
+ * (`\u0073...`) is 84 bytes, and a parser upstream reads that as the key all the same. A longer
+ * key is not kept past this, nor compared.
  */
-const KEY_BYTES = 128;
+const KEY_BYTES = 84;
 
 /** A `stream_options` value longer than TOP_LEVEL_VALUE_BYTES: seen, but not kept. */
 export const VALUE_TOO_LARGE = Symbol("value too large");
@@ -36,12 +39,19 @@ type Watched = "stream" | "stream_options" | undefined;
 /**
  * Follows the top level of a JSON object as its bytes arrive, in chunks split anywhere, without
  * holding the body: strings (escapes included), nesting depth, and which top-level key each
- * value belongs to. It keeps the values of the top-level `stream` and `stream_options` keys (the
+ * value belongs to. It reads the values of the top-level `stream` and `stream_options` keys (the
  * last of each, as a JSON parser upstream keeps the last of two equal keys), so a request body
  * too large to read whole can still be asked to report its token usage (include-usage-at-end.ts).
  * A `"stream"` inside a nested object or a string never counts. Bytes are scanned, not decoded:
  * the bytes of a multi-byte UTF-8 character are all >= 0x80 and never read as structure, and a
- * key with escapes is decoded whole once it ends.
+ * key is decoded by hand, compared as it is decoded (lax-json-match.ts).
+ *
+ * It reads as loosely as any upstream may (failing closed): a key equal to `stream` ignoring case
+ * (Go's encoding/json), a value pydantic's lax mode takes as true (`1`, `"yes"`).
+ *
+ * The client picks how many top-level members it sends, so nothing here allocates per member: a
+ * key that cannot be a watched one is known at its first byte and crossed like any string, and
+ * the last `stream_options` is kept in one of two buffers that swap, copied once when asked for.
  *
  * It does not validate: a body that is not valid JSON is refused upstream however it is read.
  */
@@ -52,22 +62,32 @@ export class JsonTopLevelScan {
   #escaped = false;
   #expect: Expect = "key";
   #readingKey = false;
+  /** The key being read may still be a watched one (its bytes are kept). */
+  #keyLive = false;
   readonly #key = new ByteCapture(KEY_BYTES);
   /** The key of the top-level value being read, when it is one of those kept. */
   #watched: Watched;
+  /** That key is written exactly so, not only equal ignoring case. */
+  #watchedExact = false;
   /**
    * The bytes of that value, from the colon on, whitespace outside strings left out. One buffer
    * for the whole scan: a body repeating `"stream":1,` must not cost an allocation each time.
    */
   #value: ByteCapture | undefined;
+  /** The last `stream_options` value: swapped with #value when one ends, never copied then. */
+  #options: ByteCapture | undefined;
   #capturing = false;
   /** Bytes before the opening `{`, and how many of them were a byte order mark's. */
   #leadingBytes = 0;
   #bomBytes = 0;
   /** Top-level members seen (keys started). */
   #members = 0;
-  #streams = false;
-  #streamOptions: Buffer | typeof VALUE_TOO_LARGE | undefined;
+  /** The last `stream` key in any case, and the last exactly so, read as true. */
+  #streamsFolded = false;
+  #streamsExact = false;
+  #hasOptions = false;
+  #optionsExact = false;
+  #optionsCopy: Buffer | undefined;
 
   /**
    * Scans the next chunk. Returns the index in it of the `}` that closes the top-level object,
@@ -96,9 +116,11 @@ export class JsonTopLevelScan {
             continue;
           }
         }
-        if (this.#readingKey) this.#key.push(byte);
-        else if (this.#capturing) this.#value!.push(byte);
-        else if (this.#inString && !this.#escaped) {
+        // A value past its limit is only seen to end: its bytes are crossed like any string's.
+        if (this.#readingKey ? this.#keyLive : this.#capturing && !this.#value!.overflowed) {
+          if (this.#readingKey) this.#pushKeyByte(byte);
+          else this.#value!.push(byte);
+        } else if (this.#inString && !this.#escaped) {
           // On to the byte before the next one that matters (the loop steps onto it).
           if (nextQuote <= i) nextQuote = indexOrEnd(chunk, QUOTE, i + 1);
           if (nextBackslash <= i) nextBackslash = indexOrEnd(chunk, BACKSLASH, i + 1);
@@ -116,6 +138,7 @@ export class JsonTopLevelScan {
           this.#inString = true;
           if (this.#depth === 1 && this.#expect === "key") {
             this.#readingKey = true;
+            this.#keyLive = true;
             this.#key.clear();
             this.#members++;
             continue;
@@ -173,17 +196,33 @@ export class JsonTopLevelScan {
     return this.#members > 0;
   }
 
-  /** The last top-level `stream` is the literal `true`. */
+  /**
+   * An upstream may read the request as streaming: the last top-level `stream` key in any case
+   * (Go), or the last one written exactly so (Python), has a value read as true (laxTrueBytes).
+   */
   get streams(): boolean {
-    return this.#streams;
+    return this.#streamsFolded || this.#streamsExact;
   }
 
   /**
-   * The last top-level `stream_options` value's bytes (whitespace between tokens left out);
-   * VALUE_TOO_LARGE when longer than TOP_LEVEL_VALUE_BYTES; undefined when there is none.
+   * The last top-level `stream_options` value's bytes, its key in any case (whitespace between
+   * tokens left out); VALUE_TOO_LARGE when longer than TOP_LEVEL_VALUE_BYTES; undefined when
+   * there is none. Copied on the first call, once the scan is over.
    */
   get streamOptions(): Buffer | typeof VALUE_TOO_LARGE | undefined {
-    return this.#streamOptions;
+    if (!this.#hasOptions) return undefined;
+    const options = this.#options!;
+    if (options.overflowed) return VALUE_TOO_LARGE;
+    this.#optionsCopy ??= options.copy();
+    return this.#optionsCopy;
+  }
+
+  /**
+   * The key of that last stream_options is written exactly so: then every parser upstream reads
+   * that value. When it is not, an exact-case parser may read another one (or none).
+   */
+  get streamOptionsExact(): boolean {
+    return this.#optionsExact;
   }
 
   /**
@@ -215,10 +254,32 @@ export class JsonTopLevelScan {
     return at;
   }
 
+  /**
+   * A watched key starts with `s`, `S`, `ſ` (Go folds it to `s`) or an escape; any other is
+   * dropped at its first byte, and one past KEY_BYTES as soon as it is.
+   */
+  #pushKeyByte(byte: number): void {
+    const key = this.#key;
+    if (key.length === 0 && byte !== 0x73 && byte !== 0x53 && byte !== BACKSLASH && byte !== 0xc5)
+      this.#keyLive = false;
+    else if (!key.push(byte)) this.#keyLive = false;
+  }
+
   #endKey(): void {
     this.#readingKey = false;
     this.#expect = "colon";
-    this.#watched = watchedKey(this.#key);
+    this.#watched = undefined;
+    const key = this.#key;
+    // 6 bytes is "stream" unescaped; 84 is "stream_options" with every character escaped.
+    if (!this.#keyLive || key.length < 6) return;
+    const raw = key.raw;
+    let match = matchJsonString(raw, 0, key.length, "stream", true);
+    if (match !== NO_MATCH) this.#watched = "stream";
+    else {
+      match = matchJsonString(raw, 0, key.length, "stream_options", true);
+      if (match !== NO_MATCH) this.#watched = "stream_options";
+    }
+    this.#watchedExact = match === EXACT_MATCH;
   }
 
   #startValue(): void {
@@ -234,32 +295,24 @@ export class JsonTopLevelScan {
     if (!this.#capturing) return;
     this.#capturing = false;
     const value = this.#value!;
-    if (watched === "stream") this.#streams = value.equals(TRUE);
-    else if (watched === "stream_options")
-      this.#streamOptions = value.overflowed ? VALUE_TOO_LARGE : value.copy();
+    if (watched === "stream") {
+      const streams = !value.overflowed && laxTrueBytes(value.raw, value.length);
+      this.#streamsFolded = streams;
+      if (this.#watchedExact) this.#streamsExact = streams;
+    } else if (watched === "stream_options") {
+      // Kept by swapping buffers: the next value is read into the one this replaces.
+      this.#options ??= new ByteCapture(TOP_LEVEL_VALUE_BYTES);
+      this.#value = this.#options;
+      this.#options = value;
+      this.#hasOptions = true;
+      this.#optionsExact = this.#watchedExact;
+      this.#optionsCopy = undefined;
+    }
   }
 }
 
-const TRUE = Buffer.from("true");
 /** UTF-8's byte order mark, U+FEFF. */
 const BOM = [0xef, 0xbb, 0xbf];
-const STREAM = Buffer.from("stream");
-const STREAM_OPTIONS = Buffer.from("stream_options");
-
-function watchedKey(key: ByteCapture): Watched {
-  if (key.overflowed) return undefined;
-  if (key.equals(STREAM)) return "stream";
-  if (key.equals(STREAM_OPTIONS)) return "stream_options";
-  if (!key.includes(BACKSLASH)) return undefined;
-  // An escaped key ("str\u0065am") is the same key to the parser upstream.
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(`"${key.copy().toString("utf8")}"`);
-  } catch {
-    return undefined;
-  }
-  return decoded === "stream" || decoded === "stream_options" ? decoded : undefined;
-}
 
 /** The index of `byte` in `chunk` from `from` on, or the chunk's length when there is none. */
 function indexOrEnd(chunk: Uint8Array, byte: number, from: number): number {
@@ -281,9 +334,14 @@ class ByteCapture {
     this.#bytes = Buffer.allocUnsafe(limit);
   }
 
-  push(byte: number): void {
-    if (this.#length < this.#bytes.length) this.#bytes[this.#length++] = byte;
-    else this.#overflowed = true;
+  /** False once it overflowed. */
+  push(byte: number): boolean {
+    if (this.#length < this.#bytes.length) {
+      this.#bytes[this.#length++] = byte;
+      return true;
+    }
+    this.#overflowed = true;
+    return false;
   }
 
   clear(): void {
@@ -295,12 +353,13 @@ class ByteCapture {
     return this.#overflowed;
   }
 
-  equals(other: Buffer): boolean {
-    return !this.#overflowed && this.#bytes.subarray(0, this.#length).equals(other);
+  get length(): number {
+    return this.#length;
   }
 
-  includes(byte: number): boolean {
-    return this.#bytes.subarray(0, this.#length).includes(byte);
+  /** The backing bytes; only the first `length` are this capture's. */
+  get raw(): Buffer {
+    return this.#bytes;
   }
 
   copy(): Buffer {

@@ -57,9 +57,15 @@ export class Exchange implements PolicyRequest {
    * The body's length as the client sent it (the access log's bytesIn), once the gateway added
    * include_usage to it (route usage.injectStreamUsage: to a body read whole, or at the end of a
    * large one as it streamed, then the bytes read so far); -1 while it goes as the client sent it.
-   * One field for both facts, so a request on any other route carries nothing more.
    */
   clientBodyBytes = -1;
+  /**
+   * The gateway asked for usage the client did not ask for: the stream's usage chunk is kept from
+   * the client. Set with clientBodyBytes, but not always: a client whose stream_options could
+   * not be read, or whose include_usage is truthy but not `true`, gets its body rewritten and
+   * keeps the chunk it may have asked for.
+   */
+  stripStreamUsage = false;
   /** The tenant the route's auth policy identified; undefined without auth or key. */
   tenant: PolicyTenant | undefined = undefined;
   /** The outermost handler: where a failure of the proxy itself enters the pipeline. */
@@ -88,14 +94,6 @@ export class Exchange implements PolicyRequest {
      */
     readonly bufferBodyBytes = -1,
   ) {}
-
-  /**
-   * The gateway asked for usage the client did not ask for (injectStreamUsage rewrites only
-   * then): the stream's usage chunk is kept from the client.
-   */
-  get stripStreamUsage(): boolean {
-    return this.clientBodyBytes >= 0;
-  }
 
   /**
    * A bug in one of this exchange's callbacks (a timer, a client event, undici's error

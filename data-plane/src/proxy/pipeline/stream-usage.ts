@@ -7,7 +7,7 @@ import { DecoratorHandler, guarded, type Interceptor, type StageController } fro
 import { streamedBody } from "./streamed-body.js";
 
 /**
- * Route usage.injectStreamUsage, request side: after the request-body stage read a small JSON
+ * Route usage.injectStreamUsage, request side: after the request-body stage read a small
  * body whole (proxy-handler.ts decides which: declared within the limit, or of unknown length
  * and ended within it), a streaming OpenAI-style request gets stream_options.include_usage, so
  * its stream reports the usage the token budget debits. The forwarded Content-Length follows
@@ -17,11 +17,12 @@ import { streamedBody } from "./streamed-body.js";
 export function streamUsageRequest(): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.route.injectStreamUsage && Buffer.isBuffer(exchange.body)) {
-      const rewritten = injectStreamUsage(exchange.body);
-      if (rewritten !== undefined) {
+      const requested = injectStreamUsage(exchange.body);
+      if (requested !== undefined) {
         exchange.clientBodyBytes = exchange.body.length;
-        exchange.body = rewritten;
-        setContentLength(exchange.headers, rewritten.length);
+        exchange.stripStreamUsage = requested.stripUsage;
+        exchange.body = requested.body;
+        setContentLength(exchange.headers, requested.body.length);
       }
     }
     next(exchange, handler);
@@ -29,10 +30,10 @@ export function streamUsageRequest(): Interceptor {
 }
 
 /**
- * A JSON body too large to read whole on an injectStreamUsage route (declared over
+ * A body too large to read whole on an injectStreamUsage route (declared over
  * STREAM_USAGE_BODY_LIMIT, or of unknown length and grown past it): it streams upstream as it
  * comes, scanned, and include_usage is added at its end (include-usage-at-end.ts), which sets
- * exchange.clientBodyBytes when it does. Added bytes change its length, so it goes without
+ * exchange.clientBodyBytes (and stripStreamUsage) when it does. Added bytes change its length, so it goes without
  * Content-Length: undici frames an iterable body of unknown length chunked.
  */
 export function scannedForUsage(
