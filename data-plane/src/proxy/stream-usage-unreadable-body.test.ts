@@ -200,6 +200,21 @@ describe("a request body the include_usage rewrite cannot read", () => {
   });
 
   it.each([
+    ["small", 0],
+    ["2 MiB", STREAM_USAGE_BODY_LIMIT],
+  ] as const)(
+    "still adds include_usage to a %s UTF-8 body after its byte order mark",
+    async (_size, pad) => {
+      const path = `/v1/utf8-bom/${pad}`;
+      const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chat(pad))]);
+      const reply = await post(path, body, "declared");
+      expect(reply.status).toBe(200);
+      const got = completed.find((c) => c.path === path)!;
+      expect(got.length).toBe(body.length + '"stream_options":{"include_usage":true},'.length);
+    },
+  );
+
+  it.each([
     ["declared", "small", 0],
     ["chunked", "small", 0],
     ["declared", "2 MiB", STREAM_USAGE_BODY_LIMIT],

@@ -39,8 +39,13 @@ async function consume(body: AsyncIterable<Uint8Array>, stopAfter = Number.POSIT
 }
 
 describe("refuseWideJson", () => {
-  it("passes a UTF-8 body on chunk by chunk, as it came", async () => {
-    const chunks = [Buffer.from('{"str'), Buffer.from('eam":true}')];
+  it.each([
+    ["a UTF-8 body", [Buffer.from('{"str'), Buffer.from('eam":true}')]],
+    [
+      "a UTF-8 body after its byte order mark",
+      [Buffer.from([0xef, 0xbb]), Buffer.from('\xbf{"stream":true}', "latin1")],
+    ],
+  ])("passes %s on chunk by chunk, as it came", async (_what, chunks) => {
     const { source, state } = recorded(chunks);
     const { got, error } = await consume(refuseWideJson(source));
     expect(error).toBeUndefined();
