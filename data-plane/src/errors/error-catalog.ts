@@ -22,6 +22,10 @@ export const errorCatalog = Object.freeze({
     status: 413,
     message: "The request body is larger than this route accepts.",
   },
+  CLAWGATE_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    message: "The request body's encoding is not accepted on this route.",
+  },
   CLAWGATE_RATE_LIMITED: {
     status: 429,
     message: "Too many requests for this tenant; try again later.",

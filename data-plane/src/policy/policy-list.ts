@@ -1,5 +1,6 @@
 import { auth } from "./auth.js";
 import { bodyLimit } from "./body-limit.js";
+import { contentEncoding } from "./content-encoding.js";
 import { cors } from "./cors.js";
 import { headerTransform } from "./header-transform.js";
 import { ipFilter } from "./ip-filter.js";
@@ -18,15 +19,17 @@ import { tokenBudget } from "./token-budget.js";
  * 2. cors              a preflight is answered here (204); headers added to responses
  * 3. auth              x-api-key or Authorization: Bearer -> tenant (401, 403)
  * 4. body-limit        maxBodyBytes against Content-Length (413)
- * 5. rate-limit        requestsPerMinute, fleet-wide, by tenant (429)
- * 6. token-budget      tokensPerMinute and tokensPerDay, fleet-wide, by tenant (429)
- * 7. header-transform  requestHeaders / responseHeaders set and remove
+ * 5. content-encoding  usage.injectStreamUsage: an encoded body the gateway cannot read (415)
+ * 6. rate-limit        requestsPerMinute, fleet-wide, by tenant (429)
+ * 7. token-budget      tokensPerMinute and tokensPerDay, fleet-wide, by tenant (429)
+ * 8. header-transform  requestHeaders / responseHeaders set and remove
  */
 export const POLICY_LIST: readonly PolicyFactory[] = Object.freeze([
   ipFilter,
   cors,
   auth,
   bodyLimit,
+  contentEncoding,
   rateLimit,
   tokenBudget,
   headerTransform,

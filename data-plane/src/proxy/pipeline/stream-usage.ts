@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { includeUsageAtEnd } from "../../quota/include-usage-at-end.js";
+import { refuseWideJson } from "../../quota/refuse-wide-json.js";
 import { injectStreamUsage } from "../../quota/stream-usage-request.js";
 import { UsageChunkFilter } from "../../quota/usage-chunk-filter.js";
+import { wideJsonBody } from "../../quota/wide-json-sniff.js";
 import type { Exchange, ExchangeBody } from "./exchange.js";
 import { DecoratorHandler, guarded, type Interceptor, type StageController } from "./stage.js";
 import { streamedBody } from "./streamed-body.js";
@@ -12,11 +14,16 @@ import { streamedBody } from "./streamed-body.js";
  * and ended within it), a streaming OpenAI-style request gets stream_options.include_usage, so
  * its stream reports the usage the token budget debits. The forwarded Content-Length follows
  * the new body; a body that came without one gets one from undici, which frames a buffer by its
- * length. Anything else passes as it came.
+ * length. A JSON object in UTF-16 or UTF-32, which the gateway cannot read and a Python upstream
+ * can (wide-json-sniff.ts), is answered with 415. Anything else passes as it came.
  */
 export function streamUsageRequest(): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.route.injectStreamUsage && Buffer.isBuffer(exchange.body)) {
+      if (wideJsonBody(exchange.body) === "refuse") {
+        handler.onFailure({ kind: "rejected", code: "CLAWGATE_UNSUPPORTED_MEDIA_TYPE" });
+        return;
+      }
       const requested = injectStreamUsage(exchange.body);
       if (requested !== undefined) {
         exchange.clientBodyBytes = exchange.body.length;
@@ -42,7 +49,7 @@ export function scannedForUsage(
   replayLimitBytes: number | undefined,
 ): ExchangeBody {
   removeContentLength(exchange.headers);
-  return streamedBody(source, exchange.route, replayLimitBytes, (body) =>
+  return streamedBody(refuseWideJson(source), exchange.route, replayLimitBytes, (body) =>
     includeUsageAtEnd(body, exchange),
   );
 }
