@@ -1,7 +1,5 @@
 import { createHash } from "node:crypto";
-import { once } from "node:events";
 import { Agent, type IncomingHttpHeaders, request, type Server } from "node:http";
-import { Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +7,7 @@ import { accessLogSinkOn } from "../access-log/access-log-sink.js";
 import { errorBody } from "../errors/error-catalog.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
+import { AccessLogLines } from "../testing/access-log-lines.js";
 import { fixedProxyHandler } from "../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
 import { plainRequest } from "../testing/plain-request.js";
@@ -24,26 +23,6 @@ interface Completed {
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
-/** Parsed access-log lines, with a wait for the one of a request id. */
-class Lines extends Writable {
-  readonly parsed: Record<string, unknown>[] = [];
-
-  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    for (const line of String(chunk).split("\n"))
-      if (line !== "") this.parsed.push(JSON.parse(line));
-    this.emit("line");
-    done();
-  }
-
-  async of(requestId: string): Promise<Record<string, unknown>> {
-    for (;;) {
-      const found = this.parsed.find((l) => l.requestId === requestId);
-      if (found !== undefined) return found;
-      await once(this, "line");
-    }
-  }
-}
-
 /** A streaming chat request as JSON text, padded to about `chars` characters. */
 const chat = (chars = 0) =>
   JSON.stringify({ model: "m", stream: true, messages: [], pad: "x".repeat(chars) });
@@ -53,7 +32,7 @@ const chat = (chars = 0) =>
 // would stream without usage, free of the token budget; they are refused with 415 instead.
 describe("a request body the include_usage rewrite cannot read", () => {
   const completed: Completed[] = [];
-  const lines = new Lines();
+  const lines = new AccessLogLines();
   const registry = new Registry();
   const pools = new PoolRegistry();
   let upstream: { server: Server; port: number };

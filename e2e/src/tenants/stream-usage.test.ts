@@ -138,9 +138,9 @@ describe("usage.injectStreamUsage through a real data plane", () => {
     expect((await tokens()) - before).toBe(60);
   });
 
-  it("asks for usage in an HTTP/2 request without content-length on the TLS listener", async () => {
-    const before = await tokens();
-    const reply = await h2Request(
+  /** A chat completion POSTed as `body` over the HTTP/2 session, without content-length. */
+  const chatOverH2 = (body: string) =>
+    h2Request(
       h2,
       {
         ":method": "POST",
@@ -148,8 +148,12 @@ describe("usage.injectStreamUsage through a real data plane", () => {
         authorization: `Bearer ${KEY}`,
         "content-type": "application/json",
       },
-      JSON.stringify(streaming),
+      body,
     );
+
+  it("asks for usage in an HTTP/2 request without content-length on the TLS listener", async () => {
+    const before = await tokens();
+    const reply = await chatOverH2(JSON.stringify(streaming));
     expect(h2.alpnProtocol).toBe("h2");
     expect(reply.headers[":status"]).toBe(200);
     expect(model.bodies.at(-1)).toEqual(askedUpstream);
@@ -187,16 +191,7 @@ describe("usage.injectStreamUsage through a real data plane", () => {
 
   it("asks for usage in an HTTP/2 request over 1 MiB without content-length", async () => {
     const before = await tokens();
-    const reply = await h2Request(
-      h2,
-      {
-        ":method": "POST",
-        ":path": "/v1/chat/completions",
-        authorization: `Bearer ${KEY}`,
-        "content-type": "application/json",
-      },
-      padded,
-    );
+    const reply = await chatOverH2(padded);
     expect(reply.headers[":status"]).toBe(200);
     expect(model.bodies.at(-1)).toEqual(askedUpstream);
     expect(model.headers.at(-1)?.["transfer-encoding"]).toBe("chunked");

@@ -1,31 +1,10 @@
-import { once } from "node:events";
 import { request, type Server } from "node:http";
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accessLogSinkOn } from "../../access-log/access-log-sink.js";
+import { AccessLogLines } from "../../testing/access-log-lines.js";
 import { fixedProxyHandler } from "../../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../../testing/loopback-server.js";
 import { PoolRegistry } from "../../upstream/pool-registry.js";
-
-/** Parsed access-log lines, with a wait for the one of a request id. */
-class Lines extends Writable {
-  readonly parsed: Record<string, unknown>[] = [];
-
-  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    for (const line of String(chunk).split("\n"))
-      if (line !== "") this.parsed.push(JSON.parse(line));
-    this.emit("line");
-    done();
-  }
-
-  async of(requestId: string): Promise<Record<string, unknown>> {
-    for (;;) {
-      const found = this.parsed.find((l) => l.requestId === requestId);
-      if (found !== undefined) return found;
-      await once(this, "line");
-    }
-  }
-}
 
 function get(port: number, path: string): Promise<{ status: number; id: string; bytes: number }> {
   return new Promise((resolve, reject) => {
@@ -47,7 +26,7 @@ function get(port: number, path: string): Promise<{ status: number; id: string; 
 // A route policy's refusal answers with its own catalog error (401 here), not the 403 its
 // failure kind (`rejected`) maps to: the line counted the 403 body's bytes.
 describe("access log of a request a route policy refused", () => {
-  const lines = new Lines();
+  const lines = new AccessLogLines();
   const pools = new PoolRegistry();
   let proxy: { server: Server; port: number };
 
