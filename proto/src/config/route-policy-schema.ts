@@ -81,10 +81,11 @@ export const routePolicyFields = {
   usage: z
     .strictObject({
       /**
-       * Adds stream_options.include_usage to OpenAI-style streaming requests (JSON bodies with
-       * "stream": true; one over the data plane's STREAM_USAGE_BODY_LIMIT is scanned as it
-       * streams and sent chunked), so streams report usage for token budgets; the client only
-       * sees the usage chunk if it asked for it. Default false.
+       * Adds stream_options.include_usage to OpenAI-style streaming requests (JSON object bodies
+       * an upstream may read as streaming, whatever their Content-Type; one over the data
+       * plane's STREAM_USAGE_BODY_LIMIT is scanned as it streams and sent chunked), so streams
+       * report usage for token budgets; the client only sees the usage chunk if it asked for it.
+       * An encoded or UTF-16/32 body is refused with 415. Default false.
        */
       injectStreamUsage: z.boolean().default(false),
     })

@@ -19,12 +19,12 @@ import { readThenRest } from "./streamed-body.js";
  * (nginx's proxy_request_buffering, bounded). It stands before the cooldown and the breaker, so
  * a slow upload holds neither a breaker permit nor a connection to a node.
  *
- * A JSON body of unknown length on a route with usage.injectStreamUsage is read the same way,
- * up to STREAM_USAGE_BODY_LIMIT: if it ends within it, it goes on as a declared one would (a
- * buffer, so it can be rewritten and framed with a Content-Length); if it grows past it, what
- * was read and the rest go upstream as a stream, scanned so that include_usage is added at its
- * end (stream-usage.ts). `replayLimitBytes` is the replay limit of such a stream on a retrying
- * route.
+ * A body of unknown length on a route with usage.injectStreamUsage, whatever its Content-Type,
+ * is read the same way, up to STREAM_USAGE_BODY_LIMIT: if it ends within it, it goes on as a
+ * declared one would (a buffer, so it can be rewritten and framed with a Content-Length); if it
+ * grows past it, what was read and the rest go upstream as a stream, scanned so that
+ * include_usage is added at its end (stream-usage.ts). `replayLimitBytes` is the replay limit of
+ * such a stream on a retrying route.
  */
 export function requestBody(replayLimitBytes?: number): Interceptor {
   return (next) => (exchange, handler) => {
