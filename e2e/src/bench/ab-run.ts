@@ -21,11 +21,12 @@ import { POST_BODY_BYTES, writePostScript } from "./wrk-scripts.js";
 /**
  * `npm run bench:ab`: the quick side-by-side for work on the data plane's request path. The
  * minimal undici proxy, this build's data plane and, with BENCH_BASELINE_DP, another build's,
- * take turns under wrk (BENCH_REQUEST, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds of
- * BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each
+ * take turns under wrk (BENCH_REQUEST, BENCH_CONNECTIONS connections) for BENCH_ROUNDS rounds
+ * of BENCH_DURATION, in an order that turns and reverses from round to round. Printed: each
  * target's median CPU us/request, req/s and p99, and the median over rounds of its CPU against
- * the minimal proxy's (and the baseline's, or the log-off twin's) and of its p99 against the minimal proxy's, in the
- * same round (sameRoundRatio). On a shared machine only these same-round ratios mean anything.
+ * the minimal proxy's (and the baseline's, or the log-off twin's) and of its p99 against the
+ * minimal proxy's, in the same round (sameRoundRatio). On a shared machine only these
+ * same-round ratios mean anything.
  * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped), `off`, or `both`
  * (this build twice, `clawgate` logging to a file and `clawgate-log-off`: the log's price).
  * BENCH_REQUEST: `get` (default) or `post`, a 64 KiB body as `npm run bench`'s second table.

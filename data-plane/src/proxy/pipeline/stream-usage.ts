@@ -39,8 +39,9 @@ export function streamUsageRequest(): Interceptor {
 /**
  * A body too large to read whole on an injectStreamUsage route (declared over
  * STREAM_USAGE_BODY_LIMIT, or of unknown length and grown past it): it streams upstream as it
- * comes, scanned, and include_usage is added at its end (include-usage-at-end.ts), which sets
- * exchange.clientBodyBytes (and stripStreamUsage) when it does. Added bytes change its length, so it goes without
+ * comes, its first bytes sniffed (refuse-wide-json.ts) and the rest scanned, and include_usage
+ * is added at its end (include-usage-at-end.ts), which sets exchange.clientBodyBytes and
+ * stripStreamUsage when it does. Added bytes change its length, so it goes without
  * Content-Length: undici frames an iterable body of unknown length chunked.
  */
 export function scannedForUsage(
