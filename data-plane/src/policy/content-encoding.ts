@@ -24,8 +24,7 @@ export const contentEncoding: PolicyFactory = {
         if (coding === undefined || !encodedBeyondIdentity(coding)) return undefined;
         // Only a body can be encoded (RFC 9112 section 6.3: one exists when it is framed).
         const length = headers["content-length"];
-        const hasBody =
-          headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+        const hasBody = headers["transfer-encoding"] !== undefined || Number(length) > 0;
         return hasBody ? UNSUPPORTED : undefined;
       },
     };

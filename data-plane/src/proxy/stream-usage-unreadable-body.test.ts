@@ -223,7 +223,8 @@ describe("a request body the include_usage rewrite cannot read", () => {
       // rest is read and dropped, its upload fails and the connection is closed after the 415.
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       try {
-        const wide = Buffer.from(chat(4 * STREAM_USAGE_BODY_LIMIT), "utf16le");
+        // About 2 MiB: over the read-whole limit, within what a refusal reads and drops.
+        const wide = Buffer.from(chat(STREAM_USAGE_BODY_LIMIT), "utf16le");
         const path = `/v1/wide-then-more/${framing}`;
         const refused = await keptAlive(agent, path, wide, framing);
         expect(refused.status).toBe(415);

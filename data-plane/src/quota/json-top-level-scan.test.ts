@@ -63,6 +63,18 @@ describe("JsonTopLevelScan", () => {
     ["a STREAM key escaped", '{"\\u0053TREAM":true}', true, undefined],
     ["a key with a long s (Go folds it)", '{"\u017ftream":true}', true, undefined],
     ["a key with the long s escaped", '{"\\u017Ftream":true}', true, undefined],
+    [
+      "a stream value too long to keep (1.000...0 is 1 to Python)",
+      `{"stream":1.${"0".repeat(5000)}}`,
+      true,
+      undefined,
+    ],
+    [
+      "a stream_options key with a dotless i (Go folds it)",
+      '{"stream_opt\u0131ons":{},"stream":true}',
+      true,
+      "{}",
+    ],
     ["a key that only starts like stream", '{"streams":true}', false, undefined],
     ["a key one letter off", '{"strean":true}', false, undefined],
     [

@@ -296,7 +296,9 @@ export class JsonTopLevelScan {
     this.#capturing = false;
     const value = this.#value!;
     if (watched === "stream") {
-      const streams = !value.overflowed && laxTrueBytes(value.raw, value.length);
+      // A value too long to keep may still be one an upstream reads as true (`1.000...0`,
+      // `1e000...0`): failing closed, it streams.
+      const streams = value.overflowed || laxTrueBytes(value.raw, value.length);
       this.#streamsFolded = streams;
       if (this.#watchedExact) this.#streamsExact = streams;
     } else if (watched === "stream_options") {

@@ -16,13 +16,23 @@ export type Match = typeof NO_MATCH | typeof EXACT_MATCH | typeof FOLDED_MATCH;
 
 const BACKSLASH = 0x5c;
 const QUOTE = 0x22;
-/** U+017F LATIN SMALL LETTER LONG S, which Go's case folding (unicode.SimpleFold) takes as `s`. */
-const LONG_S = 0x17f;
+/**
+ * The ASCII letter a non-ASCII character of at most two UTF-8 bytes folds onto when Go's
+ * encoding/json compares keys (by simple folding, or by upper-casing the lower case): `ſ`
+ * (U+017F) is `s`; `İ` (U+0130) and `ı` (U+0131) are `i`. Both readings count, failing closed.
+ * (The Kelvin sign, `k`, takes three bytes and no watched key has a `k`.)
+ */
+function goFolded(code: number): number {
+  if (code === 0x17f) return 0x73;
+  if (code === 0x130 || code === 0x131) return 0x69;
+  return -1;
+}
 
 /**
  * Whether the JSON string content `bytes[start, end)` (escapes not yet decoded, quotes left
- * out) is `target` (lowercase ASCII), ignoring ASCII case, and with `foldLongS` also reading
- * `ſ` as `s`, as Go's encoding/json matches keys. Escapes are decoded here, by hand: `\u0073`
+ * out) is `target` (lowercase ASCII), ignoring ASCII case, and with `goFolding` also reading
+ * the characters Go folds onto ASCII letters as those (goFolded), as its encoding/json matches
+ * keys. Escapes are decoded here, by hand: `\u0073`
  * is `s` to every parser.
  */
 export function matchJsonString(
@@ -30,7 +40,7 @@ export function matchJsonString(
   start: number,
   end: number,
   target: string,
-  foldLongS: boolean,
+  goFolding: boolean,
 ): Match {
   let exact = true;
   let j = 0;
@@ -53,9 +63,9 @@ export function matchJsonString(
         i += 2;
       }
     } else if (code >= 0x80) {
-      // UTF-8 for U+017F: C5 BF. Any other non-ASCII character matches no ASCII target.
-      if (!foldLongS || code !== 0xc5 || bytes[i + 1] !== 0xbf) return NO_MATCH;
-      code = LONG_S;
+      // Two-byte UTF-8 may be a character Go folds onto a letter; any other matches no target.
+      if (!goFolding || code < 0xc2 || code > 0xdf || i + 1 >= end) return NO_MATCH;
+      code = ((code & 0x1f) << 6) | (bytes[i + 1]! & 0x3f);
       i += 2;
     } else {
       i++;
@@ -64,7 +74,7 @@ export function matchJsonString(
     if (code === want) continue;
     exact = false;
     if (code >= 0x41 && code <= 0x5a && (code | 0x20) === want) continue;
-    if (code === LONG_S && foldLongS && want === 0x73) continue;
+    if (goFolding && goFolded(code) === want) continue;
     return NO_MATCH;
   }
   if (j !== target.length) return NO_MATCH;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { refuseWideJson, WIDE_JSON_REFUSED } from "./refuse-wide-json.js";
+import { REFUSED_BODY_DRAIN_BYTES, refuseWideJson, WIDE_JSON_REFUSED } from "./refuse-wide-json.js";
 
 /** A source of `chunks` that records how far it was read and whether it was stopped. */
 function recorded(chunks: Buffer[]) {
@@ -64,6 +64,21 @@ describe("refuseWideJson", () => {
     // Read to its end, not stopped: stopping the client's request would cut its connection.
     await settled;
     expect(state).toEqual({ read: 3, stopped: false, ended: true });
+  });
+
+  it("stops reading a refused body once REFUSED_BODY_DRAIN_BYTES more came", async () => {
+    const head = Buffer.from('{"stream":true}', "utf16le");
+    const rest = Array.from({ length: 80 }, () => Buffer.alloc(64 * 1024, 0x20));
+    const { source, state, settled } = recorded([head, ...rest]);
+    const { error } = await consume(refuseWideJson(source));
+    expect(error?.code).toBe(WIDE_JSON_REFUSED);
+    await settled;
+    // The chunk that takes the drained bytes past the bound is the last read: stopped there.
+    expect(state).toEqual({
+      read: 1 + REFUSED_BODY_DRAIN_BYTES / (64 * 1024) + 1,
+      stopped: true,
+      ended: false,
+    });
   });
 
   it("fails a wide body that ended as whitespace after it passed it on, so it never completes", async () => {

@@ -12,8 +12,8 @@ export const WIDE_JSON_REFUSED = "CLAWGATE_WIDE_JSON_REFUSED";
  * It reads the client's body itself, under anything that may stop early (the maxBodyBytes cut,
  * the include_usage scan), and on a refusal goes on reading it to its end and lets it go, as
  * node:http does with a body nobody read: stopping the read would destroy the client's request,
- * and with it the connection the 415 goes out on. Stopped from above (a failed upstream), it
- * stops its source as a for-await loop would.
+ * and with it the connection the 415 goes out on; that read is bounded (REFUSED_BODY_DRAIN_BYTES).
+ * Stopped from above (a failed upstream), it stops its source as a for-await loop would.
  */
 export async function* refuseWideJson(
   source: AsyncIterable<Uint8Array>,
@@ -45,9 +45,26 @@ export async function* refuseWideJson(
   }
 }
 
-/** Reads what is left and drops it; a client that leaves meanwhile ends it (its error is moot). */
+/**
+ * Bytes of a refused body read and dropped after the refusal, at most: a client that keeps
+ * sending past it has its request stopped (its connection closes) rather than read without end,
+ * whatever the route's maxBodyBytes, which this read comes before.
+ */
+export const REFUSED_BODY_DRAIN_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads what is left and drops it, up to REFUSED_BODY_DRAIN_BYTES; a client that leaves
+ * meanwhile ends it (its error is moot).
+ */
 async function drain(chunks: AsyncIterator<Uint8Array>): Promise<void> {
+  let drained = 0;
   try {
-    while (!(await chunks.next()).done) {}
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      drained += next.value.length;
+      if (drained > REFUSED_BODY_DRAIN_BYTES) {
+        await chunks.return?.();
+        return;
+      }
+    }
   } catch {}
 }

@@ -92,6 +92,15 @@ describe("injectStreamUsage, read as loosely as an upstream may", () => {
     );
   });
 
+  it.each(["stream_opt\u0130ons", "stream_opt\u0131ons"])(
+    "adds the field last when Go reads %s as stream_options",
+    (key) => {
+      const body = `{"stream":true,"stream_options":{"x":1},"${key}":{"include_usage":false}}`;
+      const result = rewrite(body)!;
+      expect(result.endsWith(',"stream_options":{"include_usage":true}}')).toBe(true);
+    },
+  );
+
   it("adds the field when the client asked for usage only in a key Go reads", () => {
     const body = '{"stream":true,"Stream_Options":{"include_usage":true}}';
     const result = injectStreamUsage(Buffer.from(body));

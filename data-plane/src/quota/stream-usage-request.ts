@@ -113,13 +113,22 @@ function parsedObject(body: Buffer): Record<string, unknown> | undefined {
   return request as Record<string, unknown>;
 }
 
-/** No key but `stream_options` itself reads as it to Go (`Stream_Options`, `ſtream_options`). */
+/** No key but `stream_options` itself reads as it to Go (`Stream_Options`, `stream_optİons`). */
 function onlyExactOptionsKey(fields: Record<string, unknown>): boolean {
   for (const key of Object.keys(fields)) {
     if (key === "stream_options" || key.length < 14 || key.length > 16) continue;
-    if (key.toLowerCase().replaceAll("\u017f", "s") === "stream_options") return false;
+    if (goFoldedKey(key) === "stream_options") return false;
   }
   return true;
+}
+
+/**
+ * A key as Go's encoding/json compares it: the characters it folds onto ASCII letters (`ſ`,
+ * `İ`, `ı`: lax-json-match.ts) replaced by them first (JavaScript lower-cases `İ` to two
+ * characters), then lower case.
+ */
+function goFoldedKey(key: string): string {
+  return key.replace(/[\u017f\u0130\u0131]/g, (c) => (c === "\u017f" ? "s" : "i")).toLowerCase();
 }
 
 function hasByteOrderMark(body: Buffer): boolean {
