@@ -32,8 +32,7 @@ function goFolded(code: number): number {
  * Whether the JSON string content `bytes[start, end)` (escapes not yet decoded, quotes left
  * out) is `target` (lowercase ASCII), ignoring ASCII case, and with `goFolding` also reading
  * the characters Go folds onto ASCII letters as those (goFolded), as its encoding/json matches
- * keys. Escapes are decoded here, by hand: `\u0073`
- * is `s` to every parser.
+ * keys. Escapes are decoded here, by hand: `\u0073` is `s` to every parser.
  */
 export function matchJsonString(
   bytes: Uint8Array,

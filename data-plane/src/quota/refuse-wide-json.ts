@@ -10,9 +10,9 @@ export const WIDE_JSON_REFUSED = "CLAWGATE_WIDE_JSON_REFUSED";
  * fails before the body's end, so the upstream never gets a complete request to parse.
  *
  * It reads the client's body itself, under anything that may stop early (the maxBodyBytes cut,
- * the include_usage scan), and on a refusal goes on reading it to its end and lets it go, as
- * node:http does with a body nobody read: stopping the read would destroy the client's request,
- * and with it the connection the 415 goes out on; that read is bounded (REFUSED_BODY_DRAIN_BYTES).
+ * the include_usage scan), and on a refusal goes on reading it to its end (for at most
+ * REFUSED_BODY_DRAIN_BYTES) and lets it go, as node:http does with a body nobody read: stopping
+ * the read would destroy the client's request, and with it the connection the 415 goes out on.
  * Stopped from above (a failed upstream), it stops its source as a for-await loop would.
  */
 export async function* refuseWideJson(
