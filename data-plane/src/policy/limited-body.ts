@@ -1,3 +1,5 @@
+import { bodyRefusal } from "../errors/body-refusal.js";
+
 /** The code of the error a body past its route's maxBodyBytes fails with. */
 export const BODY_TOO_LARGE = "CLAWGATE_BODY_TOO_LARGE";
 
@@ -14,9 +16,11 @@ export async function* limitedBody(
   for await (const chunk of source) {
     seen += chunk.length;
     if (seen > maxBytes) {
-      throw Object.assign(new Error(`request body over maxBodyBytes (${maxBytes})`), {
-        code: BODY_TOO_LARGE,
-      });
+      throw bodyRefusal(
+        BODY_TOO_LARGE,
+        "CLAWGATE_PAYLOAD_TOO_LARGE",
+        `request body over maxBodyBytes (${maxBytes})`,
+      );
     }
     yield chunk;
   }

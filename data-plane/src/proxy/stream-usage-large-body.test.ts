@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
 import { fixedProxyHandler } from "../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
-import { plainRequest } from "../testing/plain-request.js";
+import { type BodyFraming, framedPost } from "../testing/plain-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 
 /** What the upstream got: its headers and its body. */
@@ -81,19 +81,17 @@ describe("include_usage for a request body over the read limit", () => {
   const post = (
     path: string,
     body: Buffer,
-    framing: "declared" | "chunked",
+    framing: BodyFraming,
     /** null: no Content-Type at all. */
     contentType: string | null = "application/json",
   ) =>
-    plainRequest(proxy.port, path, {
-      method: "POST",
-      headers: {
-        ...(contentType === null ? {} : { "content-type": contentType }),
-        ...(framing === "declared" ? { "content-length": String(body.length) } : {}),
-      },
+    framedPost(
+      proxy.port,
+      path,
       body,
-      chunkBytes: 64 * 1024,
-    });
+      framing,
+      contentType === null ? {} : { "content-type": contentType },
+    );
 
   it.each(["declared", "chunked"] as const)(
     "adds include_usage to a %s 2 MiB streaming request, sent upstream chunked",

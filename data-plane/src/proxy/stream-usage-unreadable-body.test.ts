@@ -10,7 +10,7 @@ import { STREAM_USAGE_BODY_LIMIT } from "../quota/stream-usage-request.js";
 import { AccessLogLines } from "../testing/access-log-lines.js";
 import { fixedProxyHandler } from "../testing/fixed-proxy.js";
 import { closeLoopbackServer, listenOnLoopback } from "../testing/loopback-server.js";
-import { plainRequest } from "../testing/plain-request.js";
+import { type BodyFraming, framedPost } from "../testing/plain-request.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 
 /** A request the upstream read to its end: its path, headers and body's hash. */
@@ -86,19 +86,10 @@ describe("a request body the include_usage rewrite cannot read", () => {
   const post = (
     path: string,
     body: Buffer,
-    framing: "declared" | "chunked",
+    framing: BodyFraming,
     headers: Record<string, string> = {},
   ) =>
-    plainRequest(proxy.port, path, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(framing === "declared" ? { "content-length": String(body.length) } : {}),
-        ...headers,
-      },
-      body,
-      chunkBytes: 64 * 1024,
-    });
+    framedPost(proxy.port, path, body, framing, { "content-type": "application/json", ...headers });
 
   /**
    * A POST on `agent`'s connection: its status once the whole exchange, upload included,

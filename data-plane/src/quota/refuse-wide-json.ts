@@ -1,3 +1,4 @@
+import { bodyRefusal } from "../errors/body-refusal.js";
 import { WideJsonSniff } from "./wide-json-sniff.js";
 
 /** The code of the error a body streamed upstream fails with when it is wide JSON. */
@@ -39,9 +40,11 @@ export async function* refuseWideJson(
   }
   if (refused) {
     void drain(chunks);
-    throw Object.assign(new Error("request body is UTF-16 or UTF-32 JSON"), {
-      code: WIDE_JSON_REFUSED,
-    });
+    throw bodyRefusal(
+      WIDE_JSON_REFUSED,
+      "CLAWGATE_UNSUPPORTED_MEDIA_TYPE",
+      "request body is UTF-16 or UTF-32 JSON",
+    );
   }
 }
 

@@ -54,3 +54,28 @@ export function plainRequest(
     req.end();
   });
 }
+
+/** How a test client frames a request body: with its Content-Length, or chunked without one. */
+export type BodyFraming = "declared" | "chunked";
+
+/**
+ * A POST of `body` with `headers`, framed as `framing` says (node:http sends a body without a
+ * Content-Length chunked), in 64 KiB writes.
+ */
+export function framedPost(
+  port: number,
+  path: string,
+  body: Buffer,
+  framing: BodyFraming,
+  headers: Record<string, string> = {},
+): Promise<PlainReply> {
+  return plainRequest(port, path, {
+    method: "POST",
+    headers: {
+      ...headers,
+      ...(framing === "declared" ? { "content-length": String(body.length) } : {}),
+    },
+    body,
+    chunkBytes: 64 * 1024,
+  });
+}

@@ -1,9 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { refusalOf } from "../../errors/body-refusal.js";
 import { classifyUpstreamError } from "../../errors/failure-kind.js";
-import { BODY_TOO_LARGE } from "../../policy/limited-body.js";
-import { WIDE_JSON_REFUSED } from "../../quota/refuse-wide-json.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
 import { errors } from "../../upstream/undici-parts.js";
 import { type DeadlineEntry, type DeadlineList, DeadlineSweep } from "./deadline-sweep.js";
@@ -147,13 +146,11 @@ class NodeAttempt implements Dispatcher.DispatchHandler, DeadlineEntry {
   #failureOf(error: Error): Failure {
     if (error instanceof ExchangeAbort) return { kind: error.kind, error };
     const exchange = this.exchange;
-    // The client's chunked body went past the route's maxBodyBytes: the client's fault, 413.
-    if ((error as { code?: unknown }).code === BODY_TOO_LARGE && !exchange.responseStarted) {
-      return { kind: "rejected", code: "CLAWGATE_PAYLOAD_TOO_LARGE", error };
-    }
-    // A UTF-16/32 JSON body on an injectStreamUsage route, cut at its first bytes: 415.
-    if ((error as { code?: unknown }).code === WIDE_JSON_REFUSED && !exchange.responseStarted) {
-      return { kind: "rejected", code: "CLAWGATE_UNSUPPORTED_MEDIA_TYPE", error };
+    // The client's body was refused as it streamed (past maxBodyBytes: 413; UTF-16/32 JSON on
+    // an injectStreamUsage route: 415): the client's fault, answered with the refusal's code.
+    const refusal = refusalOf(error);
+    if (refusal !== undefined && !exchange.responseStarted) {
+      return { kind: "rejected", code: refusal, error };
     }
     // A client that leaves mid-upload fails the request body stream; undici reports that as
     // the request's error, but it is the client's doing, not the upstream's.
