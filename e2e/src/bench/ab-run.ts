@@ -16,7 +16,7 @@ import { inTurn } from "./round-order.js";
 import { sameRoundRatio } from "./same-round-ratio.js";
 import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
-import { POST_BODY_BYTES, writePostScript } from "./wrk-scripts.js";
+import { POST_BODY_BYTES, SSE_EVENTS, sseBody, writePostScript } from "./wrk-scripts.js";
 
 /**
  * `npm run bench:ab`: the quick side-by-side for work on the data plane's request path. The
@@ -29,7 +29,8 @@ import { POST_BODY_BYTES, writePostScript } from "./wrk-scripts.js";
  * same-round ratios mean anything.
  * BENCH_ACCESS_LOG: the data planes' access log, `file` (default, as shipped), `off`, or `both`
  * (this build twice, `clawgate` logging to a file and `clawgate-log-off`: the log's price).
- * BENCH_REQUEST: `get` (default) or `post`, a 64 KiB body as `npm run bench`'s second table.
+ * BENCH_REQUEST: `get` (default), `post` (a 64 KiB body) or `sse` (a response of 100 server-sent
+ * events), as `npm run bench`'s second and third tables.
  * BENCH_DP_NODE_FLAGS: extra node flags for the data planes (e.g. --cpu-prof with an absolute
  * --cpu-prof-dir); BENCH_NODE_FLAGS the minimal proxy's. BENCH_PROFILE_DIR (absolute): after
  * the rounds, one more wrk run per target under a CPU profile of just that run
@@ -44,14 +45,24 @@ const accessLog = process.env.BENCH_ACCESS_LOG ?? "file";
 if (accessLog !== "file" && accessLog !== "off" && accessLog !== "both") {
   throw new Error(`BENCH_ACCESS_LOG must be file, off or both, got ${accessLog}`);
 }
-const request = process.env.BENCH_REQUEST ?? "get";
-if (request !== "get" && request !== "post") {
-  throw new Error(`BENCH_REQUEST must be get or post, got ${request}`);
+const request = (process.env.BENCH_REQUEST ?? "get") as "get" | "post" | "sse";
+if (request !== "get" && request !== "post" && request !== "sse") {
+  throw new Error(`BENCH_REQUEST must be get, post or sse, got ${request}`);
 }
 if (!Number.isInteger(rounds) || rounds < 1) {
   throw new Error(`BENCH_ROUNDS must be a whole number of at least 1, got ${rounds}`);
 }
+const requestName = {
+  get: "GET",
+  post: `POST ${POST_BODY_BYTES} B`,
+  sse: `SSE ${SSE_EVENTS} events`,
+};
 const dpNodeArgs = process.env.BENCH_DP_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+// This build once more as the baseline, with other node flags: what a flag costs or saves.
+const baselineNodeArgs = process.env.BENCH_BASELINE_DP_NODE_FLAGS?.split(" ").filter(Boolean);
+if (baselineNodeArgs !== undefined && process.env.BENCH_BASELINE_DP !== undefined) {
+  throw new Error("set BENCH_BASELINE_DP or BENCH_BASELINE_DP_NODE_FLAGS, not both");
+}
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const pinning = corePinning(process.env.BENCH_PIN, 1);
 const profileProbe = pathToFileURL(
@@ -81,6 +92,7 @@ async function main(): Promise<void> {
       port: upstreamPort!,
       serverBody: `    client_max_body_size 1m;
     location = /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
+    location = /events { default_type text/event-stream; return 200 '${sseBody(SSE_EVENTS)}'; }
     location / { default_type application/json; return 200 '${fixedJsonBody(100)}'; }`,
     });
     teardown.add("upstream nginx", () => upstream.stop());
@@ -115,19 +127,24 @@ async function main(): Promise<void> {
       },
     ]);
     const logs = accessLog !== "off";
-    const builds: { target: string; bin?: string; logs: boolean }[] = [
-      { target: "clawgate", logs },
+    const builds: { target: string; bin?: string; logs: boolean; nodeArgs: string[] }[] = [
+      { target: "clawgate", logs, nodeArgs: dpNodeArgs },
     ];
-    if (accessLog === "both") builds.push({ target: "clawgate-log-off", logs: false });
+    if (accessLog === "both") {
+      builds.push({ target: "clawgate-log-off", logs: false, nodeArgs: dpNodeArgs });
+    }
+    if (baselineNodeArgs !== undefined) {
+      builds.push({ target: "clawgate-baseline", logs, nodeArgs: baselineNodeArgs });
+    }
     const baselineBin = process.env.BENCH_BASELINE_DP;
     if (baselineBin !== undefined) {
-      builds.push({ target: "clawgate-baseline", bin: baselineBin, logs });
+      builds.push({ target: "clawgate-baseline", bin: baselineBin, logs, nodeArgs: dpNodeArgs });
     }
     const targets = [
       { target: "minimal", base: `http://127.0.0.1:${minimalPort}`, pid: minimal.pid },
     ];
     const dataPlanes = [];
-    for (const { target, bin, logs } of builds) {
+    for (const { target, bin, logs, nodeArgs } of builds) {
       const dp = await startDataPlane(
         {
           ...quiet,
@@ -138,7 +155,7 @@ async function main(): Promise<void> {
             ? {}
             : { NODE_OPTIONS: `--import=${profileProbe}`, BENCH_PROFILE_DIR: profileDir }),
         },
-        { nodeArgs: dpNodeArgs, ...(bin === undefined ? {} : { bin }) },
+        { nodeArgs, ...(bin === undefined ? {} : { bin }) },
       );
       teardown.add(target, () => dp.stop());
       dataPlanes.push(dp);
@@ -148,11 +165,15 @@ async function main(): Promise<void> {
     for (const dp of dataPlanes) pinTree(dp.process.pid, pinning.proxy);
 
     log(
-      `wrk -t1 -c${connections} -d${duration}, ${request === "post" ? `POST ${POST_BODY_BYTES} B` : "GET"}, ${rounds} rounds, access log ${accessLog}, ${pinning.describe}`,
+      `wrk -t1 -c${connections} -d${duration}, ${requestName[request]}, ${rounds} rounds, access log ${accessLog}, ${pinning.describe}`,
     );
     const script = request === "post" ? await writePostScript(dir) : undefined;
     const load = (base: string, seconds: string) =>
-      runWrk(`${base}/`, { connections, duration: seconds, script });
+      runWrk(`${base}${request === "sse" ? "/events" : "/"}`, {
+        connections,
+        duration: seconds,
+        script,
+      });
     const runs = new Map<string, Round[]>(targets.map(({ target }) => [target, []]));
     for (const { base } of targets) await load(base, "2s");
     for (let round = 1; round <= rounds; round++) {

@@ -20,7 +20,7 @@ import { formatReport, type Measured } from "./report-table.js";
 import { inTurn } from "./round-order.js";
 import type { WrkResult } from "./wrk-output.js";
 import { runWrk } from "./wrk-process.js";
-import { sseBody, writePostScript } from "./wrk-scripts.js";
+import { SSE_EVENTS, sseBody, writePostScript } from "./wrk-scripts.js";
 
 /**
  * `npm run bench`: the same responses fetched directly from an nginx static upstream, through
@@ -61,7 +61,6 @@ if (!Number.isInteger(rounds) || rounds < 1) {
 }
 const connections = Number(process.env.BENCH_CONNECTIONS ?? "50");
 const bodyBytes = Number(process.env.BENCH_BODY_BYTES ?? "100");
-const SSE_EVENTS = 100;
 const workers = benchWorkers(process.env.BENCH_WORKERS);
 const h2Clients = Number(process.env.BENCH_H2_CLIENTS ?? "5");
 const h2Streams = Number(process.env.BENCH_H2_STREAMS ?? "10");

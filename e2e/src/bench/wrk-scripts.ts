@@ -17,6 +17,9 @@ wrk.headers["Content-Type"] = "application/octet-stream"
   return file;
 }
 
+/** Events in the SSE response of the third table. */
+export const SSE_EVENTS = 100;
+
 /** An SSE stream of `count` events, safe inside an nginx single-quoted string. */
 export function sseBody(count: number): string {
   let body = "";

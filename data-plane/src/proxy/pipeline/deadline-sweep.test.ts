@@ -66,7 +66,7 @@ describe("DeadlineSweep", () => {
     armed.mockRestore();
   });
 
-  it("forgets removed entries, and holds no timer once nothing is in flight", () => {
+  it("forgets removed entries, and its timer lapses once nothing is in flight", () => {
     const sweep = new DeadlineSweep(now);
     const log: string[] = [];
     const [a, b, c] = ["a", "b", "c"].map((name) => entry(log, name, now)) as [
@@ -83,9 +83,31 @@ describe("DeadlineSweep", () => {
     expect(log).toEqual(["b@100", "c@100"]);
     sweep.add(a, 100);
     sweep.remove(a);
-    expect(vi.getTimerCount()).toBe(0);
     advance(200);
     expect(log).toEqual(["b@100", "c@100"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("arms one timer for entries that come and go one at a time, not one per entry", () => {
+    const sweep = new DeadlineSweep(now);
+    const log: string[] = [];
+    const armed = vi.spyOn(globalThis, "setTimeout");
+    const cleared = vi.spyOn(globalThis, "clearTimeout");
+    // One request in flight at a time, each done in 5 ms: a timer per request was a clear and
+    // an arm each time the list emptied and filled again.
+    for (let i = 0; i < 100; i++) {
+      const one = entry(log, `r${i}`, now);
+      sweep.add(one, 1_000);
+      advance(5);
+      sweep.remove(one);
+    }
+    expect(armed.mock.calls.length).toBeLessThanOrEqual(2);
+    expect(cleared).not.toHaveBeenCalled();
+    advance(1_000);
+    expect(log).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
+    armed.mockRestore();
+    cleared.mockRestore();
   });
 
   it("restarts the deadline of an entry added again while still in a list", () => {

@@ -6,7 +6,12 @@
  * the head is the next to expire. One Node timer per list is armed for the head; it fires on
  * time for the head, expires every entry due, and re-arms for the new head. Under steady load
  * the head is the oldest request in flight, so the timer fires about once per duration, not
- * once per request. Leaving is an O(1) unlink with no allocation.
+ * once per request. Leaving is an O(1) unlink with no allocation, and never touches the timer:
+ * a list that empties keeps it until it fires (finding nothing due, it lapses), so the next
+ * entry reuses it. Clearing it there made a proxy with one request in flight at a time (sparse
+ * traffic, or stream idle cuts, whose streams often end in the tick they start) clear and arm
+ * a Node timer for every request. The timer is unref'd: a request in flight holds the process
+ * open through its sockets, and an idle one need not wait a duration to exit.
  */
 export interface DeadlineEntry {
   /** When the entry expires, on the sweep's clock. */
@@ -69,16 +74,10 @@ export class DeadlineSweep {
   /** Takes `entry` out before its deadline; a no-op when it already left or expired. */
   remove(entry: DeadlineEntry): void {
     const list = entry.list;
-    if (list === undefined) return;
-    unlink(list, entry);
-    // An idle proxy holds no timer (and a process with nothing in flight can exit).
-    if (list.head === undefined && list.timer !== undefined) {
-      clearTimeout(list.timer);
-      list.timer = undefined;
-    }
+    if (list !== undefined) unlink(list, entry);
   }
 
-  /** Timers held now: one per duration with entries in flight, never one per entry. */
+  /** Timers held now: at most one per duration, never one per entry. */
   get timers(): number {
     let count = 0;
     for (const list of this.#lists.values()) if (list.timer !== undefined) count++;
@@ -100,12 +99,13 @@ function unlink(list: DeadlineList, entry: DeadlineEntry): void {
 function arm(list: DeadlineList, firesAt: number, now: number): void {
   list.firesAt = firesAt;
   // Whole milliseconds, rounded up: a timer fired early would find nothing due and re-arm.
-  list.timer = setTimeout(sweep, Math.max(1, Math.ceil(firesAt - now)), list);
+  list.timer = setTimeout(sweep, Math.max(1, Math.ceil(firesAt - now)), list).unref();
 }
 
 /**
- * Expires every entry whose deadline passed, oldest first, then re-arms for the next one. An
- * entry's `expired` may remove other entries (or add some): the loop re-reads the head each time.
+ * Expires every entry whose deadline passed, oldest first, then re-arms for the next one (an
+ * empty list's timer lapses). An entry's `expired` may remove other entries (or add some): the
+ * loop re-reads the head each time.
  */
 function sweep(list: DeadlineList): void {
   list.timer = undefined;

@@ -56,7 +56,32 @@ describe("stream idle cut", () => {
       "data 4",
       "end",
     ]);
+    // The ended stream left the sweep: its timer lapses without a cut.
+    vi.advanceTimersByTime(1_000);
+    expect(above.events.at(-1)).toBe("end");
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("streams that come and go one at a time share one timer, not one each", () => {
+    const armed = vi.spyOn(globalThis, "setTimeout");
+    const world = stageWorld({ route: { timeouts: { totalMs: 0, streamIdleMs: 1_000 } } });
+    const down = fakeDispatch();
+    const stage = totalTimeout(world.deps)(down);
+    // An SSE answer that arrives whole: its stream starts and ends in one tick.
+    for (let i = 0; i < 100; i++) {
+      const exchange = world.exchange();
+      const above = new RecordingHandler(exchange);
+      stage(exchange, above);
+      const attempt = down.attempts[i]!.start();
+      attempt.handler.onResponseStart(attempt.controller, 200, SSE);
+      attempt.handler.onResponseData(attempt.controller, Buffer.from("data: 1"));
+      attempt.handler.onResponseEnd(attempt.controller);
+      expect(above.events).toEqual(["start 200", "data data: 1", "end"]);
+      vi.advanceTimersByTime(5);
+    }
+    // A timer per stream was an insert and an unenroll each time.
+    expect(armed.mock.calls.length).toBeLessThanOrEqual(2);
+    armed.mockRestore();
   });
 
   it("bytes from the client restart the idle clock too, while the upstream is silent", () => {
@@ -91,10 +116,11 @@ describe("stream idle cut", () => {
     expect(above.events).toEqual(["start 200"]);
   });
 
-  it("stops its timer when the stream fails", () => {
+  it("leaves the sweep when the stream fails", () => {
     const { attempt, above } = setup();
     attempt.handler.onResponseStart(attempt.controller, 200, SSE);
     attempt.fail("stream_broken");
+    vi.advanceTimersByTime(1_000);
     expect(vi.getTimerCount()).toBe(0);
     expect(above.events).toEqual(["start 200", "failure stream_broken"]);
   });

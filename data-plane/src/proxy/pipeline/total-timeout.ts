@@ -21,7 +21,8 @@ import { isStreamingResponse } from "./streaming-response.js";
  * and the attempt in flight is aborted. A streaming response outlives totalMs: from its headers
  * on, its silence is bounded instead, by streamIdleMs (a StreamIdleWatch, stream-idle.ts). It
  * stands under the breaker, which records these failures. Every route has a totalMs, so requests
- * share a deadline sweep (one timer per duration) instead of a timer each.
+ * share a deadline sweep (one timer per duration) instead of a timer each, and streams' idle
+ * cuts share it too.
  */
 export function totalTimeout(deps: ProxyDeps, sweep = new DeadlineSweep()): Interceptor {
   return (next) => (exchange, handler) => {
@@ -81,7 +82,7 @@ class TimeoutHandler extends DecoratorHandler implements DeadlineEntry, IdleOwne
       const idleMs = this.exchange.route.streamIdleMs;
       if (idleMs > 0 && this.#idle === undefined) {
         this.#controller = controller;
-        this.#idle = new StreamIdleWatch(this, idleMs);
+        this.#idle = new StreamIdleWatch(this, idleMs, this.sweep);
       }
     }
     this.handler.onResponseStart(controller, status, headers);
