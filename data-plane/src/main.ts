@@ -36,7 +36,7 @@ import { Tunnels } from "./proxy/websocket/tunnels.js";
 import { createUpgradeHandler } from "./proxy/websocket/upgrade-handler.js";
 import { LeaseBook } from "./quota/lease-book.js";
 import { startQuotaFlush } from "./quota/quota-flush.js";
-import { type AfterSwapStep, runAfterSwap } from "./runtime/after-swap.js";
+import type { AfterSwapStep } from "./runtime/after-swap.js";
 import {
   AppliedSnapshot,
   type CompiledSnapshot,
@@ -44,9 +44,9 @@ import {
   type SnapshotSource,
 } from "./runtime/applied-snapshot.js";
 import { closeServer } from "./runtime/close-server.js";
+import { followSwap } from "./runtime/follow-swap.js";
 import { HealthSync } from "./runtime/health-sync.js";
 import { ListenError, listen } from "./runtime/listen.js";
-import { diffSnapshots } from "./runtime/snapshot-diff.js";
 import { CacheMetrics, LastGoodSnapshot, SnapshotCache } from "./snapshot-cache/index.js";
 import {
   type ApplyResult,
@@ -401,49 +401,24 @@ export async function startDataPlane(
       return result;
     }
     const compiled = result.value;
-    const diff = diffSnapshots(previous, compiled);
-    runAfterSwap(
+    // The request path first (pools, breakers, pickers), as in every worker; then this
+    // process's own: node health follows the upstreams the swap changed, and the rest.
+    followSwap(previous, compiled, { pools, healing, outcomes }, logger, (diff) => [
+      ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
+      // A first snapshot's 20,000 targets are made over the turns after this one.
+      ["health", () => healthSync.follow(diff.upstreams)],
+      ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
+      // Nodes added or removed change the view without any state change to report it. Once
+      // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
+      // in a turn of its own: that report need not delay the ACK or clients behind the swap.
       [
-        ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
-        ["outcomes", () => outcomes.serving(compiled.version)],
-        // Pools of removed nodes, and those built with settings no route uses any more (a
-        // changed keepAliveTimeoutMs), close once their requests in flight are done.
-        ["pools", () => pools.retain({ get: (a) => compiled.poolKeysOf(a) }, diff.addresses)],
-        // A first snapshot's 20,000 targets are made over the turns after this one.
-        ["health", () => healthSync.follow(diff.upstreams)],
-        // A delta on the snapshot served: only the upstreams it changed. Otherwise in turns: a
-        // first snapshot's 2,000 breakers and pickers; a request that meets an upstream not
-        // reached yet makes its record then (RequestHealing.upstream).
-        [
-          "healing",
-          () =>
-            (diff.changed !== undefined &&
-              previous !== undefined &&
-              healing.syncChanged(previous, compiled, diff.changed)) ||
-            void healing
-              .syncInTurns(compiled)
-              .catch((err: unknown) =>
-                logger.error(
-                  { err, step: "healing", version: compiled.version },
-                  "snapshot applied, but a step after the swap failed",
-                ),
-              ),
-        ],
-        ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
-        // Nodes added or removed change the view without any state change to report it. Once
-        // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
-        // in a turn of its own: that report need not delay the ACK or clients behind the swap.
-        [
-          "health report",
-          () =>
-            diff.upstreams.size > 0 &&
-            healthSync.synced().then(() => setImmediate(() => healthReports.request())),
-        ],
-        ...more,
+        "health report",
+        () =>
+          diff.upstreams.size > 0 &&
+          healthSync.synced().then(() => setImmediate(() => healthReports.request())),
       ],
-      compiled.version,
-      logger,
-    );
+      ...more,
+    ]);
     return { ok: true };
   }
 

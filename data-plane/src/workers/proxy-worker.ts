@@ -20,6 +20,7 @@ import { createUpgradeHandler } from "../proxy/websocket/upgrade-handler.js";
 import { LeaseBook } from "../quota/lease-book.js";
 import { startQuotaFlush } from "../quota/quota-flush.js";
 import type { CompiledSnapshot } from "../runtime/applied-snapshot.js";
+import { followSwap } from "../runtime/follow-swap.js";
 import { listen } from "../runtime/listen.js";
 import {
   createProxyTlsListener,
@@ -159,11 +160,16 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     createProxyTlsListener(certificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
   proxyTls?.server.on("upgrade", upgradeHandler);
 
-  /** What follows a swap: pools no route uses close, breakers and retry budgets follow. */
+  /** The snapshot the request path was last brought in line with (afterSwap). */
+  let followed: CompiledSnapshot | undefined;
+  /**
+   * What follows a swap, as in the primary (followSwap): pools no route uses close, breakers
+   * and retry budgets follow; a delta's commit touches only what the delta changed.
+   */
   function afterSwap(compiled: CompiledSnapshot): void {
-    pools.retain({ get: (a) => compiled.poolKeysOf(a) });
-    healing.sync(compiled);
-    outcomes.serving(compiled.version);
+    const previous = followed;
+    followed = compiled;
+    followSwap(previous, compiled, { pools, healing, outcomes }, logger);
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
