@@ -24,7 +24,7 @@ import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer } from "./health/index.js";
-import { metricsSource, renderedText } from "./metrics/metrics-source.js";
+import { familiesText, metricsSource } from "./metrics/metrics-source.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
 import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { TenantMetrics } from "./metrics/tenant-metrics.js";
@@ -435,7 +435,8 @@ export async function startDataPlane(
   });
   const proxy = createServer(proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
-  const tunnels = new Tunnels(registry);
+  // With workers they hold the tunnels, and their gauge is the one /metrics lists.
+  const tunnels = new Tunnels(requestRegistry);
   const upgradeHandler = createUpgradeHandler({
     current: () => applied.current(),
     pools,
@@ -468,7 +469,7 @@ export async function startDataPlane(
           ? metricsSource(
               registry,
               healthMetrics.nodeSeries,
-              renderedText(() => workers.metricsText()),
+              familiesText(() => workers.metricsView()),
             )
           : metricsSource(registry, healthMetrics.nodeSeries),
         applied,

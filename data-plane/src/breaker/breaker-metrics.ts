@@ -35,6 +35,10 @@ export class BreakerMetrics implements BreakerStateSink {
       help: "Circuit breaker state per upstream: 0 closed, 1 half-open, 2 open.",
       labelNames: ["upstream"],
       registers,
+      // With workers each has its own breaker, and /metrics shows the most open one: 2 when
+      // any worker fails requests fast, which is what an alert on `== 2` means to catch. A sum
+      // would read two half-open workers as open (2) and leave the 0-2 scale.
+      aggregator: "max",
     });
     this.transitions = new Counter({
       name: "clawgate_breaker_transitions_total",

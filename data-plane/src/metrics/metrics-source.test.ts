@@ -1,7 +1,7 @@
 import { Counter, Gauge, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { NodeSeries } from "../health/node-series.js";
-import { metricsSource, renderedText } from "./metrics-source.js";
+import { familiesText, metricsSource } from "./metrics-source.js";
 
 function registryOf(families: number, seriesEach: number): Registry {
   const registry = new Registry();
@@ -47,16 +47,26 @@ describe("metricsSource", () => {
     expect(await turnsDuring(() => source.metrics())).toBeGreaterThanOrEqual(10);
   });
 
-  it("keeps only the named families of text rendered elsewhere", async () => {
+  it("renders families read at each scrape like the registry's: in order, blank-line apart, one per turn, only those named", async () => {
     const registry = registryOf(3, 2);
-    const text = await registry.metrics();
+    let reads = 0;
     const source = metricsSource(
       new Registry(),
-      renderedText(async () => text),
+      familiesText(async () => {
+        reads++;
+        return registry;
+      }),
     );
+    expect(await source.metrics()).toBe(await registry.metrics());
     const picked = await source.metrics(new Set(["family_1", "plain_total"]));
     expect(picked).toBe(
-      `${await registry.getSingleMetricAsString("family_1")}\n${await registry.getSingleMetricAsString("plain_total")}\n`,
+      `${await registry.getSingleMetricAsString("family_1")}\n\n${await registry.getSingleMetricAsString("plain_total")}\n`,
     );
+    expect(reads).toBe(2);
+    const many = metricsSource(
+      new Registry(),
+      familiesText(async () => registryOf(10, 2_000)),
+    );
+    expect(await turnsDuring(() => many.metrics())).toBeGreaterThanOrEqual(10);
   });
 });

@@ -27,7 +27,16 @@ export interface MetricsText {
 const LAG_COLLECTOR = "nodejs_eventloop_lag_seconds";
 const LAG_FAMILY = "nodejs_eventloop_lag_";
 
-type RegistryView = Pick<Registry, "contentType" | "getMetricsAsArray" | "getSingleMetricAsString">;
+/**
+ * What rendering a family at a time needs of a registry: its family names in order, and one
+ * family's text. A prom-client Registry is one; the workers' aggregation is another.
+ */
+export interface FamilyView {
+  getMetricsAsArray(): readonly { readonly name: string }[];
+  getSingleMetricAsString(name: string): Promise<string>;
+}
+
+type RegistryView = FamilyView & Pick<Registry, "contentType">;
 
 /** A registry's series followed by each text source's, filtered by family name when asked. */
 export function metricsSource(registry: RegistryView, ...texts: MetricsText[]): MetricsSource {
@@ -68,7 +77,7 @@ export function metricsSource(registry: RegistryView, ...texts: MetricsText[]): 
  * of lines, and prom-client renders a registry in one turn.
  */
 async function* registryFamilies(
-  registry: RegistryView,
+  registry: FamilyView,
   names: ReadonlySet<string> | undefined,
 ): AsyncGenerator<string> {
   const present = registry.getMetricsAsArray().map((metric) => metric.name);
@@ -88,28 +97,21 @@ async function* registryFamilies(
 }
 
 /**
- * Text already rendered elsewhere (the workers' summed series) as a source: its families are
- * known only from the text, so a filtered scrape keeps the lines of each family named, found
- * by the `# HELP` / `# TYPE` line that opens every family prom-client writes.
+ * Families read afresh at each scrape (the workers' series, aggregated) as a source, rendered
+ * one family per event-loop turn as the registry's are: aggregating 10,000 routes' buckets
+ * from every worker in one turn would hold the primary's snapshot stream and watchdog. Its
+ * families are known only once read, so it is always asked, and filters by name itself.
  */
-export function renderedText(render: () => Promise<string>): MetricsText {
+export function familiesText(read: () => Promise<FamilyView>): MetricsText {
   return {
     families: [],
     chunks: async function* (names) {
-      yield filtered(await render(), names);
+      let first = true;
+      for await (const family of registryFamilies(await read(), names)) {
+        // A blank line between families, as prom-client writes them.
+        yield first ? family : `\n${family}`;
+        first = false;
+      }
     },
   };
-}
-
-/** The lines of each family named in `names` (all of `text` when undefined). */
-function filtered(text: string, names: ReadonlySet<string> | undefined): string {
-  if (names === undefined) return text;
-  let keep = false;
-  const kept: string[] = [];
-  for (const line of text.split("\n")) {
-    const opens = /^# (?:HELP|TYPE) (\S+)/.exec(line);
-    if (opens !== null) keep = names.has(opens[1]!);
-    if (keep && line !== "") kept.push(line);
-  }
-  return kept.length === 0 ? "" : `${kept.join("\n")}\n`;
 }

@@ -10,6 +10,7 @@ import { CLOSE_GRACE_MS } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import { WorkerBreakers } from "../breaker/worker-breakers.js";
+import type { FamilyView } from "../metrics/metrics-source.js";
 import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
@@ -35,7 +36,7 @@ export type RestartReason = (typeof RESTART_REASONS)[number];
 
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
- * in all of them as one step (TwoPhaseApply), sends them health changes, sums their metrics,
+ * in all of them as one step (TwoPhaseApply), sends them health changes, combines their metrics,
  * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
  * A worker alive but hung (it leaves pings or an apply unanswered) is killed and replaced the
  * same way.
@@ -111,7 +112,7 @@ export class WorkerPool {
       answerTimeoutMs: options.applyTimeoutMs,
       hung: (id, reason) => this.#killHung(id, "apply-timeout", reason),
     });
-    this.#metrics = new WorkerMetrics(participants);
+    this.#metrics = new WorkerMetrics(participants, { served: options.served });
     this.#liveness = new WorkerLiveness({
       participants,
       intervalMs: options.pingIntervalMs,
@@ -170,9 +171,9 @@ export class WorkerPool {
     return this.#applies.run({ kind: "delta", bytes }, local);
   }
 
-  /** The workers' series summed, from those that answer (see WorkerMetrics). */
-  metricsText(): Promise<string> {
-    return this.#metrics.text();
+  /** The workers' series combined, to render a family at a time (see WorkerMetrics). */
+  metricsView(): Promise<FamilyView> {
+    return this.#metrics.view();
   }
 
   /** A node entered or left rotation: every worker's pickers follow. */

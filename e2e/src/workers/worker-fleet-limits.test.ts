@@ -141,11 +141,18 @@ describe("fleet limits and fleet probes with a workers: 2 data plane", () => {
   }, 60_000);
 
   it("sends one half-open probe for the whole fleet, not one per data plane or worker, and closes every breaker on its verdict", async () => {
-    /** clawgate_breaker_state of flaky summed over a and b's workers (0 closed, 1 half-open, 2 open). */
+    /**
+     * The states of flaky's breakers (0 closed, 1 half-open, 2 open) summed over a and over b's
+     * workers. b's /metrics shows the most open of its workers' states, so its sum is read
+     * from the transitions each worker made: every breaker starts closed (0).
+     */
     const states = async () => {
-      const of = async (dp: DataPlane) =>
-        metricSum(await dp.metrics(), "clawgate_breaker_state", { upstream: "flaky" });
-      return [await of(a), await of(b)];
+      const inA = metricSum(await a.metrics(), "clawgate_breaker_state", { upstream: "flaky" });
+      const text = await b.metrics();
+      const into = (state: string) =>
+        metricSum(text, "clawgate_breaker_transitions_total", { upstream: "flaky", to: state }) -
+        metricSum(text, "clawgate_breaker_transitions_total", { upstream: "flaky", from: state });
+      return [inA, into("half-open") + 2 * into("open")];
     };
     // Trip the breaker in a and in both of b's workers: each sees a 500 and opens.
     await waitFor(

@@ -31,6 +31,10 @@ describe("a data plane with workers: 2", () => {
     await waitForConvergence(cp, [dp]);
     await waitForWorkers(dp, 2);
     expect(workerPids(dp)).toHaveLength(2);
+    // Each family once: the primary lists none of the workers' families a second time.
+    const types = (await dp.metrics()).split("\n").filter((line) => line.startsWith("# TYPE "));
+    expect(types.filter((line, i) => types.indexOf(line) !== i)).toEqual([]);
+    expect(types).toContain("# TYPE clawgate_websocket_tunnels gauge");
   });
 
   it("counts every request once across workers", async () => {
@@ -63,6 +67,21 @@ describe("a data plane with workers: 2", () => {
     expect(failed.length, `failures: ${failed.join(", ")}`).toBeLessThanOrEqual(1);
     expect(statuses.length).toBeGreaterThan(killedAt + 40);
     expect(workerPids(dp)[2]).not.toBe(victim);
+  });
+
+  it("keeps counting a killed worker's requests in /metrics once it is replaced", async () => {
+    const counted = async () => metricSum(await dp.metrics(), "clawgate_requests_total");
+    // No request runs now: this scrape holds each live worker's count so far.
+    const before = await counted();
+    const [, victim] = workerPids(dp);
+    process.kill(victim!, "SIGKILL");
+    await waitFor(() => workerPids(dp).length === 4, { what: "a fourth worker started" });
+    await waitForWorkers(dp, 2, "clawgate_workers back to 2");
+    // Its share is still counted: a sum of the live workers' alone would drop, and Prometheus
+    // would read a counter reset.
+    expect(await counted()).toBe(before);
+    for (let i = 0; i < 10; i++) expect(await get(`${dp.proxyUrl}/api/x`)).toBe(200);
+    expect(await counted()).toBe(before + 10);
   });
 
   it("on SIGTERM drains every worker, then exits 0", async () => {
