@@ -27,6 +27,7 @@ import {
 } from "../tls-listener/proxy-tls-listener.js";
 import { createNodeResolver } from "../upstream/node-resolver.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
+import { exitAsFailed } from "./worker-failure.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
 import { WorkerSnapshots } from "./worker-snapshots.js";
 
@@ -166,25 +167,29 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     outcomes.serving(compiled.version);
   }
 
+  /** A step after a swap that throws is logged: the snapshot is served all the same. */
+  function afterSwapLogged(compiled: CompiledSnapshot): void {
+    try {
+      afterSwap(compiled);
+    } catch (err) {
+      logger.error(
+        { err, version: compiled.version },
+        "snapshot applied, but a step after the swap failed",
+      );
+    }
+  }
+
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
+  // A message that fails is logged (or, before listening, ends the worker with its reason):
+  // never an uncaught error that kills the worker, which would fail the same way again.
   let queue: Promise<unknown> = Promise.resolve();
   process.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
-    // Proof that this event loop turns, answered ahead of any queued snapshot work.
-    if (message.type === "clawgate:ping") {
-      send({ type: "clawgate:pong" });
-      return;
+    try {
+      receive(message);
+    } catch (err) {
+      logger.error({ err, type: message.type }, "proxy worker failed to handle a message");
     }
-    // Leases and probe verdicts need not wait behind a snapshot being compiled either.
-    if (coordinate(message)) return;
-    // A scrape need not wait behind a snapshot being compiled.
-    if (message.type === "clawgate:metrics") {
-      void registry
-        .getMetricsAsJSON()
-        .then((metrics) => send({ type: "clawgate:metrics-reply", id: message.id, metrics }));
-      return;
-    }
-    queue = queue.then(() => handle(message));
   });
   // systemd signals the whole cgroup; the primary decides when a worker drains and exits.
   process.on("SIGTERM", () => {});
@@ -194,6 +199,47 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   // The primary is gone: nothing would deliver snapshots or stop this worker any more.
   process.on("disconnect", () => process.exit(0));
   send({ type: "clawgate:hello" });
+
+  function receive(message: ToWorker): void {
+    // Proof that this event loop turns, answered ahead of any queued snapshot work.
+    if (message.type === "clawgate:ping") {
+      send({ type: "clawgate:pong" });
+      return;
+    }
+    // Leases and probe verdicts need not wait behind a snapshot being compiled either.
+    if (coordinate(message)) return;
+    // A scrape need not wait behind a snapshot being compiled.
+    if (message.type === "clawgate:metrics") {
+      registry
+        .getMetricsAsJSON()
+        .then((metrics) => send({ type: "clawgate:metrics-reply", id: message.id, metrics }))
+        // Unanswered, the scrape goes on without this worker after its wait (WorkerMetrics).
+        .catch((err: unknown) => logger.error({ err }, "collecting the worker's metrics failed"));
+      return;
+    }
+    queue = queue.then(() => handle(message)).catch((err: unknown) => handleFailed(message, err));
+  }
+
+  /** What a queued message that threw leaves behind: failed init, an answered prepare. */
+  function handleFailed(message: ToWorker, err: unknown): Promise<void> | undefined {
+    switch (message.type) {
+      case "clawgate:init":
+        logger.error({ err }, "proxy worker cannot start serving; exiting");
+        return exitAsFailed(err);
+      case "clawgate:prepare":
+        // A refusal the apply can NACK, rather than an answer it waits for until it kills us.
+        send({
+          type: "clawgate:prepared",
+          id: message.id,
+          ok: false,
+          reason: `worker could not prepare the update: ${err instanceof Error ? err.message : String(err)}`,
+        });
+        return;
+      default:
+        logger.error({ err, type: message.type }, "proxy worker failed to handle a message");
+        return;
+    }
+  }
 
   /** Applies a lease, probe verdict or stream reset from the primary; false for other messages. */
   function coordinate(message: ToWorker): boolean {
@@ -229,9 +275,11 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
         // The current snapshot is applied before this worker takes any traffic.
         if (message.snapshot !== undefined) {
           const result = await snapshots.init(message.snapshot);
-          if (!result.ok) logger.error({ reason: result.reason }, "initial snapshot refused");
+          // Listening with nothing to serve would answer every request "no snapshot" while
+          // counted as a worker: fail, so the primary forks another with backoff.
+          if (!result.ok) throw new Error(`initial snapshot refused: ${result.reason}`);
           const compiled = snapshots.current();
-          if (compiled !== undefined) afterSwap(compiled);
+          if (compiled !== undefined) afterSwapLogged(compiled);
         }
         const address = await listen(proxy, "proxy", config.proxyListen);
         const tlsAddress =
@@ -247,7 +295,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
       }
       case "clawgate:commit": {
         const compiled = snapshots.commit(message.id);
-        if (compiled !== undefined) afterSwap(compiled);
+        if (compiled !== undefined) afterSwapLogged(compiled);
         send({ type: "clawgate:committed", id: message.id });
         return;
       }
