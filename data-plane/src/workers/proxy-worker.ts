@@ -28,6 +28,7 @@ import {
 import { createNodeResolver } from "../upstream/node-resolver.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
 import { exitAsFailed } from "./worker-failure.js";
+import { workerInbox } from "./worker-inbox.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
 import { WorkerSnapshots } from "./worker-snapshots.js";
 
@@ -180,16 +181,16 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
-  // A message that fails is logged (or, before listening, ends the worker with its reason):
-  // never an uncaught error that kills the worker, which would fail the same way again.
-  let queue: Promise<unknown> = Promise.resolve();
+  const receive = workerInbox({
+    send,
+    coordinate,
+    metrics: () => registry.getMetricsAsJSON(),
+    handle,
+    failStart: exitAsFailed,
+    logger,
+  });
   process.on("message", (message: unknown) => {
-    if (!isToWorker(message)) return;
-    try {
-      receive(message);
-    } catch (err) {
-      logger.error({ err, type: message.type }, "proxy worker failed to handle a message");
-    }
+    if (isToWorker(message)) receive(message);
   });
   // systemd signals the whole cgroup; the primary decides when a worker drains and exits.
   process.on("SIGTERM", () => {});
@@ -199,47 +200,6 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   // The primary is gone: nothing would deliver snapshots or stop this worker any more.
   process.on("disconnect", () => process.exit(0));
   send({ type: "clawgate:hello" });
-
-  function receive(message: ToWorker): void {
-    // Proof that this event loop turns, answered ahead of any queued snapshot work.
-    if (message.type === "clawgate:ping") {
-      send({ type: "clawgate:pong" });
-      return;
-    }
-    // Leases and probe verdicts need not wait behind a snapshot being compiled either.
-    if (coordinate(message)) return;
-    // A scrape need not wait behind a snapshot being compiled.
-    if (message.type === "clawgate:metrics") {
-      registry
-        .getMetricsAsJSON()
-        .then((metrics) => send({ type: "clawgate:metrics-reply", id: message.id, metrics }))
-        // Unanswered, the scrape goes on without this worker after its wait (WorkerMetrics).
-        .catch((err: unknown) => logger.error({ err }, "collecting the worker's metrics failed"));
-      return;
-    }
-    queue = queue.then(() => handle(message)).catch((err: unknown) => handleFailed(message, err));
-  }
-
-  /** What a queued message that threw leaves behind: failed init, an answered prepare. */
-  function handleFailed(message: ToWorker, err: unknown): Promise<void> | undefined {
-    switch (message.type) {
-      case "clawgate:init":
-        logger.error({ err }, "proxy worker cannot start serving; exiting");
-        return exitAsFailed(err);
-      case "clawgate:prepare":
-        // A refusal the apply can NACK, rather than an answer it waits for until it kills us.
-        send({
-          type: "clawgate:prepared",
-          id: message.id,
-          ok: false,
-          reason: `worker could not prepare the update: ${err instanceof Error ? err.message : String(err)}`,
-        });
-        return;
-      default:
-        logger.error({ err, type: message.type }, "proxy worker failed to handle a message");
-        return;
-    }
-  }
 
   /** Applies a lease, probe verdict or stream reset from the primary; false for other messages. */
   function coordinate(message: ToWorker): boolean {
