@@ -63,6 +63,7 @@ import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
 import { WorkerCoordination } from "./workers/worker-coordination.js";
 import { workerCount } from "./workers/worker-count.js";
+import { exitAsFailed, WorkerStartError } from "./workers/worker-failure.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 
 /**
@@ -196,6 +197,7 @@ export async function startDataPlane(
           applyTimeoutMs: config.workerApplyTimeoutMs,
           pingIntervalMs: config.workerPingIntervalMs,
           maxMissedPings: config.workerMaxMissedPings,
+          helloTimeoutMs: config.workerHelloTimeoutMs,
         })
       : undefined;
   // Workers' pickers follow this process's probes: every eviction and return reaches them.
@@ -552,6 +554,7 @@ export async function startDataPlane(
   } catch (err) {
     if (err instanceof ListenError)
       logger.fatal({ address: err.address, code: err.code }, err.message);
+    if (err instanceof WorkerStartError) logger.fatal(err.message);
     await stop();
     throw err;
   }
@@ -563,14 +566,18 @@ export async function startDataPlane(
  * on without a port. A ConfigError is thrown to the bin, which exits 2.
  */
 export async function main(argv = process.argv.slice(2), env = process.env): Promise<void> {
+  // A proxy worker forked by the primary (workers > 1) runs the request path only. One that
+  // cannot (its config or certificates unreadable now) tells the primary why and exits.
+  if (cluster.isWorker && env.CLAWGATE_WORKER === "1") {
+    return (async () => runProxyWorker(loadConfig({ argv, env })))().catch(exitAsFailed);
+  }
   const config = loadConfig({ argv, env });
-  // A proxy worker forked by the primary (workers > 1) runs the request path only.
-  if (cluster.isWorker && env.CLAWGATE_WORKER === "1") return runProxyWorker(config);
   let dataPlane: RunningDataPlane;
   try {
     dataPlane = await startDataPlane(config);
   } catch (err) {
-    if (err instanceof ListenError) process.exit(1);
+    // Workers that could not start serving: as a listener that cannot bind, restart and retry.
+    if (err instanceof ListenError || err instanceof WorkerStartError) process.exit(1);
     throw err;
   }
   const { logger, notifier } = dataPlane;

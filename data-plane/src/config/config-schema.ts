@@ -206,6 +206,15 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1).max(1_000),
     default: 10,
   },
+  workerHelloTimeoutMs: {
+    variable: "CLAWGATE_WORKER_HELLO_TIMEOUT_MS",
+    flag: "worker-hello-timeout-ms",
+    // Far above the second or so a worker takes to load its code on a busy 2-core machine; a
+    // worker that has not said hello is not pinged yet, so only this deadline finds it hung.
+    doc: "With workers > 1: how long a forked worker may take to load and say hello before it is deemed hung, killed (SIGKILL) and replaced.",
+    type: z.int().min(10).max(600_000),
+    default: 30_000,
+  },
   cpTlsCaFile: {
     variable: "CLAWGATE_CP_TLS_CA_FILE",
     flag: "cp-tls-ca-file",

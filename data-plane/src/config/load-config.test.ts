@@ -63,6 +63,7 @@ describe("loadConfig", () => {
       workerApplyTimeoutMs: 30_000,
       workerPingIntervalMs: 1_000,
       workerMaxMissedPings: 10,
+      workerHelloTimeoutMs: 30_000,
     });
   });
 
@@ -70,12 +71,13 @@ describe("loadConfig", () => {
     expect(
       load({
         env: { CLAWGATE_WORKER_APPLY_TIMEOUT_MS: "3000", CLAWGATE_WORKER_PING_INTERVAL_MS: "250" },
-        argv: ["--worker-max-missed-pings=4"],
+        argv: ["--worker-max-missed-pings=4", "--worker-hello-timeout-ms=5000"],
       }),
     ).toMatchObject({
       workerApplyTimeoutMs: 3_000,
       workerPingIntervalMs: 250,
       workerMaxMissedPings: 4,
+      workerHelloTimeoutMs: 5_000,
     });
     // Zero would kill every worker at the first ping, or every apply at once.
     expect(() => load({ env: { CLAWGATE_WORKER_MAX_MISSED_PINGS: "0" } })).toThrow(

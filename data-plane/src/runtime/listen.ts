@@ -5,6 +5,8 @@ import { formatHostPort, parseHostPort } from "@clawgate/runtime";
 export class ListenError extends Error {
   readonly code: string;
   readonly address: string;
+  /** Which listener: "proxy", "proxy TLS", "admin". */
+  readonly listener: string;
 
   constructor(name: string, address: string, cause: NodeJS.ErrnoException) {
     const code = cause.code ?? "UNKNOWN";
@@ -12,6 +14,7 @@ export class ListenError extends Error {
     this.name = "ListenError";
     this.code = code;
     this.address = address;
+    this.listener = name;
   }
 }
 

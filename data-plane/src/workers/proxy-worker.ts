@@ -28,6 +28,8 @@ import {
 } from "../tls-listener/proxy-tls-listener.js";
 import { createNodeResolver } from "../upstream/node-resolver.js";
 import { PoolRegistry } from "../upstream/pool-registry.js";
+import { exitAsFailed } from "./worker-failure.js";
+import { workerInbox } from "./worker-inbox.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
 import { WorkerSnapshots } from "./worker-snapshots.js";
 
@@ -172,25 +174,29 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     followSwap(previous, compiled, { pools, healing, outcomes }, logger);
   }
 
+  /** A step after a swap that throws is logged: the snapshot is served all the same. */
+  function afterSwapLogged(compiled: CompiledSnapshot): void {
+    try {
+      afterSwap(compiled);
+    } catch (err) {
+      logger.error(
+        { err, version: compiled.version },
+        "snapshot applied, but a step after the swap failed",
+      );
+    }
+  }
+
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
-  let queue: Promise<unknown> = Promise.resolve();
+  const receive = workerInbox({
+    send,
+    coordinate,
+    metrics: () => registry.getMetricsAsJSON(),
+    handle,
+    failStart: exitAsFailed,
+    logger,
+  });
   process.on("message", (message: unknown) => {
-    if (!isToWorker(message)) return;
-    // Proof that this event loop turns, answered ahead of any queued snapshot work.
-    if (message.type === "clawgate:ping") {
-      send({ type: "clawgate:pong" });
-      return;
-    }
-    // Leases and probe verdicts need not wait behind a snapshot being compiled either.
-    if (coordinate(message)) return;
-    // A scrape need not wait behind a snapshot being compiled.
-    if (message.type === "clawgate:metrics") {
-      void registry
-        .getMetricsAsJSON()
-        .then((metrics) => send({ type: "clawgate:metrics-reply", id: message.id, metrics }));
-      return;
-    }
-    queue = queue.then(() => handle(message));
+    if (isToWorker(message)) receive(message);
   });
   // systemd signals the whole cgroup; the primary decides when a worker drains and exits.
   process.on("SIGTERM", () => {});
@@ -235,9 +241,11 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
         // The current snapshot is applied before this worker takes any traffic.
         if (message.snapshot !== undefined) {
           const result = await snapshots.init(message.snapshot);
-          if (!result.ok) logger.error({ reason: result.reason }, "initial snapshot refused");
+          // Listening with nothing to serve would answer every request "no snapshot" while
+          // counted as a worker: fail, so the primary forks another with backoff.
+          if (!result.ok) throw new Error(`initial snapshot refused: ${result.reason}`);
           const compiled = snapshots.current();
-          if (compiled !== undefined) afterSwap(compiled);
+          if (compiled !== undefined) afterSwapLogged(compiled);
         }
         const address = await listen(proxy, "proxy", config.proxyListen);
         const tlsAddress =
@@ -253,7 +261,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
       }
       case "clawgate:commit": {
         const compiled = snapshots.commit(message.id);
-        if (compiled !== undefined) afterSwap(compiled);
+        if (compiled !== undefined) afterSwapLogged(compiled);
         send({ type: "clawgate:committed", id: message.id });
         return;
       }

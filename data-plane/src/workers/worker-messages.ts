@@ -38,6 +38,8 @@ export type ToWorker =
 export type FromWorker =
   /** Listening for messages: the primary answers with init (a message sent before is lost). */
   | { type: "clawgate:hello" }
+  /** It cannot serve (listen, config, certificates, initial snapshot) and exits after this. */
+  | { type: "clawgate:failed"; reason: string; listen?: WorkerListenFailure }
   /** Serving: the proxy address, and the HTTPS one with proxyTlsListen. */
   | { type: "clawgate:listening"; address: string; tlsAddress?: string | undefined }
   | { type: "clawgate:prepared"; id: number; ok: boolean; reason?: string }
@@ -55,6 +57,15 @@ export type FromWorker =
   | { type: "clawgate:quota-usage"; reports: readonly WorkerUsage[] }
   /** The worker's FleetProbes claims a half-open probe, or releases it with its outcome. */
   | { type: "clawgate:probe-claim"; upstream: string; released?: boolean; success?: boolean };
+
+/** A ListenError's parts, so the primary can fail its start with the same error. */
+export interface WorkerListenFailure {
+  listener: string;
+  address: string;
+  code: string;
+  /** The system error's message. */
+  detail: string;
+}
 
 /** A ConsumptionReport on the JSON channel (bigints as decimal strings). */
 export interface WorkerUsage {

@@ -13,7 +13,9 @@ import { WorkerBreakers } from "../breaker/worker-breakers.js";
 import type { FamilyView } from "../metrics/metrics-source.js";
 import { WorkerOutcomes } from "../outcomes/worker-outcomes.js";
 import type { SnapshotApplyResult } from "../snapshot-client/snapshot-client.js";
+import { RestartBackoff } from "./restart-backoff.js";
 import { type Participants, TwoPhaseApply } from "./two-phase-apply.js";
+import { failureError, WorkerStartError } from "./worker-failure.js";
 import { WorkerLiveness } from "./worker-liveness.js";
 import {
   type CoordinationMessage,
@@ -31,15 +33,18 @@ export interface WorkerAddresses {
 }
 
 /** Why a worker was replaced: the label of clawgate_worker_restarts_total. */
-const RESTART_REASONS = ["exited", "apply-timeout", "missed-pings"] as const;
+const RESTART_REASONS = ["exited", "apply-timeout", "missed-pings", "hello-timeout"] as const;
 export type RestartReason = (typeof RESTART_REASONS)[number];
 
 /**
  * The primary's side of `workers` > 1: forks the proxy workers, applies each snapshot or delta
  * in all of them as one step (TwoPhaseApply), sends them health changes, combines their metrics,
- * and replaces a worker that dies at once (the cluster keeps the listening sockets meanwhile).
- * A worker alive but hung (it leaves pings or an apply unanswered) is killed and replaced the
- * same way.
+ * and replaces a worker that dies (the cluster keeps the listening sockets meanwhile): at once
+ * after a healthy run, then with a growing delay while replacements die young (RestartBackoff).
+ * A worker alive but hung (it leaves pings or an apply unanswered, or never says hello) is
+ * killed and replaced the same way. At boot, a worker that dies before any worker listened
+ * fails start() with its reason (a ListenError when it could not bind): the data plane exits
+ * rather than live on without a listener.
  */
 export class WorkerPool {
   readonly #count: number;
@@ -71,6 +76,21 @@ export class WorkerPool {
   #stopping = false;
   readonly #firstListening: Promise<WorkerAddresses>;
   #resolveListening!: (addresses: WorkerAddresses) => void;
+  #rejectListening!: (error: Error) => void;
+  /** Some worker listened: boot is over, a death from now on is replaced. */
+  #listened = false;
+  /** start() failed: the data plane stops, nothing is forked again. */
+  #startFailed = false;
+  readonly #helloTimeoutMs: number;
+  /** One per worker slot: a replacement takes its predecessor's slot and its streak of deaths. */
+  readonly #backoffs: RestartBackoff[];
+  /** Each live worker's slot, and when it started listening. */
+  readonly #slots = new Map<number, { readonly slot: number; listeningAt?: number }>();
+  /** Why a worker could not serve (it said so, or never said hello), until its exit. */
+  readonly #failures = new Map<number, Error>();
+  readonly #helloDeadlines = new Map<number, NodeJS.Timeout>();
+  /** Replacements waiting out their backoff. */
+  readonly #pendingForks = new Set<NodeJS.Timeout>();
 
   constructor(options: {
     count: number;
@@ -90,16 +110,21 @@ export class WorkerPool {
     pingIntervalMs: number;
     /** Pings in a row a worker may miss before it is killed as hung (workerMaxMissedPings). */
     maxMissedPings: number;
+    /** How long a forked worker may take to say hello before it is killed (workerHelloTimeoutMs). */
+    helloTimeoutMs: number;
   }) {
     this.#count = options.count;
+    this.#helloTimeoutMs = options.helloTimeoutMs;
+    this.#backoffs = Array.from({ length: options.count }, () => new RestartBackoff());
     this.#logger = options.logger;
     this.#onRefused = options.onRefused;
     this.#served = options.served;
     this.#onCoordination = options.onCoordination ?? (() => {});
     this.#onGone = options.onGone ?? (() => {});
     this.#onBreakers = options.onBreakers ?? (() => {});
-    this.#firstListening = new Promise((resolve) => {
+    this.#firstListening = new Promise((resolve, reject) => {
       this.#resolveListening = resolve;
+      this.#rejectListening = reject;
     });
     const participants: Participants = {
       ids: () => this.#hearingWorkers().map((w) => w.id),
@@ -121,7 +146,7 @@ export class WorkerPool {
     });
     this.#restarts = new Counter({
       name: "clawgate_worker_restarts_total",
-      help: "Proxy workers replaced, by reason: exited (died on its own), apply-timeout or missed-pings (hung: left an apply or pings unanswered).",
+      help: "Proxy workers replaced, by reason: exited (died on its own), apply-timeout, missed-pings or hello-timeout (hung: left an apply or pings unanswered, or never said hello).",
       labelNames: ["reason"],
       registers: [options.registry],
     });
@@ -138,9 +163,12 @@ export class WorkerPool {
     });
   }
 
-  /** Forks every worker; resolves with the proxy addresses once the first one listens. */
+  /**
+   * Forks every worker; resolves with the proxy addresses once the first one listens, rejects
+   * when one dies before any listened (with its ListenError when it could not bind).
+   */
   start(): Promise<WorkerAddresses> {
-    for (let i = 0; i < this.#count; i++) this.#fork();
+    for (let slot = 0; slot < this.#count; slot++) this.#fork(slot);
     this.#liveness.start();
     // The last guard, for an exit that does not wait for stop (a second signal, the stop
     // deadline): a healthy worker exits when its channel closes, a hung one never would.
@@ -207,6 +235,9 @@ export class WorkerPool {
     this.#stopping = true;
     // A worker draining long requests is no hung one.
     this.#liveness.stop();
+    for (const fork of this.#pendingForks) clearTimeout(fork);
+    this.#pendingForks.clear();
+    for (const deadline of this.#helloDeadlines.values()) clearTimeout(deadline);
     const exits = this.#live().map(
       (worker) =>
         new Promise<void>((resolve) => {
@@ -276,8 +307,18 @@ export class WorkerPool {
     if (worker.isConnected()) worker.send(message);
   }
 
-  #fork(): void {
+  #fork(slot: number): void {
     const worker = cluster.fork({ CLAWGATE_WORKER: "1" });
+    this.#slots.set(worker.id, { slot });
+    // One hung while it loads (never says hello) is never pinged: WorkerLiveness watches only
+    // workers that hear messages. Killed, it counts as a death, so its backoff applies.
+    const helloDeadline = setTimeout(() => {
+      const detail = `no hello within ${this.#helloTimeoutMs} ms of its fork`;
+      this.#failures.set(worker.id, new WorkerStartError(`proxy worker ${worker.id}: ${detail}`));
+      this.#killHung(worker.id, "hello-timeout", detail);
+    }, this.#helloTimeoutMs);
+    helloDeadline.unref();
+    this.#helloDeadlines.set(worker.id, helloDeadline);
     worker.on("online", () => {
       this.#logger.info({ worker: worker.id, pid: worker.process.pid }, "proxy worker started");
     });
@@ -285,6 +326,12 @@ export class WorkerPool {
       if (isFromWorker(message)) this.#onMessage(worker, message);
     });
     worker.on("exit", (code, signal) => {
+      clearTimeout(this.#helloDeadlines.get(worker.id));
+      this.#helloDeadlines.delete(worker.id);
+      const slot = this.#slots.get(worker.id);
+      this.#slots.delete(worker.id);
+      const failure = this.#failures.get(worker.id);
+      this.#failures.delete(worker.id);
       this.#listening.delete(worker.id);
       this.#hearing.delete(worker.id);
       // It owes no answer any more: an apply or a scrape completes with the workers left.
@@ -297,22 +344,59 @@ export class WorkerPool {
       this.#liveness.gone(worker.id);
       const killed = this.#killed.get(worker.id);
       this.#killed.delete(worker.id);
-      if (this.#stopping) return;
-      this.#restarts.inc({ reason: killed ?? "exited" });
-      // A hung one was logged with its reason when it was killed.
-      if (killed === undefined) {
-        this.#logger.error(
-          { worker: worker.id, pid: worker.process.pid, code, signal },
-          "proxy worker died; starting another",
+      if (this.#stopping || this.#startFailed) return;
+      if (!this.#listened) {
+        const how = signal ?? `code ${code}`;
+        this.#failStart(
+          failure ??
+            new WorkerStartError(
+              `proxy worker ${worker.id} exited (${killed ?? how}) before any worker listened`,
+            ),
         );
+        return;
       }
-      this.#fork();
+      this.#restarts.inc({ reason: killed ?? "exited" });
+      const served = slot?.listeningAt === undefined ? 0 : performance.now() - slot.listeningAt;
+      const restartInMs = this.#backoffs[slot?.slot ?? 0]!.died(served);
+      this.#logger.error(
+        {
+          worker: worker.id,
+          pid: worker.process.pid,
+          code,
+          signal,
+          reason: failure?.message ?? killed,
+          restartInMs,
+        },
+        "proxy worker died; starting another",
+      );
+      this.#forkAfter(slot?.slot ?? 0, restartInMs);
     });
+  }
+
+  /** A replacement in the dead worker's slot: at once, or after its backoff. */
+  #forkAfter(slot: number, delayMs: number): void {
+    if (delayMs === 0) {
+      this.#fork(slot);
+      return;
+    }
+    const fork = setTimeout(() => {
+      this.#pendingForks.delete(fork);
+      if (!this.#stopping) this.#fork(slot);
+    }, delayMs);
+    this.#pendingForks.add(fork);
+  }
+
+  /** A worker died before any listened: the data plane cannot serve; start() fails with why. */
+  #failStart(error: Error): void {
+    this.#startFailed = true;
+    this.#rejectListening(error);
   }
 
   #onMessage(worker: Worker, message: FromWorker): void {
     switch (message.type) {
       case "clawgate:hello":
+        clearTimeout(this.#helloDeadlines.get(worker.id));
+        this.#helloDeadlines.delete(worker.id);
         // Joining in the middle of an apply would leave it on the old version: it waits for
         // the apply to end and starts from the version the others then serve.
         this.#applies.whenIdle(() => {
@@ -326,10 +410,17 @@ export class WorkerPool {
           });
         });
         return;
-      case "clawgate:listening":
+      case "clawgate:failed":
+        this.#failures.set(worker.id, failureError(worker.id, message));
+        return;
+      case "clawgate:listening": {
+        const slot = this.#slots.get(worker.id);
+        if (slot !== undefined) slot.listeningAt = performance.now();
+        this.#listened = true;
         this.#listening.add(worker.id);
         this.#resolveListening({ proxy: message.address, tls: message.tlsAddress });
         return;
+      }
       case "clawgate:refused":
         this.#onRefused(message.upstream, message.address);
         return;
