@@ -166,24 +166,13 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   let followed: CompiledSnapshot | undefined;
   /**
    * What follows a swap, as in the primary (followSwap): pools no route uses close, breakers
-   * and retry budgets follow; a delta's commit touches only what the delta changed.
+   * and retry budgets follow; a delta's commit touches only what the delta changed. A step
+   * that throws is logged there, and the snapshot is served all the same.
    */
   function afterSwap(compiled: CompiledSnapshot): void {
     const previous = followed;
     followed = compiled;
     followSwap(previous, compiled, { pools, healing, outcomes }, logger);
-  }
-
-  /** A step after a swap that throws is logged: the snapshot is served all the same. */
-  function afterSwapLogged(compiled: CompiledSnapshot): void {
-    try {
-      afterSwap(compiled);
-    } catch (err) {
-      logger.error(
-        { err, version: compiled.version },
-        "snapshot applied, but a step after the swap failed",
-      );
-    }
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
@@ -245,7 +234,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
           // counted as a worker: fail, so the primary forks another with backoff.
           if (!result.ok) throw new Error(`initial snapshot refused: ${result.reason}`);
           const compiled = snapshots.current();
-          if (compiled !== undefined) afterSwapLogged(compiled);
+          if (compiled !== undefined) afterSwap(compiled);
         }
         const address = await listen(proxy, "proxy", config.proxyListen);
         const tlsAddress =
@@ -261,7 +250,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
       }
       case "clawgate:commit": {
         const compiled = snapshots.commit(message.id);
-        if (compiled !== undefined) afterSwapLogged(compiled);
+        if (compiled !== undefined) afterSwap(compiled);
         send({ type: "clawgate:committed", id: message.id });
         return;
       }
