@@ -60,6 +60,7 @@ import {
 import { createNodeResolver } from "./upstream/node-resolver.js";
 import { PoolRegistry } from "./upstream/pool-registry.js";
 import { UpstreamTlsWatch } from "./upstream/upstream-tls-watch.js";
+import { everyWorkerOutcome } from "./workers/every-worker-outcome.js";
 import { runProxyWorker } from "./workers/proxy-worker.js";
 import { WorkerCoordination } from "./workers/worker-coordination.js";
 import { workerCount } from "./workers/worker-count.js";
@@ -266,13 +267,16 @@ export async function startDataPlane(
   });
   /**
    * The outcome of an apply made in every worker and then here (two phases: see TwoPhaseApply);
-   * /readyz, READY=1 and the ACK follow only once every live worker serves the version. A
-   * worker's refusal is NACKed with its reason and counted like this process's own.
+   * /readyz and the ACK follow only once every live worker serves the version. A worker's
+   * refusal is NACKed with its reason and counted like this process's own; a superseded apply
+   * is neither (everyWorkerOutcome).
    */
-  async function inEveryWorker(apply: Promise<SnapshotApplyResult>): Promise<ApplyResult> {
-    const nacksBefore = nacks;
-    const result = (await apply) ?? { ok: false, reason: "superseded by a newer snapshot" };
-    if (!result.ok && nacks === nacksBefore) snapshotMetrics.nacked();
+  async function inEveryWorker(apply: Promise<SnapshotApplyResult>): Promise<SnapshotApplyResult> {
+    const result = await everyWorkerOutcome(apply, {
+      count: () => nacks,
+      nacked: () => snapshotMetrics.nacked(),
+    });
+    if (result?.ok === true) workersServe = true;
     return result;
   }
   function applyDeltaHere(delta: SnapshotDelta): ApplyResult {
@@ -317,7 +321,7 @@ export async function startDataPlane(
     logger,
     fallbackAfterMs: config.cacheFallbackAfterMs,
     hasSnapshot: () => applied.current() !== undefined,
-    apply: (snapshot) => applySnapshot(snapshot, "cache"),
+    apply: (snapshot) => applyCached(snapshot),
     saveDelayMs: options.cacheSaveDelayMs ?? CACHE_SAVE_DELAY_MS,
     onServedFromCache: (version) => status.applied(version, "cache"),
     onSaved: options.onCacheSaved,
@@ -336,54 +340,82 @@ export async function startDataPlane(
   );
   /** Refusals counted by afterApply, so one made in a worker is counted once too. */
   let nacks = 0;
+  // With workers they answer the requests: /readyz says ready once they serve a snapshot, not
+  // when this process swaps it in (just before they commit it, or without them if they refuse).
+  let workersServe = workers === undefined;
+  const served = { state: () => (workersServe ? applied.state() : undefined) };
   // Upstream CA and client certificate files are read when a snapshot compiles; a change on
   // disk compiles the served snapshot again, so the upstream's pools are rebuilt with the new
   // files (requests in flight finish on the old ones), or the change is refused and logged.
   const upstreamTlsWatch = new UpstreamTlsWatch({ onChange: rereadUpstreamTls });
   function rereadUpstreamTls(upstreams: readonly string[]): void {
-    const state = applied.state();
-    if (state === undefined || stopping) return;
-    const previous = state.compiled;
-    const result = applied.apply(previous.source, state.source);
-    if (!result.ok) {
-      // Not a NACK: the control plane's snapshot was fine; the files on this machine are not.
-      logger.warn(
-        { upstreams, reason: result.reason },
-        "upstream TLS file change refused; the previous files keep serving",
-      );
+    if (applied.current() === undefined || stopping) return;
+    if (workers === undefined) {
+      reloadUpstreamTls(upstreams);
       return;
     }
-    afterApply(result, previous, []);
-    // Workers compile the same snapshot again, so their pools read the new files too.
+    // In the two-phase queue like any apply, on the snapshot served when its turn comes: one
+    // read now would roll the workers back if a newer version committed meanwhile. Workers
+    // compile it again, so their pools read the new files too.
     void workers
-      ?.applySnapshot(previous.source, async () => result)
+      .applySnapshot(
+        () => (stopping ? undefined : applied.current()?.source),
+        async () => reloadUpstreamTls(upstreams),
+      )
       .then((inWorkers) => {
         if (inWorkers?.ok === false) {
           logger.warn(
             { upstreams, reason: inWorkers.reason },
-            "workers refused the upstream TLS files",
+            "upstream TLS file change refused; the previous files keep serving",
           );
         }
       });
+  }
+  /** Compiles the served snapshot again, here; undefined when none is served any more. */
+  function reloadUpstreamTls(upstreams: readonly string[]): ApplyResult | undefined {
+    const state = applied.state();
+    if (state === undefined || stopping) return undefined;
+    const previous = state.compiled;
+    const result = applied.apply(previous.source, state.source);
+    if (!result.ok) {
+      // Not a NACK: the control plane's snapshot was fine; the files on this machine are not.
+      if (workers === undefined) {
+        logger.warn(
+          { upstreams, reason: result.reason },
+          "upstream TLS file change refused; the previous files keep serving",
+        );
+      }
+      return { ok: false, reason: result.reason };
+    }
+    afterApply(result, previous, []);
     logger.info({ upstreams }, "upstream TLS files reloaded; new connections use them");
+    return { ok: true };
   }
 
-  /** Validates, compiles and swaps in a whole snapshot at once (the disk cache's at boot). */
+  /**
+   * The disk cache's snapshot at boot, when no control plane answered in time. With workers in
+   * two phases like a control plane's: it counts as served (the caller marks the data plane
+   * ready) only once every worker committed it; refused by any, nothing serves it. Skipped
+   * (undefined) when a control plane's snapshot got in first.
+   */
+  function applyCached(snapshot: Snapshot): ApplyResult | Promise<ApplyResult | undefined> {
+    if (workers === undefined) return applySnapshot(snapshot, "cache");
+    const unserved = () => applied.current() === undefined;
+    return workers
+      .applySnapshot(
+        () => (unserved() ? snapshot : undefined),
+        async () => (unserved() ? applySnapshot(snapshot, "cache") : undefined),
+      )
+      .then((result) => {
+        if (result?.ok === true) workersServe = true;
+        return result;
+      });
+  }
+
+  /** Validates, compiles and swaps in a whole snapshot at once, here. */
   function applySnapshot(snapshot: Snapshot, source: SnapshotSource): ApplyResult {
     const previous = applied.current();
-    const result = afterApply(applied.apply(snapshot, source), previous, []);
-    // Here first (the cache's caller needs the answer now), then in the workers: they compile
-    // it with the same compiler, so they take what this process took.
-    if (result.ok) {
-      void workers
-        ?.applySnapshot(snapshot, async () => result)
-        .then((inWorkers) => {
-          if (inWorkers?.ok === false) {
-            logger.error({ reason: inWorkers.reason }, "workers refused the cached snapshot");
-          }
-        });
-    }
-    return result;
+    return afterApply(applied.apply(snapshot, source), previous, []);
   }
 
   /**
@@ -474,7 +506,7 @@ export async function startDataPlane(
               familiesText(() => workers.metricsView()),
             )
           : metricsSource(registry, healthMetrics.nodeSeries),
-        applied,
+        applied: served,
       }),
       () => stopping,
     ),

@@ -6,7 +6,7 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { deltaOf, routeAt, snapshotOf } from "../testing/delta-fixture.js";
 import { CacheMetrics } from "./cache-metrics.js";
-import { LastGoodSnapshot } from "./last-good-snapshot.js";
+import { type CacheApplyResult, LastGoodSnapshot } from "./last-good-snapshot.js";
 import { SnapshotCache } from "./snapshot-cache.js";
 import { snapshotWithDelta } from "./snapshot-with-delta.js";
 
@@ -19,13 +19,21 @@ const snapshot = (version: number): Snapshot =>
   create(SnapshotSchema, { version: BigInt(version), nonce: `n${version}` });
 
 async function setup(
-  options: { fallbackAfterMs?: number; refuse?: boolean; saveDelayMs?: number } = {},
+  options: {
+    fallbackAfterMs?: number;
+    refuse?: boolean;
+    saveDelayMs?: number;
+    /** Replaces the apply (one that takes turns, as with workers); default a synchronous one. */
+    apply?: (s: Snapshot) => Promise<CacheApplyResult | undefined>;
+  } = {},
 ) {
   const dir = await mkdtemp(join(tmpdir(), "clawgate-lastgood-"));
   dirs.push(dir);
   const registry = new Registry();
   const cache = new SnapshotCache(dir);
   const logs: string[] = [];
+  /** The fields logged with each line of `logs`. */
+  const fields: object[] = [];
   let serving: number | undefined;
   let fromCache: (version: number) => void = () => {};
   const servedFromCache = new Promise<number>((resolve) => {
@@ -35,8 +43,9 @@ async function setup(
   const logged = new Promise<void>((resolve) => {
     settled = resolve;
   });
-  const log = (level: string) => (_obj: object, msg: string) => {
+  const log = (level: string) => (obj: object, msg: string) => {
     logs.push(`${level}: ${msg}`);
+    fields.push(obj);
     settled();
   };
   const lastGood = new LastGoodSnapshot({
@@ -46,6 +55,7 @@ async function setup(
     fallbackAfterMs: options.fallbackAfterMs ?? 10,
     hasSnapshot: () => serving !== undefined,
     apply: (s) => {
+      if (options.apply) return options.apply(s);
       if (options.refuse) return { ok: false, reason: "route r uses unknown upstream u" };
       serving = Number(s.version);
       return { ok: true };
@@ -57,6 +67,7 @@ async function setup(
     cache,
     lastGood,
     logs,
+    fields,
     logged,
     servedFromCache,
     serving: () => serving,
@@ -213,6 +224,65 @@ describe("LastGoodSnapshot", () => {
     expect(await t.metrics()).toContain(
       'clawgate_snapshot_cache_errors_total{kind="load-rejected"} 1',
     );
+  });
+
+  it("with an apply that takes turns (in workers), says the cache serves only once it applied", async () => {
+    let finish!: (result: CacheApplyResult) => void;
+    let applying!: () => void;
+    const started = new Promise<void>((resolve) => {
+      applying = resolve;
+    });
+    const t = await setup({
+      apply: () => {
+        applying();
+        return new Promise((resolve) => {
+          finish = resolve;
+        });
+      },
+    });
+    await t.cache.save(snapshot(5));
+    let served = false;
+    void t.servedFromCache.then(() => {
+      served = true;
+    });
+    t.lastGood.start();
+    await started;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(served).toBe(false);
+    expect(t.logs).toEqual([]);
+    finish({ ok: true });
+    expect(await t.servedFromCache).toBe(5);
+    expect(t.logs).toEqual(["warn: no control plane answered; serving the cached snapshot"]);
+    expect(await t.metrics()).toContain("clawgate_snapshot_from_cache 1");
+    await t.lastGood.stop();
+  });
+
+  it("serves nothing and says why when the workers refuse the cached snapshot", async () => {
+    const t = await setup({
+      apply: async () => ({ ok: false, reason: "worker 2: route r uses unknown upstream u" }),
+    });
+    await t.cache.save(snapshot(5));
+    t.lastGood.start();
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.logs).toEqual([
+      "error: ignoring the cached snapshot: it does not compile; waiting for a control plane",
+    ]);
+    expect(t.fields[0]).toMatchObject({
+      version: 5,
+      reason: "worker 2: route r uses unknown upstream u",
+    });
+    expect(await t.metrics()).toContain("clawgate_snapshot_from_cache 0");
+  });
+
+  it("serves nothing, and counts no error, when a control plane's snapshot got in first", async () => {
+    const t = await setup({ apply: async () => undefined });
+    await t.cache.save(snapshot(5));
+    t.lastGood.start();
+    await t.logged;
+    await t.lastGood.stop();
+    expect(t.logs).toEqual(["debug: a control plane answered first; the cache is not needed"]);
+    expect(await t.metrics()).not.toContain('kind="load-rejected"} 1');
   });
 
   it("says so when there is no cache yet", async () => {

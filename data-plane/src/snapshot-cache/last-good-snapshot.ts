@@ -19,9 +19,13 @@ export interface LastGoodSnapshotOptions {
   fallbackAfterMs: number;
   /** True once any snapshot is being served; the cache never replaces one. */
   hasSnapshot: () => boolean;
-  /** Compiles and swaps in the cached snapshot, as a control plane's would be. */
-  apply: (snapshot: Snapshot) => CacheApplyResult;
-  /** Told when the cached snapshot is being served. */
+  /**
+   * Compiles and swaps in the cached snapshot, as a control plane's would be. It may take
+   * turns (a promise: with workers, until every one of them serves it); undefined when a
+   * control plane's snapshot got in first, so the cache's is not served.
+   */
+  apply: (snapshot: Snapshot) => CacheApplyResult | Promise<CacheApplyResult | undefined>;
+  /** Told once the cached snapshot is being served. */
   onServedFromCache?: (version: number) => void;
   /** Told each time a version reaches the disk (what clawgate_snapshot_cache_version shows). */
   onSaved?: (version: number) => void;
@@ -145,7 +149,11 @@ export class LastGoodSnapshot {
     }
     // A control plane may have answered while the file was read; its snapshot wins.
     if (this.#stopped || hasSnapshot()) return;
-    const result = apply(loaded.snapshot);
+    const result = await apply(loaded.snapshot);
+    if (result === undefined) {
+      logger.debug({ fallbackAfterMs }, "a control plane answered first; the cache is not needed");
+      return;
+    }
     if (!result.ok) {
       metrics.error("load-rejected");
       logger.error(

@@ -59,9 +59,10 @@ export interface SnapshotClientOptions {
    * Applies a delta on top of the version served (the client has checked its base_version);
    * given, the Hello says the data plane accepts deltas. Default none: whole snapshots only.
    * It may answer later (a promise: a data plane with workers applies it in each of them);
-   * the next update waits for it.
+   * the next update waits for it. Undefined applied nothing and answers nothing (a data plane
+   * with workers that is stopping starts no apply).
    */
-  applyDelta?: (delta: SnapshotDelta) => ApplyResult | Promise<ApplyResult>;
+  applyDelta?: (delta: SnapshotDelta) => SnapshotApplyResult | Promise<SnapshotApplyResult>;
   /** Version being served, sent in each Hello; 0 when none. */
   lastAppliedVersion: () => number;
   logger: SnapshotClientLogger;
@@ -565,12 +566,13 @@ export class SnapshotClient {
     const startedAt = this.#now();
     const result = this.#applySafelySync(() => applyDelta(delta));
     if (!(result instanceof Promise)) {
-      this.#answer(attempt, version, nonce, result, this.#now() - startedAt);
+      if (result !== undefined)
+        this.#answer(attempt, version, nonce, result, this.#now() - startedAt);
       return undefined;
     }
     return this.#applySafely(() => result).then((settled) => {
-      if (!attempt.ended) {
-        this.#answer(attempt, version, nonce, settled!, this.#now() - startedAt);
+      if (settled !== undefined && !attempt.ended) {
+        this.#answer(attempt, version, nonce, settled, this.#now() - startedAt);
       }
     });
   }
@@ -621,8 +623,8 @@ export class SnapshotClient {
   }
 
   #applySafelySync(
-    apply: () => ApplyResult | Promise<ApplyResult>,
-  ): ApplyResult | Promise<ApplyResult> {
+    apply: () => SnapshotApplyResult | Promise<SnapshotApplyResult>,
+  ): SnapshotApplyResult | Promise<SnapshotApplyResult> {
     try {
       return apply();
     } catch (err) {

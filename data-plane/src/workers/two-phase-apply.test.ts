@@ -126,6 +126,8 @@ describe("TwoPhaseApply", () => {
     expect(await done).toEqual({ ok: true });
     expect(hung).toEqual(["2: no answer to prepare within 20 ms"]);
     expect(types(1)).toEqual(["clawgate:prepare", "clawgate:commit"]);
+    // Killed: a write to its dead channel would fail and take the primary down with it.
+    expect(types(2)).toEqual(["clawgate:prepare"]);
   });
 
   it("reports a worker hung on commit too, and resolves only after the deadline", async () => {
@@ -181,6 +183,80 @@ describe("TwoPhaseApply", () => {
     expect(await first).toEqual({ ok: true });
     expect(await second).toEqual({ ok: true });
     expect(joined).toEqual(["joined"]);
+  });
+
+  it("reads an update given as a function when its turn comes, after the applies before it", async () => {
+    const { participants, sent } = twoWorkers();
+    const applies = new TwoPhaseApply(participants);
+    // What the primary serves; the apply ahead moves it from version 1 to 2.
+    let served = "v1";
+    const newer = applies.run({ kind: "delta", bytes: "v2" }, async () => {
+      served = "v2";
+      return { ok: true };
+    });
+    // An upstream-TLS reload asks, during that apply, to compile again what is served.
+    const reload = applies.run(() => ({ kind: "snapshot", bytes: served }), ok);
+    await sentToAll(sent, "clawgate:prepare", 1);
+    applies.prepared(1, 1, { ok: true });
+    applies.prepared(2, 1, { ok: true });
+    await sentToAll(sent, "clawgate:commit", 1);
+    applies.committed(1, 1);
+    applies.committed(2, 1);
+    expect(await newer).toEqual({ ok: true });
+    await sentToAll(sent, "clawgate:prepare", 2);
+    // The workers compile version 2 again: never version 1, which would roll them back.
+    expect(sent.filter((s) => s.to === 1).map((s) => s.message)).toContainEqual({
+      type: "clawgate:prepare",
+      id: 2,
+      update: { kind: "snapshot", bytes: "v2" },
+    });
+    applies.prepared(1, 2, { ok: true });
+    applies.prepared(2, 2, { ok: true });
+    await sentToAll(sent, "clawgate:commit", 2);
+    applies.committed(1, 2);
+    applies.committed(2, 2);
+    expect(await reload).toEqual({ ok: true });
+  });
+
+  it("applies nothing when an update given as a function has none by its turn", async () => {
+    const { participants, sent } = twoWorkers();
+    const applies = new TwoPhaseApply(participants);
+    let localRan = false;
+    const skipped = applies.run(
+      () => undefined,
+      async () => {
+        localRan = true;
+        return { ok: true };
+      },
+    );
+    expect(await skipped).toBeUndefined();
+    expect(localRan).toBe(false);
+    expect(sent).toEqual([]);
+  });
+
+  it("starts no apply once stopped, while one under way still ends as workers answer", async () => {
+    const { participants, sent, types } = twoWorkers();
+    const applies = new TwoPhaseApply(participants);
+    const underWay = applies.run(update, ok);
+    let queuedRan = false;
+    const queued = applies.run(update, async () => {
+      queuedRan = true;
+      return { ok: true };
+    });
+    await sentToAll(sent, "clawgate:prepare", 1);
+    applies.stop();
+    applies.prepared(1, 1, { ok: true });
+    applies.prepared(2, 1, { ok: true });
+    await sentToAll(sent, "clawgate:commit", 1);
+    applies.committed(1, 1);
+    applies.committed(2, 1);
+    expect(await underWay).toEqual({ ok: true });
+    // Its prepare would wait behind each worker's drain: it is never sent, nor applied here.
+    expect(await queued).toBeUndefined();
+    expect(queuedRan).toBe(false);
+    expect(await applies.run(update, ok)).toBeUndefined();
+    expect(types(1)).toEqual(["clawgate:prepare", "clawgate:commit"]);
+    expect(types(2)).toEqual(["clawgate:prepare", "clawgate:commit"]);
   });
 
   it("applies in the primary alone when no worker hears messages yet", async () => {

@@ -46,6 +46,7 @@ export class TwoPhaseApply {
   #queue: Promise<unknown> = Promise.resolve();
   readonly #idle: (() => void)[] = [];
   readonly #hang: HangPolicy | undefined;
+  #stopped = false;
 
   /** Without `hang`, an apply waits for each worker's answer without limit. */
   constructor(participants: Participants, hang?: HangPolicy) {
@@ -56,10 +57,12 @@ export class TwoPhaseApply {
   /**
    * Prepares `update` in every worker, then runs `local` (the primary's own apply, which swaps
    * on success), then commits in the workers; aborts them when anyone refuses. Applies run one
-   * after another, in call order.
+   * after another, in call order. `update` may be a function, called when the apply's turn
+   * comes (what it applies depends on what the applies before it left served); undefined
+   * from it, or a turn that comes after stop(), resolves undefined with nothing applied.
    */
   run(
-    update: WorkerUpdate,
+    update: WorkerUpdate | (() => WorkerUpdate | undefined),
     local: () => Promise<SnapshotApplyResult>,
   ): Promise<SnapshotApplyResult> {
     this.#running++;
@@ -68,6 +71,15 @@ export class TwoPhaseApply {
     return result.finally(() => {
       if (--this.#running === 0) for (const run of this.#idle.splice(0)) run();
     });
+  }
+
+  /**
+   * No apply starts from now on (the data plane is stopping): a worker draining its requests
+   * answers nothing until it exits, so one would only wait on the drain. An apply under way
+   * ends as its workers answer or exit.
+   */
+  stop(): void {
+    this.#stopped = true;
   }
 
   /** Runs `fn` at once when no apply is under way, else right after the last one ends. */
@@ -94,9 +106,12 @@ export class TwoPhaseApply {
   }
 
   async #run(
-    update: WorkerUpdate,
+    next: WorkerUpdate | (() => WorkerUpdate | undefined),
     local: () => Promise<SnapshotApplyResult>,
   ): Promise<SnapshotApplyResult> {
+    if (this.#stopped) return undefined;
+    const update = typeof next === "function" ? next() : next;
+    if (update === undefined) return undefined;
     const workers = this.#participants.ids();
     if (workers.length === 0) return local();
     const id = this.#nextId++;
@@ -155,8 +170,16 @@ export class TwoPhaseApply {
     });
   }
 
+  /**
+   * Sends to those of `workers` that still participate: one found hung was SIGKILLed, and a
+   * write to it once it is dead fails (EPIPE) as an 'error' event on its cluster Worker, which
+   * nothing listens to, so it would end the primary.
+   */
   #sendAll(workers: readonly number[], message: ToWorker): void {
-    for (const worker of workers) this.#participants.send(worker, message);
+    const participating = new Set(this.#participants.ids());
+    for (const worker of workers) {
+      if (participating.has(worker)) this.#participants.send(worker, message);
+    }
   }
 
   #answered(workerId: number): void {

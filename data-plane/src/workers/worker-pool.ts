@@ -23,6 +23,7 @@ import {
   isFromWorker,
   type ToWorker,
   type UnusableNode,
+  type WorkerUpdate,
 } from "./worker-messages.js";
 import { WorkerMetrics } from "./worker-metrics.js";
 
@@ -181,13 +182,23 @@ export class WorkerPool {
   /**
    * Applies a whole snapshot in every worker and, through `local`, in the primary; ok only when
    * each accepted it, and then every worker serves it (a NACK with the refusal otherwise).
+   * A function is called when the apply's turn comes, for the snapshot to apply then;
+   * undefined from it applies nothing and resolves undefined. After stop(), nothing is applied.
    */
   applySnapshot(
-    snapshot: Snapshot,
+    snapshot: Snapshot | (() => Snapshot | undefined),
     local: () => Promise<SnapshotApplyResult>,
   ): Promise<SnapshotApplyResult> {
-    const bytes = Buffer.from(toBinary(SnapshotSchema, snapshot)).toString("base64");
-    return this.#applies.run({ kind: "snapshot", bytes }, local);
+    const update = (): WorkerUpdate | undefined => {
+      const whole = typeof snapshot === "function" ? snapshot() : snapshot;
+      return (
+        whole && {
+          kind: "snapshot",
+          bytes: Buffer.from(toBinary(SnapshotSchema, whole)).toString("base64"),
+        }
+      );
+    };
+    return this.#apply(update, local);
   }
 
   /** As applySnapshot, for a delta on the version every worker serves: only the delta travels. */
@@ -196,7 +207,19 @@ export class WorkerPool {
     local: () => Promise<SnapshotApplyResult>,
   ): Promise<SnapshotApplyResult> {
     const bytes = Buffer.from(toBinary(SnapshotDeltaSchema, delta)).toString("base64");
-    return this.#applies.run({ kind: "delta", bytes }, local);
+    return this.#apply({ kind: "delta", bytes }, local);
+  }
+
+  #apply(
+    update: WorkerUpdate | (() => WorkerUpdate | undefined),
+    local: () => Promise<SnapshotApplyResult>,
+  ): Promise<SnapshotApplyResult> {
+    if (this.#stopping) {
+      // Not refused, so no NACK: the next data plane to connect gets it.
+      this.#logger.info("update not applied: the data plane is stopping (its workers drain)");
+      return Promise.resolve(undefined);
+    }
+    return this.#applies.run(update, local);
   }
 
   /** The workers' series combined, to render a family at a time (see WorkerMetrics). */
@@ -233,6 +256,9 @@ export class WorkerPool {
   /** Drains every worker (each lets its requests finish within drainTimeoutMs) and waits. */
   async stop(drainTimeoutMs: number): Promise<void> {
     this.#stopping = true;
+    // A draining worker answers an apply only once it exits: none starts now (applyDelta and
+    // applySnapshot resolve undefined), so none waits on a drain and counts the worker hung.
+    this.#applies.stop();
     // A worker draining long requests is no hung one.
     this.#liveness.stop();
     for (const fork of this.#pendingForks) clearTimeout(fork);
@@ -289,6 +315,9 @@ export class WorkerPool {
   #killHung(id: number, reason: RestartReason, detail: string): void {
     const worker = cluster.workers?.[id];
     if (worker === undefined || worker.isDead() || this.#killed.has(id)) return;
+    // Stopping, a worker that does not answer is most likely draining (its message queue waits
+    // on the drain); stop() ends it after its drain timeout if it is truly hung.
+    if (this.#stopping) return;
     this.#killed.set(id, reason);
     // It hears nothing more: no apply, scrape or ping waits for it from now on.
     this.#hearing.delete(id);
