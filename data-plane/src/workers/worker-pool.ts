@@ -354,6 +354,12 @@ export class WorkerPool {
     worker.on("message", (message: unknown) => {
       if (isFromWorker(message)) this.#onMessage(worker, message);
     });
+    // A send to a worker that died after the isConnected check fails with EPIPE on the IPC
+    // channel, emitted here; unhandled, it would end the primary. The exit that follows is
+    // what settles the worker's share.
+    worker.on("error", (err) => {
+      this.#logger.warn({ err, worker: worker.id }, "message to a proxy worker failed");
+    });
     worker.on("exit", (code, signal) => {
       clearTimeout(this.#helloDeadlines.get(worker.id));
       this.#helloDeadlines.delete(worker.id);
