@@ -11,6 +11,7 @@ import {
   logUnhandledRejections,
   type Notifier,
   onShutdownSignals,
+  settingOrigin,
   startSupervision,
   withDrainingReadiness,
 } from "@clawgate/runtime";
@@ -119,7 +120,7 @@ export async function startDataPlane(
   const proxyTlsCertificates = loadProxyTlsCertificates(config, logger);
   // Opened before anything listens: a file that cannot be opened is a ConfigError (exit 2).
   const accessLog = createAccessLogSink(
-    accessLogTarget(config.accessLog),
+    accessLogTarget(config.accessLog, settingOrigin(config, "accessLog")),
     (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
     config.accessLogSample,
   );

@@ -23,3 +23,8 @@ export {
   type SettingDeclarations,
   type SettingsOf,
 } from "./settings/setting-declaration.js";
+export {
+  keepOrigins,
+  settingError,
+  settingOrigin,
+} from "./settings/setting-origins.js";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
 import { readAdminTls } from "./admin-tls.js";
+import { loadControlPlaneSettings } from "./load-settings.js";
 
 let pki: TestPki;
 beforeAll(async () => {
@@ -40,6 +41,25 @@ describe("readAdminTls", () => {
     );
     expect(failure({ adminTlsCertFile: pki.serverKey, adminTlsKeyFile: pki.serverKey })).toContain(
       "does not hold a PEM certificate",
+    );
+  });
+
+  it("refuses one file without the other when the settings load, naming its layer", () => {
+    expect(() =>
+      loadControlPlaneSettings(["--bogus=1"], { CLAWGATE_ADMIN_TLS_CERT_FILE: "/etc/hostname" }),
+    ).toThrow(
+      'adminTlsCertFile = "/etc/hostname" (from env CLAWGATE_ADMIN_TLS_CERT_FILE): ' +
+        "set adminTlsKeyFile with it (both or neither)",
+    );
+  });
+
+  it("names the layer a file it cannot serve came from", () => {
+    const settings = loadControlPlaneSettings(
+      ["--admin-tls-cert-file", pki.serverCert, "--admin-tls-key-file", pki.clientKey],
+      {},
+    );
+    expect(failure(settings)).toContain(
+      `adminTlsKeyFile = "${pki.clientKey}" (from flag --admin-tls-key-file): is not the key`,
     );
   });
 });

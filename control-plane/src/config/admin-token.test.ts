@@ -5,6 +5,7 @@ import { ConfigError } from "@clawgate/runtime";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveAdminToken } from "./admin-token.js";
+import { loadControlPlaneSettings } from "./load-settings.js";
 
 const logger = pino({ level: "silent" });
 const dirs: string[] = [];
@@ -55,4 +56,14 @@ describe("resolveAdminToken", () => {
       expect(await readFile(path, "utf8")).toBe(content);
     },
   );
+
+  it("names the layer the token file's path came from", async () => {
+    const path = await tokenFile();
+    await resolveAdminToken({ adminTokenFile: path }, logger);
+    await writeFile(path, "short\n");
+    const settings = loadControlPlaneSettings(["--admin-token-file", path], {});
+    await expect(resolveAdminToken(settings, logger)).rejects.toThrow(
+      `adminTokenFile = "${path}" (from flag --admin-token-file): holds 5 characters`,
+    );
+  });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { ConfigError } from "@clawgate/runtime";
+import { type ConfigError, settingError } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import type { ControlPlaneSettings } from "./settings.js";
 
@@ -26,12 +26,13 @@ export async function resolveAdminToken(
     stored = (await readFile(path, "utf8")).trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-      throw invalid(path, `cannot be read: ${(error as Error).message}`);
+      throw invalid(settings, path, `cannot be read: ${(error as Error).message}`);
     }
   }
   if (stored !== undefined) {
     if (stored.length < MIN_TOKEN_LENGTH) {
       throw invalid(
+        settings,
         path,
         `holds ${stored.length} characters, fewer than ${MIN_TOKEN_LENGTH}; put a longer token in it or delete it to have one generated`,
       );
@@ -46,6 +47,6 @@ export async function resolveAdminToken(
   return token;
 }
 
-function invalid(path: string, reason: string): ConfigError {
-  return new ConfigError([{ field: "adminTokenFile", value: path, layer: "settings", reason }]);
+function invalid(settings: object, path: string, reason: string): ConfigError {
+  return settingError(settings, "adminTokenFile", path, reason);
 }

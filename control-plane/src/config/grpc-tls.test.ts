@@ -117,4 +117,26 @@ describe("gRPC TLS settings", () => {
     expect(error.message).toContain(`${setting} = `);
     expect(error.message).toMatch(reason);
   });
+
+  it("refuses a client CA without the certificate when the settings load, naming its layer", () => {
+    expect(() =>
+      loadControlPlaneSettings(["--grpc-tls-client-ca-file", "/ca.crt"], {
+        CLAWGATE_GRPC_TLS_KEY_FILE: "/tls.key",
+      }),
+    ).toThrow(
+      'CLAWGATE_INVALID_CONFIG: grpcTlsKeyFile = "/tls.key" (from env CLAWGATE_GRPC_TLS_KEY_FILE): ' +
+        "set grpcTlsCertFile with it (both or neither); " +
+        'grpcTlsClientCaFile = "/ca.crt" (from flag --grpc-tls-client-ca-file): mutual TLS needs',
+    );
+  });
+
+  it("names the layer a file that cannot be read came from", () => {
+    const settings = loadControlPlaneSettings([], {
+      CLAWGATE_GRPC_TLS_CERT_FILE: "/nope/tls.crt",
+      CLAWGATE_GRPC_TLS_KEY_FILE: "/nope/tls.key",
+    });
+    expect(configError(settings).message).toContain(
+      'grpcTlsCertFile = "/nope/tls.crt" (from env CLAWGATE_GRPC_TLS_CERT_FILE): cannot read it',
+    );
+  });
 });

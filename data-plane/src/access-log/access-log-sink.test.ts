@@ -2,9 +2,11 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { settingOrigin } from "@clawgate/runtime";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../config/load-config.js";
 import { heapAllocated } from "../testing/heap-allocated.js";
-import { createAccessLogSink } from "./access-log-sink.js";
+import { accessLogTarget, createAccessLogSink } from "./access-log-sink.js";
 
 describe("the access log written to a file", () => {
   let dir: string | undefined;
@@ -94,5 +96,25 @@ describe("the access log written to a file", () => {
       .map((l) => JSON.parse(l).requestId);
     expect(ids).toEqual(["r0", "r1", "r2", "r3"]);
     await sink.close();
+  });
+});
+
+describe("an access log file that cannot be opened", () => {
+  it("fails the boot naming the setting, the path and the layer it came from", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "clawgate-access-log-"));
+    const path = join(dir, "missing", "access.log");
+    try {
+      const config = loadConfig({ argv: [], env: { CLAWGATE_ACCESS_LOG: path } });
+      const open = () =>
+        createAccessLogSink(
+          accessLogTarget(config.accessLog, settingOrigin(config, "accessLog")),
+          () => {},
+        );
+      expect(open).toThrow(
+        `accessLog = "${path}" (from env CLAWGATE_ACCESS_LOG): cannot open the file for appending (ENOENT)`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

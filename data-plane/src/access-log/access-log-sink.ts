@@ -12,14 +12,23 @@ import { accessLogSampler } from "./access-log-sample.js";
 import { LineBatch } from "./line-batch.js";
 import { LogTime } from "./log-time.js";
 
-/** Where access-log lines go: the `accessLog` setting, already parsed. */
-export type AccessLogTarget = { kind: "off" } | { kind: "stdout" } | { kind: "file"; path: string };
+/**
+ * Where access-log lines go: the `accessLog` setting, already parsed. A file keeps the layer
+ * the setting came from (`env CLAWGATE_ACCESS_LOG`, ...; default "settings"), which an error
+ * opening it names.
+ */
+export type AccessLogTarget =
+  | { kind: "off" }
+  | { kind: "stdout" }
+  | { kind: "file"; path: string; origin?: string };
 
 /** `stdout` (default), `off`, or anything else: a file path, appended to. */
-export function accessLogTarget(setting: string): AccessLogTarget {
+export function accessLogTarget(setting: string, origin?: string): AccessLogTarget {
   if (setting === "off") return { kind: "off" };
   if (setting === "stdout") return { kind: "stdout" };
-  return { kind: "file", path: setting };
+  return origin === undefined
+    ? { kind: "file", path: setting }
+    : { kind: "file", path: setting, origin };
 }
 
 /**
@@ -77,7 +86,7 @@ export function createAccessLogSink(
         {
           field: "accessLog",
           value: target.path,
-          layer: "settings",
+          layer: target.origin ?? "settings",
           reason: `cannot open the file for appending (${(error as { code?: string }).code ?? String(error)})`,
         },
       ]);

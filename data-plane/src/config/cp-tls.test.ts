@@ -109,4 +109,12 @@ describe("control-plane TLS settings", () => {
     });
     expect(error.problems[0]?.reason).toMatch(reason);
   });
+
+  it("names the layer a file that cannot be read came from", () => {
+    const config = load({ CLAWGATE_CP_TLS_CA_FILE: "/nope/ca.crt" });
+    const error = thrown(() => readCpTls(config));
+    expect(error.message).toContain(
+      'cpTlsCaFile = "/nope/ca.crt" (from env CLAWGATE_CP_TLS_CA_FILE): cannot read it',
+    );
+  });
 });

@@ -1,6 +1,6 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { ConfigError, type ConfigProblem } from "@clawgate/runtime";
+import { ConfigError, type ConfigProblem, settingError, settingOrigin } from "@clawgate/runtime";
 import type { SnapshotChannelTls } from "../snapshot-client/channel-credentials.js";
 import type { DataPlaneConfig } from "./config-schema.js";
 
@@ -49,29 +49,35 @@ export function readCpTls(
   settings: CpTlsSettings,
   readFile: ReadFile = readFileSync,
 ): SnapshotChannelTls | undefined {
-  const pairing = cpTlsPairingProblems(settings, () => "settings");
+  const pairing = cpTlsPairingProblems(settings, (field) => settingOrigin(settings, field));
   if (pairing.length > 0) throw new ConfigError(pairing);
   const { cpTlsCaFile, cpTlsCertFile, cpTlsKeyFile, cpTlsServerName } = settings;
   if (cpTlsCaFile === undefined) return undefined;
 
-  const ca = read("cpTlsCaFile", cpTlsCaFile, readFile);
-  parse("cpTlsCaFile", cpTlsCaFile, "certificate", () => pemCertificate(ca));
+  const ca = read(settings, "cpTlsCaFile", cpTlsCaFile, readFile);
+  parse(settings, "cpTlsCaFile", cpTlsCaFile, "certificate", () => pemCertificate(ca));
   const serverName = cpTlsServerName === undefined ? {} : { serverName: cpTlsServerName };
   if (cpTlsCertFile === undefined || cpTlsKeyFile === undefined) return { ca, ...serverName };
 
-  const certChain = read("cpTlsCertFile", cpTlsCertFile, readFile);
-  const certificate = parse("cpTlsCertFile", cpTlsCertFile, "certificate", () =>
+  const certChain = read(settings, "cpTlsCertFile", cpTlsCertFile, readFile);
+  const certificate = parse(settings, "cpTlsCertFile", cpTlsCertFile, "certificate", () =>
     pemCertificate(certChain),
   );
-  const privateKey = read("cpTlsKeyFile", cpTlsKeyFile, readFile);
+  const privateKey = read(settings, "cpTlsKeyFile", cpTlsKeyFile, readFile);
   const key = parse(
+    settings,
     "cpTlsKeyFile",
     cpTlsKeyFile,
     "private key",
     (): KeyObject => createPrivateKey(privateKey),
   );
   if (!certificate.checkPrivateKey(key)) {
-    fail("cpTlsKeyFile", cpTlsKeyFile, `is not the key of the certificate in ${cpTlsCertFile}`);
+    fail(
+      settings,
+      "cpTlsKeyFile",
+      cpTlsKeyFile,
+      `is not the key of the certificate in ${cpTlsCertFile}`,
+    );
   }
   return { ca, certChain, privateKey, ...serverName };
 }
@@ -82,22 +88,29 @@ function pemCertificate(pem: Buffer): X509Certificate {
   return new X509Certificate(pem);
 }
 
-function read(field: CpTlsField, path: string, readFile: ReadFile): Buffer {
+function read(settings: CpTlsSettings, field: CpTlsField, path: string, readFile: ReadFile) {
   try {
     return readFile(path);
   } catch (error) {
-    return fail(field, path, `cannot read it: ${(error as Error).message}`);
+    return fail(settings, field, path, `cannot read it: ${(error as Error).message}`);
   }
 }
 
-function parse<T>(field: CpTlsField, path: string, what: string, parser: () => T): T {
+function parse<T>(
+  settings: CpTlsSettings,
+  field: CpTlsField,
+  path: string,
+  what: string,
+  parser: () => T,
+): T {
   try {
     return parser();
   } catch (error) {
-    return fail(field, path, `does not hold a PEM ${what}: ${(error as Error).message}`);
+    return fail(settings, field, path, `does not hold a PEM ${what}: ${(error as Error).message}`);
   }
 }
 
-function fail(field: CpTlsField, path: string, reason: string): never {
-  throw new ConfigError([{ field, value: path, layer: "settings", reason }]);
+/** Names the layer the path came from, as the loader's own checks do. */
+function fail(settings: CpTlsSettings, field: CpTlsField, path: string, reason: string): never {
+  throw settingError(settings, field, path, reason);
 }

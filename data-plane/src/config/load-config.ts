@@ -1,5 +1,5 @@
 import { hostname as osHostname } from "node:os";
-import { loadSettings, parseHostPort } from "@clawgate/runtime";
+import { keepOrigins, loadSettings, parseHostPort } from "@clawgate/runtime";
 import { DATA_PLANE_SETTINGS, type DataPlaneConfig } from "./config-schema.js";
 import { cpTlsPairingProblems } from "./cp-tls.js";
 import { proxyTlsPairingProblems } from "./proxy-tls-settings.js";
@@ -33,5 +33,6 @@ export function loadConfig(options: LoadConfigOptions = {}): DataPlaneConfig {
   const proxy = parseHostPort(settings.proxyListen, { allowPortZero: true });
   const proxyPort = proxy.ok ? proxy.value.port : 0;
   const nodeId = settings.nodeId ?? `${options.hostname ?? osHostname()}-${proxyPort}`;
-  return Object.freeze({ ...settings, nodeId });
+  // Keeps each value's layer, for the checks main makes later (TLS files, the access log).
+  return keepOrigins(settings, Object.freeze({ ...settings, nodeId }));
 }

@@ -22,6 +22,11 @@ export interface ProxyTlsCertificatesOptions {
   /** proxyTlsCertificates: chosen by the SNI name from the DNS names of each one's SAN. */
   readonly sniFiles: readonly CertificateFiles[];
   readonly logger: Logger;
+  /**
+   * The layer a setting's value came from, for a bad file at boot (settingOrigin of the loaded
+   * settings); default "settings".
+   */
+  readonly originOf?: (field: string) => string;
   /** How often the files are checked for changes; default 1000 ms. */
   readonly pollIntervalMs?: number;
 }
@@ -53,13 +58,16 @@ export class ProxyTlsCertificates {
     this.#defaultFiles = options.defaultFiles;
     this.#sniFiles = options.sniFiles;
     const { certFile, keyFile } = options.defaultFiles;
+    const originOf = options.originOf ?? (() => "settings");
     this.#default = bootOrThrow(
+      originOf,
       "proxyTlsCertFile",
       certFile,
       loadCertificatePair(certFile, keyFile),
     );
     this.#sni = options.sniFiles.map((files) => {
       const loaded = bootOrThrow(
+        originOf,
         "proxyTlsCertificates",
         `${files.certFile}:${files.keyFile}`,
         loadSniPair(files),
@@ -177,7 +185,12 @@ function loadSniPair(files: CertificateFiles): LoadResult {
   return result;
 }
 
-function bootOrThrow(field: string, value: string, result: LoadResult): LoadedCertificate {
+function bootOrThrow(
+  originOf: (field: string) => string,
+  field: string,
+  value: string,
+  result: LoadResult,
+): LoadedCertificate {
   if (result.ok) return result.value;
-  throw new ConfigError([{ field, value, layer: "settings", reason: result.reason }]);
+  throw new ConfigError([{ field, value, layer: originOf(field), reason: result.reason }]);
 }

@@ -8,8 +8,13 @@ import { isConfigError } from "@clawgate/runtime";
 import { issueServerCertificate, makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../config/load-config.js";
 import { ProxyTlsCertificates } from "./proxy-tls-certificates.js";
-import { createProxyTlsListener, type ProxyTlsListener } from "./proxy-tls-listener.js";
+import {
+  createProxyTlsListener,
+  loadProxyTlsCertificates,
+  type ProxyTlsListener,
+} from "./proxy-tls-listener.js";
 
 /** Log lines as they are written; `next(msg)` resolves on the next line with that message. */
 class LogLines extends EventEmitter {
@@ -189,6 +194,16 @@ describe("the proxy's TLS listener", () => {
     // A certificate without DNS names could never be chosen by SNI.
     expect(boot(pki.serverCert, [{ certFile: pki.clientCert, keyFile: pki.clientKey }])).toContain(
       "proxyTlsCertificates",
+    );
+  });
+  it("names the layer a certificate it cannot serve came from", () => {
+    const missing = join(dir, "missing.crt");
+    const config = loadConfig({
+      argv: ["--proxy-tls-listen", "127.0.0.1:0", "--proxy-tls-key-file", pki.serverKey],
+      env: { CLAWGATE_PROXY_TLS_CERT_FILE: missing },
+    });
+    expect(() => loadProxyTlsCertificates(config, pino({ level: "silent" }))).toThrow(
+      `proxyTlsCertFile = "${missing}" (from env CLAWGATE_PROXY_TLS_CERT_FILE)`,
     );
   });
 });

@@ -1,5 +1,6 @@
 import type { RequestListener } from "node:http";
 import { createSecureServer, type Http2SecureServer } from "node:http2";
+import { settingOrigin } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import type { DataPlaneConfig } from "../config/config-schema.js";
 import { acceptExtendedConnect } from "./extended-connect.js";
@@ -32,6 +33,7 @@ export function loadProxyTlsCertificates(
   return new ProxyTlsCertificates({
     defaultFiles: { certFile: config.proxyTlsCertFile!, keyFile: config.proxyTlsKeyFile! },
     sniFiles: config.proxyTlsCertificates.map(parseCertificateFiles),
+    originOf: (field) => settingOrigin(config, field),
     logger,
   });
 }

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { createServer } from "node:http";
 import { create, fromBinary, ProbeVerdictSchema, QuotaGrantSchema } from "@clawgate/proto";
-import { HttpDrain, installTestHooks } from "@clawgate/runtime";
+import { HttpDrain, installTestHooks, settingOrigin } from "@clawgate/runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { accessLogTarget, createAccessLogSink } from "../access-log/access-log-sink.js";
@@ -113,7 +113,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   });
   // Each worker appends its own lines to the same target (O_APPEND keeps lines whole).
   const accessLog = createAccessLogSink(
-    accessLogTarget(config.accessLog),
+    accessLogTarget(config.accessLog, settingOrigin(config, "accessLog")),
     (error) => logger.warn({ err: { message: error.message } }, "access log write failed"),
     config.accessLogSample,
   );

@@ -7,7 +7,10 @@ export interface ConfigProblem {
   field: string;
   /** The value given; left out of messages for secret settings. */
   value: unknown;
-  /** `default`, `file <path>`, `env <NAME>`, `flag --<name>` or `settings` (checked later). */
+  /**
+   * `default`, `file <path>`, `env <NAME>` or `flag --<name>`; `settings` only for a later check
+   * on settings the loader did not make (see settingOrigin).
+   */
   layer: string;
   reason: string;
 }

@@ -4,6 +4,7 @@ import { type ConfigError, isConfigError } from "./config-error.js";
 import { hostPortSetting } from "./host-port.js";
 import { type LoadSettingsOptions, loadSettings } from "./load-settings.js";
 import { declareSettings } from "./setting-declaration.js";
+import { keepOrigins, settingError, settingOrigin } from "./setting-origins.js";
 
 /** A small plane: one of each kind of setting the two real planes declare. */
 const SETTINGS = declareSettings({
@@ -152,6 +153,32 @@ describe("loadSettings layers", () => {
   });
 });
 
+describe("settingOrigin", () => {
+  it("names the layer each loaded value came from, for checks made after loading", () => {
+    const settings = load({
+      argv: ["--config", "/etc/test.yaml", "--ratio", "0.25"],
+      env: { CLAWGATE_TEST_CERT_FILE: "/c" },
+    });
+    expect(settingOrigin(settings, "listen")).toBe("file /etc/test.yaml");
+    expect(settingOrigin(settings, "certFile")).toBe("env CLAWGATE_TEST_CERT_FILE");
+    expect(settingOrigin(settings, "ratio")).toBe("flag --ratio");
+    expect(settingOrigin(settings, "peers[0]")).toBe("default");
+    expect(settingOrigin(settings, "token")).toBe("default");
+    expect(settingOrigin(settings, "constructor")).toBe("default");
+    expect(settingError(settings, "certFile", "/c", "cannot read it").message).toBe(
+      'CLAWGATE_INVALID_CONFIG: certFile = "/c" (from env CLAWGATE_TEST_CERT_FILE): cannot read it',
+    );
+  });
+
+  it("follows a copy made with keepOrigins, and says settings for one the loader did not make", () => {
+    const settings = load({ env: { CLAWGATE_TEST_LEVEL: "debug" } });
+    const copy = keepOrigins(settings, { ...settings, extra: 1 });
+    expect(settingOrigin(copy, "level")).toBe("env CLAWGATE_TEST_LEVEL");
+    expect(settingOrigin(copy, "extra")).toBe("default");
+    expect(settingOrigin({ ...settings }, "level")).toBe("settings");
+  });
+});
+
 describe("loadSettings errors", () => {
   it("carry the one code, and name the field, the value and the variable it came from", () => {
     const err = configError({ env: { CLAWGATE_TEST_LISTEN: "8080" } });
@@ -228,6 +255,34 @@ describe("loadSettings errors", () => {
     ]);
     expect(err.problems[0]?.reason).toContain("known flags: --config, --listen");
     expect(err.problems[2]?.reason).toContain("needs a value");
+  });
+
+  it("name a bad flag together with the env and file layers' own problems", () => {
+    const err = configError({
+      argv: ["--bogus=1", "--config", "/etc/bad-port.yaml"],
+      env: { CLAWGATE_TEST_LEVEL: "loud" },
+    });
+    expect(err.problems.map((problem) => `${problem.field} (from ${problem.layer})`)).toEqual([
+      "--bogus (from flag --bogus)",
+      "listen (from file /etc/bad-port.yaml)",
+      "level (from env CLAWGATE_TEST_LEVEL)",
+    ]);
+    expect(err.message).toContain('--bogus = "1" (from flag --bogus): unknown flag');
+    expect(err.message).toContain('level = "loud" (from env CLAWGATE_TEST_LEVEL)');
+  });
+
+  it("name a file that cannot be read together with a bad env value and the cross checks", () => {
+    const err = configError({
+      argv: ["--config", "/nope.yaml"],
+      env: { CLAWGATE_TEST_CERT_FILE: "/c" },
+      check: (settings, originOf) => [
+        { field: "certFile", value: settings.certFile, layer: originOf("certFile"), reason: "x" },
+      ],
+    });
+    expect(err.problems.map((problem) => problem.layer)).toEqual([
+      "flag --config",
+      "env CLAWGATE_TEST_CERT_FILE",
+    ]);
   });
 
   it("report every bad field at once", () => {

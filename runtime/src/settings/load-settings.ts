@@ -9,6 +9,7 @@ import {
   type SettingsOf,
   textKind,
 } from "./setting-declaration.js";
+import { recordOrigins } from "./setting-origins.js";
 
 export interface LoadSettingsOptions<D extends SettingDeclarations> {
   /** Command-line arguments after the script. */
@@ -27,8 +28,11 @@ export interface LoadSettingsOptions<D extends SettingDeclarations> {
 /**
  * Loads settings in layers, each overriding the one before: declared defaults, the YAML file
  * named by --config, CLAWGATE_* variables, then flags. Validated once against the declared
- * types and frozen; every bad value throws one ConfigError naming the field, the value (unless
- * secret) and its layer. `--help`/`--version` are not settings: see helpOrVersion.
+ * types and frozen. Every problem of every layer (a bad flag, an unreadable file, a bad value
+ * wherever it came from) throws together in one ConfigError naming the field, the value
+ * (unless secret) and its layer, so one run shows all there is to fix. The result remembers
+ * each value's layer for checks made later (settingOrigin). `--help`/`--version` are not
+ * settings: see helpOrVersion.
  */
 export function loadSettings<D extends SettingDeclarations>(
   declarations: D,
@@ -36,29 +40,34 @@ export function loadSettings<D extends SettingDeclarations>(
 ): SettingsOf<D> {
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   const commandLine = readCommandLine(declarations, options.argv);
-  if (commandLine.problems.length > 0) throw new ConfigError(commandLine.problems);
+  const problems: ConfigProblem[] = [...commandLine.problems];
 
   const merged: Layer = defaultsLayer(declarations);
   if (commandLine.configFile !== undefined) {
-    mergeInto(merged, readYamlLayer(commandLine.configFile, readFile));
+    const file = readYamlLayer(commandLine.configFile, readFile);
+    if (file.ok) mergeInto(merged, file.layer);
+    else problems.push(file.problem);
   }
   mergeInto(merged, readEnvLayer(declarations, options.env));
   mergeInto(merged, commandLine.layer);
 
   const parsed = schemaOf(declarations).safeParse(merged.values);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.flatMap((issue) =>
-      toProblems(issue, merged, declarations),
+  const originOf = (field: keyof D) => merged.origins[field as string] ?? "default";
+  if (parsed.success) {
+    // Checks across settings need every value valid; they still run after a bad flag, whose
+    // setting then keeps the value of the layer below, so their problems come in the same pass.
+    problems.push(...(options.check?.(parsed.data as SettingsOf<D>, originOf) ?? []));
+  } else {
+    problems.push(
+      ...parsed.error.issues.flatMap((issue) => toProblems(issue, merged, declarations)),
     );
+  }
+  if (problems.length > 0) {
     throw new ConfigError(problems.map((problem) => redacted(problem, declarations)));
   }
-  const settings = parsed.data as SettingsOf<D>;
-  const crossProblems =
-    options.check?.(settings, (field) => merged.origins[field as string] ?? "default") ?? [];
-  if (crossProblems.length > 0) {
-    throw new ConfigError(crossProblems.map((problem) => redacted(problem, declarations)));
-  }
-  return deepFreeze(settings);
+  const settings = deepFreeze(parsed.data as SettingsOf<D>);
+  recordOrigins(settings, merged.origins);
+  return settings;
 }
 
 /** A strict object: a misspelt key in the file is an error, not a silently ignored line. */
@@ -91,39 +100,53 @@ function mergeInto(target: Layer, layer: Layer): void {
   Object.assign(target.origins, layer.origins);
 }
 
-function readYamlLayer(path: string, readFile: (path: string) => string): Layer {
-  const layer = `file ${path}`;
-  const fail = (what: string, err: unknown): never => {
+type FileLayer = { ok: true; layer: Layer } | { ok: false; problem: ConfigProblem };
+
+function readYamlLayer(path: string, readFile: (path: string) => string): FileLayer {
+  const failed = (what: string, err: unknown): FileLayer => {
     const reason = err instanceof Error ? err.message.split("\n")[0]! : String(err);
-    throw new ConfigError([
-      { field: "config", value: path, layer: "flag --config", reason: `${what}: ${reason}` },
-    ]);
+    return {
+      ok: false,
+      problem: {
+        field: "config",
+        value: path,
+        layer: "flag --config",
+        reason: `${what}: ${reason}`,
+      },
+    };
   };
-  let text = "";
+  let text: string;
   try {
     text = readFile(path);
   } catch (err) {
-    fail("cannot read it", err);
+    return failed("cannot read it", err);
   }
   let document: unknown;
   try {
     document = parseYaml()(text);
   } catch (err) {
-    fail("is not valid YAML", err);
+    return failed("is not valid YAML", err);
   }
   // An empty file is an empty layer, not an error.
-  if (document === null || document === undefined) return emptyLayer();
+  if (document === null || document === undefined) return { ok: true, layer: emptyLayer() };
+  const origin = `file ${path}`;
   if (typeof document !== "object" || Array.isArray(document)) {
-    throw new ConfigError([
-      { field: "config", value: path, layer, reason: "must be a YAML mapping of settings" },
-    ]);
+    return {
+      ok: false,
+      problem: {
+        field: "config",
+        value: path,
+        layer: origin,
+        reason: "must be a YAML mapping of settings",
+      },
+    };
   }
-  const layered = emptyLayer();
+  const layer = emptyLayer();
   for (const key of Object.keys(document)) {
-    layered.values[key] = (document as Record<string, unknown>)[key];
-    layered.origins[key] = layer;
+    layer.values[key] = (document as Record<string, unknown>)[key];
+    layer.origins[key] = origin;
   }
-  return layered;
+  return { ok: true, layer };
 }
 
 function readEnvLayer(
