@@ -337,12 +337,20 @@ export async function startDataPlane(
   // Upstream CA and client certificate files are read when a snapshot compiles; a change on
   // disk compiles the served snapshot again, so the upstream's pools are rebuilt with the new
   // files (requests in flight finish on the old ones), or the change is refused and logged.
-  const upstreamTlsWatch = new UpstreamTlsWatch({ onChange: rereadUpstreamTls });
-  function rereadUpstreamTls(upstreams: readonly string[]): void {
+  const upstreamTlsWatch = new UpstreamTlsWatch({ onChange: (u) => void rereadUpstreamTls(u) });
+  async function rereadUpstreamTls(upstreams: readonly string[]): Promise<void> {
     const state = applied.state();
     if (state === undefined || stopping) return;
     const previous = state.compiled;
-    const result = applied.apply(previous.source, state.source);
+    // Across turns, as any whole snapshot: recompiling 10,000 routes is seconds. A snapshot
+    // swapped in meanwhile supersedes it (its swap checks whether it read the files before
+    // this change: UpstreamTlsWatch.sync).
+    const result = await applied.applyInTurns(
+      previous.source,
+      state.source,
+      () => stopping || applied.current() !== previous,
+    );
+    if (result === undefined) return;
     if (!result.ok) {
       // Not a NACK: the control plane's snapshot was fine; the files on this machine are not.
       logger.warn(
