@@ -5,6 +5,7 @@ import {
   type Snapshot,
   validateSnapshotSteps,
 } from "@clawgate/proto";
+import { upstreamTlsContexts } from "../upstream/tls-context-cache.js";
 import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-index.js";
 import { compileRoute, type PoolSettingsCache, tenantMap } from "./compile-route.js";
@@ -70,6 +71,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
   let count = 0;
   for (const upstream of snapshot.upstreams) {
     wire.upstreams.set(upstream.name, upstream);
+    const builds = upstreamTlsContexts.builds;
     try {
       upstreams.set(upstream.name, compileUpstream(upstream, breakers));
     } catch (error) {
@@ -81,6 +83,9 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
     for (const node of upstream.nodes) addAddress(upstreamsByAddress, node.address, upstream.name);
     // An upstream weighs as much as its nodes (each parsed, indexed, given a picker slot).
     count += 1 + upstream.nodes.length;
+    // Reading and parsing a TLS file set (a CA bundle: up to 150 ms) is a step by itself; a
+    // set already read costs a stat per file.
+    if (upstreamTlsContexts.builds !== builds) count += STEP_RESOURCES;
     if (count >= STEP_RESOURCES) {
       count = 0;
       yield;

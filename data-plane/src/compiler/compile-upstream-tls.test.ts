@@ -41,7 +41,7 @@ describe("compiling an upstream's tls", () => {
     if (!result.ok) throw new Error(result.reason);
     const upstream = result.value.upstreams.get("api")!;
     expect(upstream.nodes[0]!.origin).toBe("https://api.example.com:443");
-    expect(upstream.tls?.ca).toContain("BEGIN CERTIFICATE");
+    expect(upstream.tls?.probe.files.ca).toContain("BEGIN CERTIFICATE");
     expect(upstream.tls?.rejectUnauthorized).toBe(true);
     // Pools are keyed by the TLS settings too, so a renewed file gets new connections.
     expect([...result.value.poolKeys().get("api.example.com:443")!][0]).toMatch(

@@ -58,7 +58,8 @@ export function healthCheckSettings(input?: Partial<HealthCheckSettings>): Healt
 
 /** The parts of a `CompiledUpstream` the health targets are made from. */
 export type HealthSource = Pick<CompiledUpstream, "name"> & {
-  readonly tls?: ProbeTls | undefined;
+  /** The upstream's TLS; its `probe` part is what crosses to the probe thread. */
+  readonly tls?: { readonly probe: ProbeTls } | undefined;
   readonly nodes: readonly Pick<CompiledNode, "address" | "host" | "port">[];
   readonly source: { readonly healthCheck?: Partial<HealthCheckSettings> | undefined };
 };
@@ -75,7 +76,7 @@ export function healthTargets(upstreams: Iterable<HealthSource>): HealthTarget[]
         host: node.host,
         port: node.port,
         healthCheck,
-        tls: upstream.tls,
+        tls: upstream.tls?.probe,
       });
     }
   }

@@ -21,10 +21,10 @@ export interface UpstreamTlsWatchOptions {
  * inotify watch on the old inode would miss. sync() follows each applied snapshot.
  */
 export class UpstreamTlsWatch {
-  /** Path to the upstreams naming it, and its stat listener. */
+  /** Path to the upstreams naming it, its stat listener and the last change it saw. */
   readonly #watched = new Map<
     string,
-    { upstreams: Set<string>; listener: (curr: Stats) => void }
+    { upstreams: Set<string>; listener: (curr: Stats) => void; seen: string | undefined }
   >();
   /** Upstream to the paths it names. */
   readonly #byUpstream = new Map<string, readonly string[]>();
@@ -46,14 +46,24 @@ export class UpstreamTlsWatch {
       previous !== undefined && changes !== undefined && changes.base.deref() === previous
         ? changes.upstreams
         : new Set([...this.#byUpstream.keys(), ...next.upstreams.keys()]);
+    const stale: string[] = [];
     for (const name of names) {
       const upstream = next.upstreams.get(name);
-      for (const path of this.#byUpstream.get(name) ?? []) this.#release(path, name);
+      if (upstream !== undefined && this.#readBeforeLastChange(upstream)) stale.push(name);
       const paths = upstream === undefined ? [] : filesOf(upstream);
+      // Only paths it no longer names: a path kept stays watched with its last change seen.
+      for (const path of this.#byUpstream.get(name) ?? []) {
+        if (!paths.includes(path)) this.#release(path, name);
+      }
       if (paths.length === 0) this.#byUpstream.delete(name);
       else this.#byUpstream.set(name, paths);
       for (const path of paths) this.#watch(path, name);
     }
+    // A snapshot compiled across turns read its files early: a change seen (and reloaded on
+    // the snapshot then served) before this one was swapped in would otherwise be lost, the
+    // old files serving on since the file does not change again. Reload once more, after the
+    // swap's own steps.
+    if (stale.length > 0) queueMicrotask(() => this.#closed || this.#options.onChange(stale));
   }
 
   /** Paths watched now, for tests and the log. */
@@ -76,9 +86,11 @@ export class UpstreamTlsWatch {
     }
     const added = {
       upstreams: new Set([upstream]),
+      seen: undefined as string | undefined,
       listener: (curr: Stats) => {
         // Gone (mid-rename, or deleted): nothing to read yet; the file's return is a change.
         if (curr.nlink === 0 || curr.mtimeMs === 0) return;
+        added.seen = statKeyOf(curr);
         this.#options.onChange([...added.upstreams]);
       },
     };
@@ -91,6 +103,15 @@ export class UpstreamTlsWatch {
     this.#watched.set(path, added);
   }
 
+  /** Whether a file the upstream's TLS was built from changed (as last seen) since it was read. */
+  #readBeforeLastChange(upstream: CompiledUpstream): boolean {
+    for (const file of upstream.tls?.files ?? []) {
+      const seen = this.#watched.get(file.path)?.seen;
+      if (seen !== undefined && seen !== file.stat) return true;
+    }
+    return false;
+  }
+
   #release(path: string, upstream: string): void {
     const entry = this.#watched.get(path);
     if (entry === undefined) return;
@@ -99,6 +120,11 @@ export class UpstreamTlsWatch {
     unwatchFile(path, entry.listener);
     this.#watched.delete(path);
   }
+}
+
+/** As TlsContextCache records a file's stat when it reads it. */
+function statKeyOf(stat: Stats): string {
+  return `${stat.ino}/${stat.mtimeMs}/${stat.size}`;
 }
 
 /** The files an upstream's TLS reads; none when it is plaintext. */

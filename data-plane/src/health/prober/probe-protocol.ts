@@ -32,13 +32,26 @@ export interface ProbeSpec {
   readonly tls?: ProbeTls | undefined;
 }
 
-/** What tls.connect needs; plain strings so it survives the structured clone to the worker. */
+/**
+ * What tls.connect needs; plain values so it survives the structured clone to the worker. The
+ * worker builds one SecureContext per `files.contextKey` (probeSecureContext), not one per probe.
+ */
 export interface ProbeTls {
   readonly servername?: string | undefined;
+  readonly files: ProbeTlsFiles;
+  readonly rejectUnauthorized: boolean;
+}
+
+/**
+ * The PEM text of one file set, one object shared by every upstream naming the set, so a
+ * message to the worker carries a CA bundle once, however many upstreams use it.
+ */
+export interface ProbeTlsFiles {
   readonly ca?: string | undefined;
   readonly cert?: string | undefined;
   readonly key?: string | undefined;
-  readonly rejectUnauthorized: boolean;
+  /** Identifies the contents: the worker's SecureContext for them is built once. */
+  readonly contextKey: string;
 }
 
 /** One node the worker probes every `intervalMs` (jittered by ±10 %). */

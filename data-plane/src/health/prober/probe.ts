@@ -1,10 +1,11 @@
-import { connect } from "node:net";
+import { connect, isIP } from "node:net";
 // The leaf module, not the @clawgate/proto barrel: the barrel loads the whole config model
 // (zod schemas, protobuf descriptors), about 18 MiB of resident memory in the probe thread.
 import { requestPathProblem } from "@clawgate/proto/origin-form";
 import { isTlsFailureCode } from "../../errors/tls-failure-code.js";
 import type { LookupFunction } from "../../upstream/node-resolver.js";
 import type { ProbeEvidence, ProbeSpec, ProbeTls } from "./probe-protocol.js";
+import { ProbeSecureContexts } from "./probe-secure-contexts.js";
 
 /**
  * How probes resolve node names: the lookup over the dnsServers setting, so a probe reaches
@@ -184,8 +185,9 @@ async function httpCheck(
     req = http.request(options);
   } else {
     const https = await loadedBy(httpsModule, deadline);
-    if (https === undefined) return timedOut;
-    req = https.request({ ...options, ...tlsOptions(tls) });
+    const tlsLoaded = await loadedBy(tlsModule, deadline);
+    if (https === undefined || tlsLoaded === undefined) return timedOut;
+    req = https.request({ ...options, ...tlsOptions(spec.host, tls, tlsLoaded) });
   }
   // Its events are listened to below, in this same turn, before any can be emitted.
   const timeoutMs = deadline - performance.now();
@@ -250,7 +252,7 @@ async function tlsHandshake(
   const { connect: tlsConnect } = loaded;
   const timeoutMs = deadline - performance.now();
   return new Promise((resolve) => {
-    const socket = tlsConnect({ host, port, ...tlsOptions(tls), ...nameLookup });
+    const socket = tlsConnect({ host, port, ...tlsOptions(host, tls, loaded), ...nameLookup });
     let settled = false;
     const finish = (result: Stage<undefined>) => {
       if (settled) return;
@@ -270,15 +272,24 @@ async function tlsHandshake(
   });
 }
 
-/** tls.connect options; an IP literal host gets no SNI (RFC 6066), as in the proxy's pools. */
-function tlsOptions(tls: ProbeTls) {
+/** Built with the probe thread's node:tls once it is loaded (see tlsModule). */
+let contexts: ProbeSecureContexts | undefined;
+
+/**
+ * tls.connect options, as the proxy's pools dial: SNI is `servername`, else the node's host when
+ * it is a name (undici's default; a server choosing its certificate by SNI must hand the probe
+ * the one requests get), and an IP literal gets none (RFC 6066). The file set's SecureContext is
+ * built once (ProbeSecureContexts) and carries the TLSv1.2 floor.
+ */
+function tlsOptions(host: string, tls: ProbeTls, module: typeof import("node:tls")) {
+  contexts ??= new ProbeSecureContexts(({ ca, cert, key }) =>
+    module.createSecureContext({ ca, cert, key, minVersion: "TLSv1.2" }),
+  );
+  const servername = tls.servername ?? (isIP(host) === 0 ? host : undefined);
   return {
-    ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-    ca: tls.ca,
-    cert: tls.cert,
-    key: tls.key,
+    ...(servername === undefined ? {} : { servername }),
+    secureContext: contexts.get(tls.files),
     rejectUnauthorized: tls.rejectUnauthorized,
-    minVersion: "TLSv1.2" as const,
   };
 }
 

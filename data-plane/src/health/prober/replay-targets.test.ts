@@ -4,7 +4,11 @@ import type { ProbeTarget } from "./probe-protocol.js";
 import { keepForReplay, replayed } from "./replay-targets.js";
 
 /** One object, as an upstream's nodes share their upstream's TLS settings. */
-const TLS = { servername: "agents.example", rejectUnauthorized: true };
+const TLS = {
+  servername: "agents.example",
+  files: { contextKey: "k" },
+  rejectUnauthorized: true,
+};
 
 function target(address: string, overrides: Partial<ProbeTarget> = {}): ProbeTarget {
   return probeTarget(address, { intervalMs: 10_000, timeoutMs: 3_000, tls: TLS, ...overrides });
