@@ -109,7 +109,7 @@ async function twoReplicas() {
     const kv = await store.get(`${prefix}rollout/current`);
     return kv === undefined ? undefined : (JSON.parse(kv.value) as { state: string }).state;
   };
-  return { a, b, rolloutState, close: () => Promise.all([a.close(), b.close()]) };
+  return { a, b, prefix, rolloutState, close: () => Promise.all([a.close(), b.close()]) };
 }
 
 function upstream(name: string, port: number): ResourceChange {
@@ -216,6 +216,37 @@ describe("config writes and rollouts on two control planes sharing etcd", () => 
       expect(state).toBe("rolled-back");
       expect(address).toBe("127.0.0.1:9000");
     }
+    await close();
+  });
+
+  it("rolls back a big restore whose rollout was promoted while its batches were written", async () => {
+    const { a, rolloutState, prefix, close } = await twoReplicas();
+    const started = ok(await a.rollOut([upstream("base", 9001)]));
+    const key = `${prefix}rollout/current`;
+    const decidedAt = (await store.get(key))?.modRevision ?? 0;
+    // The same etcd seen with 4000-byte transactions, so 40 upstreams are a staged apply.
+    const small = Object.assign(Object.create(store) as Store, {
+      txnLimits: { maxOps: 128, maxBytes: 4000 },
+    });
+    const promoteMidway = async (index: number) => {
+      if (index !== 1) return;
+      ok(await a.rollouts.promote("op-a"));
+    };
+    const restorer = new ConfigService(small, prefix, {
+      stagedHooks: { beforeBatch: promoteMidway },
+    });
+    const many = Array.from({ length: 40 }, (_, i) => upstream(`bulk-${i}`, 9100 + i));
+    const restored = await restorer.apply(many, { endsRollout: decidedAt });
+    expect(restored.ok).toBe(false);
+    if (!restored.ok) {
+      expect(restored.error.code).toBe("CLAWGATE_STORE_CONFLICT");
+      expect(restored.error.message).toContain(
+        `rollout of version ${started.revision} was promoted`,
+      );
+    }
+    expect(await rolloutState()).toBe("promoted");
+    expect(ok(await a.config.list("upstreams")).items.map((u) => u.name)).toEqual(["base"]);
+    await restorer.close();
     await close();
   });
 });
