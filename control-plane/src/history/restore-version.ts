@@ -22,6 +22,8 @@ export interface RestoreOptions {
   reason?: string;
   /** More writes for the rollback's own commit (a rollout's new state). */
   also?: Operation[];
+  /** The rollout this restore ends, by its key's mod revision (see ApplyOptions.endsRollout). */
+  endsRollout?: number;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function restoreVersion(
     at.resources.map(({ kind, name, spec }) => ({ kind, name, document: spec })),
     {
       prune: true,
+      endsRollout: options.endsRollout,
       alsoWrite: (results, writes) => {
         const changes = results
           .filter((r) => r.action !== "unchanged")

@@ -309,7 +309,7 @@ describe("ConfigService.apply", () => {
     expect(result.ok).toBe(true);
   });
 
-  it("commits changes, their compares, the guard key and the closed gate in one transaction", async () => {
+  it("commits changes, their compares, the guard key, the closed gate and the rollout in one transaction", async () => {
     const commits: { compares: unknown[]; operations: unknown[] }[] = [];
     const spy: Store = {
       ...store,
@@ -331,6 +331,8 @@ describe("ConfigService.apply", () => {
       { key: configGuardKey(PREFIX), modRevision: 0 },
       // No big apply may be half-way through (staged-apply.ts).
       { key: applyGateKey(PREFIX), modRevision: 0 },
+      // No rollout may have started meanwhile (rollout-fence.ts).
+      { key: `${PREFIX}rollout/current`, modRevision: 0 },
     ]);
     expect(commits[0]?.operations).toMatchObject([
       { type: "put", key: `${PREFIX}upstreams/agents` },

@@ -6,6 +6,8 @@ import {
   validateResource,
 } from "@clawgate/proto";
 import type { KeyWrite } from "../history/config-history.js";
+import { rolloutFence } from "../rollout/rollout-fence.js";
+import { rolloutKey } from "../rollout/rollout-state.js";
 import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
 import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
@@ -55,6 +57,12 @@ export interface ApplyOptions {
     results: readonly AppliedResource[],
     writes: readonly KeyWrite[],
   ) => Operation[] | AlsoWrites;
+  /**
+   * The write ends the progressive rollout stored at this mod revision of its key (a rollout's
+   * rollback), and commits only if the rollout is still as that decision saw it. Default none:
+   * the write is refused while a rollout bakes (see rollout-fence.ts).
+   */
+  endsRollout?: number;
 }
 
 /**
@@ -288,6 +296,17 @@ export class ConfigService {
         if (dryRun || plan.operations.length === 0) {
           return { ok: true, revision, dryRun, results: plan.results };
         }
+        const fence = rolloutFence(
+          this.#prefix,
+          model.keyValue(rolloutKey(this.#prefix)),
+          options.endsRollout,
+        );
+        if (!fence.ok) {
+          // Judged on the model: confirm it has the rollout as the store does, else judge again.
+          const seen = model.keyValue(rolloutKey(this.#prefix))?.modRevision ?? 0;
+          if (await this.#catchUp([{ key: rolloutKey(this.#prefix), modRevision: seen }])) continue;
+          return fence;
+        }
         const writes = plan.operations.map((operation) => ({
           key: operation.key,
           before: model.keyValue(operation.key)?.value,
@@ -310,9 +329,10 @@ export class ConfigService {
             leaseTtlSeconds: this.#options.applyLeaseTtlSeconds,
             owner: this.#owner,
             closeOperations: also.commit,
+            fences: [fence.compare],
           });
           if (!staged.ok && staged.reason === "conflict") {
-            await this.#catchUp([guardRead, { key: gateKey, modRevision: 0 }]);
+            await this.#catchUp([guardRead, { key: gateKey, modRevision: 0 }, fence.compare]);
             continue;
           }
           if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
@@ -329,6 +349,8 @@ export class ConfigService {
           guardRead,
           // No big apply may be in flight: its half-written keys are not to be built upon.
           { key: gateKey, modRevision: 0 },
+          // The rollout as judged above: none started (or this one not ended) meanwhile.
+          fence.compare,
         ];
         const operations: Operation[] = [
           ...inOneCommit,

@@ -69,11 +69,16 @@ export interface StagedApplyInput {
   closeOperations?: readonly Operation[];
   /** Recorded in the owner key, so this control plane restarted can take the apply over. */
   owner?: ApplyOwner;
+  /**
+   * Keys written around the gate (the rollout key: a promote writes it alone) that must stay as
+   * planned: checked when the gate opens and again when it closes. Default none.
+   */
+  fences?: readonly Compare[];
 }
 
 export type StagedApplyResult =
   | { ok: true; revision: number; revisions: Map<string, number> }
-  /** Another write landed after the plan was read; nothing was written, plan again. */
+  /** Another write landed after the plan was read (or a fence moved); nothing stays written, plan again. */
   | { ok: false; reason: "conflict" }
   /** Failed after the gate opened; rolled back (or left to the sweep if that failed too). */
   | { ok: false; reason: "failed"; error: unknown };
@@ -96,11 +101,12 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
   const ownerKey = applyOwnerKey(prefix, id);
   const lease = await store.grantLease(ttl);
   const revoke = () => store.revokeLease(lease).catch(() => undefined);
+  const fences = input.fences ?? [];
 
   let opened: { succeeded: boolean; revision: number };
   try {
     opened = await store.commit(
-      [input.guard, { key: gateKey, modRevision: 0 }],
+      [input.guard, { key: gateKey, modRevision: 0 }, ...fences],
       [
         {
           type: "put",
@@ -180,13 +186,19 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
     // Every batch settles before deciding: a rollback must see every undo record written.
     await Promise.all(inFlight);
     if (failure !== undefined) throw failure.error;
-    const closed = await store.commit(held, [
-      { type: "delete", key: gateKey },
-      { type: "delete", key: ownerKey },
-      { type: "put", key: input.guard.key, value: `applied ${id}` },
-      ...(input.closeOperations ?? []),
-    ]);
-    if (!closed.succeeded) throw new Error("this control plane lost its lease before the end");
+    const closed = await store.commit(
+      [...held, ...fences],
+      [
+        { type: "delete", key: gateKey },
+        { type: "delete", key: ownerKey },
+        { type: "put", key: input.guard.key, value: `applied ${id}` },
+        ...(input.closeOperations ?? []),
+      ],
+    );
+    if (!closed.succeeded) {
+      if (await moved(store, fences)) throw new FenceMoved();
+      throw new Error("this control plane lost its lease before the end");
+    }
     keeper.stop();
     await revoke();
     // Garbage once the gate is gone; a failure here is swept by recoverAbandonedApply.
@@ -198,8 +210,19 @@ export async function stagedApply(input: StagedApplyInput): Promise<StagedApplyR
     await rollBack(store, prefix, input.guard.key, gate).catch(() => undefined);
     keeper.stop();
     await revoke();
+    // Rolled back because a fence moved: plan again, as when the guard moved before opening.
+    if (error instanceof FenceMoved) return { ok: false, reason: "conflict" };
     return { ok: false, reason: "failed", error };
   }
+}
+
+/** The closing commit failed because a fence key changed while the apply ran. */
+class FenceMoved extends Error {}
+
+/** True when any fence's key is no longer at its revision. */
+async function moved(store: Store, fences: readonly Compare[]): Promise<boolean> {
+  const now = await Promise.all(fences.map((fence) => store.get(fence.key)));
+  return fences.some((fence, index) => (now[index]?.modRevision ?? 0) !== fence.modRevision);
 }
 
 /**

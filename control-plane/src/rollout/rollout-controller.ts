@@ -13,6 +13,7 @@ import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
 import { OneAtATime } from "./one-at-a-time.js";
 import type { OutcomeBoard } from "./outcome-board.js";
+import { parseStored, rolloutChanged, rolloutInProgress } from "./rollout-fence.js";
 import {
   chooseCanaries,
   type RolloutSpec,
@@ -60,6 +61,12 @@ interface Pin {
 }
 
 type Ended = Outcome<{ rollout: StoredRollout }>;
+
+/** A baking rollout and its key's mod revision: what a promote or rollback decided on. */
+interface Decided {
+  rollout: StoredRollout;
+  modRevision: number;
+}
 
 /**
  * Drives progressive rollouts: an apply with `rollout` goes to the canaries only (the snapshot
@@ -134,16 +141,14 @@ export class RolloutController implements VersionTargets {
   /** The 409 every config write gets while a rollout bakes. */
   inProgressError() {
     const rollout = this.baking();
-    if (rollout === undefined) return undefined;
-    return clawgateError(
-      "CLAWGATE_ROLLOUT_IN_PROGRESS",
-      `a rollout of version ${rollout.version ?? "?"} to canaries ${rollout.canaries.join(", ")} is baking until ${rollout.bakeUntil}; promote or abort it first (POST /v1/rollout/promote or /v1/rollout/abort)`,
-    );
+    return rollout === undefined ? undefined : rolloutInProgress(rollout);
   }
 
   /**
    * Runs `apply` (which must commit `also` with its write) as a rollout: the data planes
    * outside the canaries are pinned to the version published now before anything is written.
+   * This replica's view of a baking rollout is only a fast refusal: the write itself is refused
+   * in its commit if another rollout started meanwhile (rollout-fence.ts).
    */
   async apply(
     spec: RolloutSpec,
@@ -180,12 +185,16 @@ export class RolloutController implements VersionTargets {
       bakeUntil: new Date(now + spec.bakeSeconds * 1000).toISOString(),
     };
     // Before the write: the publish it causes must already find the rest pinned.
-    this.#pin = { canaries: new Set(canaries), base };
+    const pin: Pin = { canaries: new Set(canaries), base };
+    this.#pin = pin;
     const result = await apply([{ type: "put", key: this.#key, value: JSON.stringify(rollout) }]);
     const wrote =
       result.ok && !result.dryRun && result.results.some((r) => r.action !== "unchanged");
     if (!wrote || !result.ok) {
-      this.#pin = undefined;
+      // Not simply unpinned: the apply that beat this one (here or on another replica) may
+      // have started a rollout whose rest must stay pinned, and #adopt saw this pin set then.
+      // A pin set since by another apply in flight here is that apply's to settle.
+      if (this.#pin === pin) this.#pin = this.#pinFor(this.baking(), base);
       this.#emit();
       return result;
     }
@@ -202,34 +211,43 @@ export class RolloutController implements VersionTargets {
 
   /** Sends the version being baked to every data plane now. */
   promote(author: string): Promise<Ended> {
-    return this.#end(async (rollout) => this.#promote(rollout, `promoted by ${author}`));
+    return this.#end(async (decided) => this.#promote(decided, `promoted by ${author}`));
   }
 
   /** Restores the base version's config and sends it to every data plane. */
   abort(author: string): Promise<Ended> {
-    return this.#end((rollout) => this.#rollBack(rollout, `aborted by ${author}`, author));
+    return this.#end((decided) => this.#rollBack(decided, `aborted by ${author}`, author));
   }
 
-  #end(step: (rollout: StoredRollout) => Promise<Ended>): Promise<Ended> {
+  #end(step: (decided: Decided) => Promise<Ended>): Promise<Ended> {
     // After a check or ending in progress: one that ended the rollout leaves none baking here.
     return this.#turns.run(async () => {
       await this.#reload();
-      const rollout = this.baking();
-      if (rollout === undefined) {
+      const decided = this.#decided();
+      if (decided === undefined) {
         return fail("CLAWGATE_NOT_FOUND", "no rollout is baking");
       }
-      return await step(rollout);
+      return await step(decided);
     });
   }
 
-  async #promote(rollout: StoredRollout, reason: string): Promise<Ended> {
+  /** The baking rollout as read now, with the revision an ending must find it at. */
+  #decided(): Decided | undefined {
+    const rollout = this.baking();
+    const modRevision = this.#stored?.modRevision;
+    return rollout === undefined || modRevision === undefined
+      ? undefined
+      : { rollout, modRevision };
+  }
+
+  async #promote({ rollout, modRevision }: Decided, reason: string): Promise<Ended> {
     const promoted: StoredRollout = {
       ...rollout,
       state: "promoted",
       finishedAt: new Date(this.#clock()).toISOString(),
       reason,
     };
-    const written = await this.#write(promoted);
+    const written = await this.#write(promoted, modRevision);
     if (!written.ok) return written;
     this.#options.logger.info(
       { version: rollout.version, reason },
@@ -239,7 +257,11 @@ export class RolloutController implements VersionTargets {
     return written;
   }
 
-  async #rollBack(rollout: StoredRollout, reason: string, author: string): Promise<Ended> {
+  async #rollBack(
+    { rollout, modRevision }: Decided,
+    reason: string,
+    author: string,
+  ): Promise<Ended> {
     const ended: StoredRollout = {
       ...rollout,
       state: "rolled-back",
@@ -256,6 +278,8 @@ export class RolloutController implements VersionTargets {
       author,
       reason,
       also: [{ type: "put", key: this.#key, value: JSON.stringify(ended) }],
+      // A promote elsewhere since this decision makes the restore fail rather than undo it.
+      endsRollout: modRevision,
     });
     if (!result.ok) {
       this.#options.logger.error(
@@ -265,8 +289,10 @@ export class RolloutController implements VersionTargets {
       return result;
     }
     const final = { ...ended, rollbackVersion: result.revision };
-    // A restore that changed nothing wrote no state: write it on its own.
-    const written = await this.#write(final);
+    // A restore that changed nothing wrote no state: write it on its own, still conditional on
+    // the rollout as decided; one that did wrote the key in its own commit.
+    const restored = result.results.some((r) => r.action !== "unchanged");
+    const written = await this.#write(final, restored ? result.revision : modRevision);
     if (!written.ok) return written;
     this.#options.logger.warn(
       { version: rollout.version, baseVersion: rollout.baseVersion, reason },
@@ -279,21 +305,34 @@ export class RolloutController implements VersionTargets {
     return written;
   }
 
-  async #write(rollout: StoredRollout): Promise<Ended> {
-    const commit = await this.#options.store.commit(
-      [
-        {
-          key: this.#key,
-          modRevision: (await this.#options.store.get(this.#key))?.modRevision ?? 0,
-        },
-      ],
+  /**
+   * Writes the rollout's new state if its key is still at `decidedAt`, the revision the
+   * decision was made on: a fresh read here would let a promote on one replica and an abort on
+   * another both succeed.
+   */
+  async #write(rollout: StoredRollout, decidedAt: number): Promise<Ended> {
+    const { store } = this.#options;
+    const commit = await store.commit(
+      [{ key: this.#key, modRevision: decidedAt }],
       [{ type: "put", key: this.#key, value: JSON.stringify(rollout) }],
     );
     if (!commit.succeeded) {
-      return fail("CLAWGATE_STORE_CONFLICT", "the rollout changed meanwhile; read it again");
+      return { ok: false, error: rolloutChanged(parseStored(await store.get(this.#key))) };
     }
     this.#stored = { rollout, modRevision: commit.revision };
     return { ok: true, rollout };
+  }
+
+  /**
+   * The rest pinned to a baking rollout's base: a snapshot of that version (the one a failed
+   * apply here pinned, or the one published now) if this process has it, else held.
+   */
+  #pinFor(rollout: StoredRollout | undefined, held?: PublishedSnapshot): Pin | undefined {
+    if (rollout === undefined) return undefined;
+    const base = [held, this.#options.builder.current()].find(
+      (snapshot) => snapshot?.version === rollout.baseVersion,
+    );
+    return { canaries: new Set(rollout.canaries), base };
   }
 
   #release(): void {
@@ -349,11 +388,11 @@ export class RolloutController implements VersionTargets {
       this.#options.logger.warn({ err: error }, "stored rollout is unreadable; ignoring it");
       return;
     }
-    const known = this.#stored?.rollout;
     this.#stored = {
       rollout: {
         ...parsed,
-        version: parsed.version ?? known?.version ?? kv.modRevision,
+        // A baking rollout is stored with its apply: that commit's revision is its version.
+        version: parsed.version ?? kv.modRevision,
         // Ended in the restore's own commit, which is then the version the rollback wrote.
         ...(parsed.state === "rolled-back" && parsed.rollbackVersion === undefined
           ? { rollbackVersion: kv.modRevision }
@@ -362,11 +401,7 @@ export class RolloutController implements VersionTargets {
       modRevision: kv.modRevision,
     };
     if (parsed.state === "baking" && this.#pin === undefined) {
-      const current = this.#options.builder.current();
-      this.#pin = {
-        canaries: new Set(parsed.canaries),
-        base: current?.version === parsed.baseVersion ? current : undefined,
-      };
+      this.#pin = this.#pinFor(parsed);
       this.#emit();
     } else if (parsed.state !== "baking" && this.#pin !== undefined) {
       const pin = this.#pin;
@@ -382,17 +417,18 @@ export class RolloutController implements VersionTargets {
     await this.#turns.runUnlessBusy(async () => {
       try {
         await this.#reload();
-        const rollout = this.baking();
-        if (rollout === undefined || !this.#options.election.isLeader()) return;
+        const decided = this.#decided();
+        if (decided === undefined || !this.#options.election.isLeader()) return;
+        const { rollout } = decided;
         const verdict = judge(
           this.#outcomes(rollout).canary,
           this.#outcomes(rollout).rest,
           rollout.spec,
         );
         if (verdict.failing) {
-          await this.#rollBack(rollout, `canaries failing: ${verdict.reason}`, "rollout");
+          await this.#rollBack(decided, `canaries failing: ${verdict.reason}`, "rollout");
         } else if (this.#clock() >= Date.parse(rollout.bakeUntil)) {
-          await this.#promote(rollout, `baked ${rollout.spec.bakeSeconds} s without failing`);
+          await this.#promote(decided, `baked ${rollout.spec.bakeSeconds} s without failing`);
         }
       } catch (error) {
         this.#options.logger.warn({ err: error }, "rollout check failed; trying again");
