@@ -17,7 +17,11 @@ export function configJournal(
       const audited = audit?.operations(token, changes) ?? [];
       if (writes === undefined) return audited;
       const kept = history.operations(token, changes, writes);
-      return { commit: [...audited, ...kept.commit], ahead: kept.ahead };
+      return {
+        commit: [...audited, ...kept.commit],
+        ahead: kept.ahead,
+        ...(kept.committed === undefined ? {} : { committed: kept.committed }),
+      };
     },
   };
 }

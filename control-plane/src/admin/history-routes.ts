@@ -98,7 +98,7 @@ export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async 
       });
       if (!result.ok) return sendError(reply, result.error);
       const { mark, ...applied } = result;
-      return { ...applied, from: mark?.from ?? result.revision, to: request.body.version };
+      return { ...applied, from: mark.from, to: request.body.version };
     },
   );
 };

@@ -75,9 +75,9 @@ export function addHistoryCommands(program: Command, ctx: CommandContext): void 
         if (item.action !== "unchanged") ctx.out(`${item.kind}/${item.name} ${item.action}\n`);
       }
       ctx.out(
-        result.revision === result.from
+        result.results.every((item) => item.action === "unchanged")
           ? `config already as at version ${version}; nothing changed\n`
-          : `rolled back to version ${version}: config revision ${result.revision}\n`,
+          : `rolled back from version ${result.from} to version ${version}: config revision ${result.revision}\n`,
       );
     });
 }

@@ -26,7 +26,7 @@ import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
 import { kindPrefixes, readOutsideApply } from "../resources/apply-gate.js";
 import type { AlsoWrites } from "../resources/config-service.js";
 import { clawgateError, type Outcome } from "../resources/errors.js";
-import type { KeyValue, Operation, Store } from "../store/store.js";
+import type { KeyValue, Operation, RangeResult, Store } from "../store/store.js";
 import {
   type HistoryItem,
   type RollbackMark,
@@ -59,6 +59,12 @@ export interface HistoricResource {
   kind: ResourceKind;
   name: string;
   spec: unknown;
+}
+
+/** A config rebuilt from the history, and the store revision of the config it started from. */
+export interface RebuiltConfig {
+  current: number;
+  resources: HistoricResource[];
 }
 
 /** Deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
@@ -101,6 +107,12 @@ function chunkSteps(steps: readonly UndoStep[], bytes: number): UndoStep[][] {
   return chunks;
 }
 
+/** An entry's key and version, as a keys-only read gives them. */
+interface EntryKey {
+  key: string;
+  version: number;
+}
+
 export class ConfigHistory {
   readonly #store: Store;
   readonly #prefix: string;
@@ -109,17 +121,19 @@ export class ConfigHistory {
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
   /**
-   * Undo steps bigger than this go in chunks of this size beside the entry: a quarter of a
-   * commit, so the entry itself stays small in whatever commit carries it.
+   * Undo steps go in chunks of at most this size beside the entry: a quarter of a commit, so
+   * the entry itself stays small in whatever commit carries it.
    */
   readonly #maxUndoBytes: number;
-  /** Entry keys, oldest first, with how many undo chunks each has. */
-  #known: { key: string; parts: number }[] = [];
+  /** Entry keys, oldest first, with their version and how many undo chunks each has. */
+  #known: { key: string; version: number; parts: number }[] = [];
   /** Chunk keys whose entry is gone, to delete with the next writes. */
   #orphans: string[] = [];
   readonly #chunks: string;
   #sinceResync = 0;
   #seq = randomInt(SEQ_MODULUS);
+  /** The version whose entry is never trimmed (a baking rollout's; see keep()). */
+  #kept: () => number | undefined = () => undefined;
 
   constructor(options: ConfigHistoryOptions) {
     this.#store = options.store;
@@ -141,10 +155,19 @@ export class ConfigHistory {
   }
 
   /**
+   * Never trims the entry of the version `version()` names while it names one: a baking
+   * rollout's, which its rollback undoes whatever historyLimit is.
+   */
+  keep(version: () => number | undefined): void {
+    this.#kept = version;
+  }
+
+  /**
    * The writes that record a config write made by `author`, to commit with the write itself:
    * the entry, and deletes of the oldest entries beyond the limit (with their undo chunks). None
-   * when nothing changes. Undo steps too big for the commit go `ahead` as chunk keys (see
-   * AlsoWrites), so a write of any size the apply takes can be undone, a rollback included.
+   * when nothing changes. The undo steps go `ahead` as chunk keys apart from the entry (see
+   * AlsoWrites), so listing entries never reads them and a write of any size the apply takes
+   * can be undone, a rollback included. Nothing is taken as written until `committed`.
    */
   operations(
     author: string | undefined,
@@ -160,70 +183,78 @@ export class ConfigHistory {
       key: write.key.slice(this.#prefix.length),
       before: write.before ?? null,
     }));
-    const chunks =
-      Buffer.byteLength(JSON.stringify(undo)) > this.#maxUndoBytes
-        ? chunkSteps(undo, this.#maxUndoBytes)
-        : undefined;
+    const chunks = chunkSteps(undo, this.#maxUndoBytes);
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
       author: author ?? "anonymous",
       changes: [...changes],
       ...(rollback === undefined ? {} : { rollback }),
-      undo: chunks === undefined ? undo : null,
-      ...(chunks === undefined ? {} : { undoParts: chunks.length }),
+      undo: null,
+      undoParts: chunks.length,
     };
-    const deletes = this.#trim();
-    this.#known.push({ key, parts: chunks?.length ?? 0 });
-    if (++this.#sinceResync >= RESYNC_EVERY) {
-      this.#resync().catch((error: unknown) =>
-        this.#logger?.warn({ err: error }, "config history keys could not be re-read"),
-      );
-    }
+    const { deletes, trimmed, orphans } = this.#trim();
     return {
       commit: [
         { type: "put", key, value: JSON.stringify(entry) },
         ...deletes.map((old): Operation => ({ type: "delete", key: old })),
       ],
-      ahead: (chunks ?? []).map(
+      ahead: chunks.map(
         (steps, part): Operation => ({
           type: "put",
           key: undoChunkKey(this.#chunks, id, part),
           value: JSON.stringify(steps),
         }),
       ),
+      committed: (version) => {
+        const gone = new Set(deletes);
+        this.#known = this.#known.filter((known) => !trimmed.has(known.key));
+        this.#orphans = [
+          ...this.#orphans.filter((chunk) => !gone.has(chunk)),
+          ...orphans.filter((chunk) => !this.#orphans.includes(chunk)),
+        ];
+        this.#known.push({ key, version, parts: chunks.length });
+        if (++this.#sinceResync >= RESYNC_EVERY) {
+          this.#resync().catch((error: unknown) =>
+            this.#logger?.warn({ err: error }, "config history keys could not be re-read"),
+          );
+        }
+      },
     };
   }
 
   /**
    * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims (or from
    * writes that failed after writing them), then the oldest entries beyond the limit with their
-   * chunks. A chunk that does not fit this time waits for the next write: with its entry gone,
-   * nothing reads it.
+   * chunks, never the kept version's. A chunk that does not fit this time waits for the next
+   * write (`orphans`): with its entry gone, nothing reads it. Nothing changes here until the
+   * write commits.
    */
-  #trim(): string[] {
+  #trim(): { deletes: string[]; trimmed: Set<string>; orphans: string[] } {
+    const kept = this.#kept();
     let excess = Math.max(0, this.#known.length + 1 - this.#limit);
-    const deletes = this.#orphans.splice(0, TRIM_BATCH);
-    while (excess > 0 && deletes.length < TRIM_BATCH) {
-      const oldest = this.#known.shift();
-      if (oldest === undefined) break;
+    const deletes = this.#orphans.slice(0, TRIM_BATCH);
+    const trimmed = new Set<string>();
+    const orphans: string[] = [];
+    for (const oldest of this.#known) {
+      if (excess === 0 || deletes.length >= TRIM_BATCH) break;
+      if (oldest.version === kept) continue;
       excess--;
       deletes.push(oldest.key);
+      trimmed.add(oldest.key);
       const id = oldest.key.slice(this.#keys.length);
       for (let part = 0; part < oldest.parts; part++) {
         const chunk = undoChunkKey(this.#chunks, id, part);
         if (deletes.length < TRIM_BATCH) deletes.push(chunk);
-        else this.#orphans.push(chunk);
+        else orphans.push(chunk);
       }
     }
-    return deletes;
+    return { deletes, trimmed, orphans };
   }
 
-  /** Versions kept, newest first, at most `limit`. */
+  /** Versions kept, newest first, at most `limit`: only those entries are read. */
   async list(limit = this.#limit): Promise<HistoryItem[]> {
-    const range = await this.#store.range(this.#keys);
-    return entriesOf(range.items)
-      .slice(0, limit)
-      .map(({ item }) => item);
+    const newest = (await this.#entryKeys()).slice(0, Math.max(0, limit));
+    return (await this.#entries(newest)).map(({ item }) => item);
   }
 
   /**
@@ -234,35 +265,29 @@ export class ConfigHistory {
   async at(
     version: number,
     options: { atOrBefore?: boolean } = {},
-  ): Promise<Outcome<{ item: HistoryItem; current: number; resources: HistoricResource[] }>> {
-    // During a big apply, the config as it was before it, like every other read.
-    const read = await readOutsideApply(this.#store, this.#prefix, [
-      ...kindPrefixes(this.#prefix),
-      this.#keys,
-      this.#chunks,
-    ]);
-    const entries = entriesOf(read.items.filter((kv) => kv.key.startsWith(this.#keys)));
-    const chunks = new Map<string, string[]>();
-    for (const kv of read.items) {
-      if (!kv.key.startsWith(this.#chunks)) continue;
-      const id = kv.key.slice(this.#chunks.length, kv.key.lastIndexOf("/"));
-      chunks.set(id, [...(chunks.get(id) ?? []), kv.value]);
-    }
-    const oldest = entries.at(-1)?.item.version;
+  ): Promise<Outcome<RebuiltConfig & { item: HistoryItem }>> {
+    // During a big apply, the config as it was before it, like every other read. Entries only
+    // commit with the closing commit of a write, so reading them after it misses none.
+    const read = await readOutsideApply(this.#store, this.#prefix, kindPrefixes(this.#prefix));
+    const keys = await this.#entryKeys();
+    const oldest = keys.at(-1)?.version;
     // atOrBefore: `version` is a published snapshot's. A snapshot also holds the registered
     // nodes, whose registrations and expiries make versions of their own that are no history
-    // entry; the config then is the newest entry at or before it (entries are newest first).
-    const target = entries.find(({ item }) =>
-      options.atOrBefore === true ? item.version <= version : item.version === version,
+    // entry; the config then is the newest entry at or before it (keys are newest first).
+    const targetKey = keys.find((key) =>
+      options.atOrBefore === true ? key.version <= version : key.version === version,
     );
+    const entries =
+      targetKey === undefined
+        ? []
+        : await this.#entries(keys.filter((key) => key.version >= targetKey.version));
+    const target = entries.find(({ item }) => item.version === targetKey?.version);
     if (target === undefined) {
       if (oldest !== undefined && version > 0 && version < oldest) {
         return tooOld(`version ${version} is older than the oldest kept (${oldest})`);
       }
       const known =
-        oldest === undefined
-          ? "none is kept yet"
-          : `kept: ${oldest} to ${entries[0]?.item.version}`;
+        oldest === undefined ? "none is kept yet" : `kept: ${oldest} to ${keys[0]?.version}`;
       return {
         ok: false,
         error: clawgateError(
@@ -271,42 +296,109 @@ export class ConfigHistory {
         ),
       };
     }
-    const config = new Map<string, string>();
-    for (const kv of read.items) {
-      if (!kv.key.startsWith(this.#keys) && !kv.key.startsWith(this.#chunks)) {
-        config.set(kv.key.slice(this.#prefix.length), kv.value);
-      }
+    const rebuilt = await this.#undo(read, entries, target.item.version);
+    return rebuilt.ok ? { ...rebuilt, item: target.item } : rebuilt;
+  }
+
+  /**
+   * The config as it was at `base` (a rollout's base: a published snapshot's version, which
+   * need not be a config version nor have a kept entry), rebuilt by undoing every kept entry
+   * newer than it. Writes are refused while a rollout bakes, so the rollout's own entry (of
+   * version `own`, never trimmed while it bakes) is all there is to undo; it must be there.
+   */
+  async before(base: number, own: number): Promise<Outcome<RebuiltConfig>> {
+    const read = await readOutsideApply(this.#store, this.#prefix, kindPrefixes(this.#prefix));
+    const entries = await this.#entries(
+      (await this.#entryKeys()).filter((key) => key.version > base),
+    );
+    if (!entries.some(({ item }) => item.version === own)) {
+      return tooOld(`the history entry of version ${own} is not kept, so it cannot be undone`);
     }
+    return this.#undo(read, entries, base);
+  }
+
+  /**
+   * Whether every kept entry newer than `base` can be undone (a rollout's check before it
+   * starts: its rollback undoes them and its own). VERSION_TOO_OLD naming the one that cannot.
+   */
+  async undoable(base: number): Promise<Outcome<{ base: number }>> {
+    const entries = await this.#entries(
+      (await this.#entryKeys()).filter((key) => key.version > base),
+    );
+    for (const entry of entries) {
+      if (entry.undo === null && entry.undoParts === undefined) return noUndo(entry.item.version);
+    }
+    return { ok: true, base };
+  }
+
+  /** `read` (the config at read.revision) with every entry newer than `after` undone. */
+  async #undo(
+    read: RangeResult,
+    entries: readonly ParsedEntry[],
+    after: number,
+  ): Promise<Outcome<RebuiltConfig>> {
+    const config = new Map<string, string>();
+    for (const kv of read.items) config.set(kv.key.slice(this.#prefix.length), kv.value);
     for (const entry of entries) {
       const { item } = entry;
-      if (item.version <= version) break;
-      const undo = entry.undo ?? stepsOf(chunks.get(entry.id), entry.undoParts);
-      if (undo === undefined) {
-        return tooOld(
-          `version ${item.version} has no undo steps kept (written before they were kept in chunks), so versions before it cannot be rebuilt`,
-        );
-      }
+      if (item.version <= after) break;
+      const undo = entry.undo ?? (await this.#chunkSteps(entry));
+      if (undo === undefined) return noUndo(item.version);
       for (const step of undo) {
         if (step.before === null) config.delete(step.key);
         else config.set(step.key, step.before);
       }
     }
-    return { ok: true, item: target.item, current: read.revision, resources: resourcesOf(config) };
+    return { ok: true, current: read.revision, resources: resourcesOf(config) };
   }
 
+  /** The undo steps of an entry kept in chunks (only its own are read). */
+  async #chunkSteps(entry: ParsedEntry): Promise<UndoStep[] | undefined> {
+    if (entry.undoParts === undefined) return undefined;
+    const read = await this.#store.range(`${this.#chunks}${entry.id}/`);
+    return stepsOf(
+      read.items.map((kv) => kv.value),
+      entry.undoParts,
+    );
+  }
+
+  /** Every entry's key and version, newest first; values are not read. */
+  async #entryKeys(): Promise<EntryKey[]> {
+    const range = await this.#store.range(this.#keys, { keysOnly: true });
+    return range.items
+      .map((kv) => ({ key: kv.key, version: kv.modRevision }))
+      .sort((a, b) => b.version - a.version);
+  }
+
+  /**
+   * The entries of `keys`, newest first. An entry is written once and deleted only when
+   * trimmed, so reading it after its key changes nothing; one trimmed meanwhile is left out.
+   */
+  async #entries(keys: readonly EntryKey[]): Promise<ParsedEntry[]> {
+    if (keys.length === 0) return [];
+    const wanted = new Set(keys.map((key) => key.key));
+    const read = await this.#store.range(keys.map((key) => key.key));
+    return entriesOf(read.items.filter((kv) => wanted.has(kv.key)));
+  }
+
+  /** Entry and chunk keys only: values are not needed to know what to trim. */
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range([this.#keys, this.#chunks]);
+    const range = await this.#store.range([this.#keys, this.#chunks], { keysOnly: true });
     const entries = range.items.filter((kv) => kv.key.startsWith(this.#keys));
+    const chunks = range.items.filter((kv) => kv.key.startsWith(this.#chunks));
+    const idOf = (chunk: string) => chunk.slice(this.#chunks.length, chunk.lastIndexOf("/"));
+    const parts = new Map<string, number>();
+    for (const chunk of chunks) parts.set(idOf(chunk.key), (parts.get(idOf(chunk.key)) ?? 0) + 1);
     this.#known = entries
       .sort((a, b) => a.modRevision - b.modRevision)
-      .map((kv) => ({ key: kv.key, parts: partsOf(kv.value) }));
+      .map((kv) => {
+        const id = kv.key.slice(this.#keys.length);
+        return { key: kv.key, version: kv.modRevision, parts: parts.get(id) ?? 0 };
+      });
     const ids = new Set(entries.map((kv) => kv.key.slice(this.#keys.length)));
     // Chunks of an entry that is gone, or of a write that failed after writing them.
-    this.#orphans = range.items
-      .filter((kv) => kv.key.startsWith(this.#chunks))
-      .filter((kv) => !ids.has(kv.key.slice(this.#chunks.length, kv.key.lastIndexOf("/"))))
-      .map((kv) => kv.key);
+    this.#orphans = chunks.filter((kv) => !ids.has(idOf(kv.key))).map((kv) => kv.key);
   }
 }
 
@@ -315,16 +407,6 @@ interface ParsedEntry {
   item: HistoryItem;
   undo: UndoStep[] | null;
   undoParts: number | undefined;
-}
-
-/** How many undo chunks a stored entry has (0 for none or an unreadable entry). */
-function partsOf(value: string): number {
-  try {
-    const parsed = storedHistoryEntrySchema.safeParse(JSON.parse(value));
-    return parsed.success ? (parsed.data.undoParts ?? 0) : 0;
-  } catch {
-    return 0;
-  }
 }
 
 /** The undo steps of an entry kept in chunks, or undefined when they are not all there. */
@@ -384,6 +466,12 @@ function resourcesOf(config: ReadonlyMap<string, string>): HistoricResource[] {
   }
   return resources.sort((a, b) =>
     a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind.localeCompare(b.kind),
+  );
+}
+
+function noUndo(version: number) {
+  return tooOld(
+    `version ${version} has no undo steps kept (written before they were kept in chunks), so versions before it cannot be rebuilt`,
   );
 }
 

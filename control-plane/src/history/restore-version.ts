@@ -11,11 +11,11 @@ export interface RestoreOptions {
   /** The version whose config to restore. */
   version: number;
   /**
-   * `version` is a published snapshot's (a rollout's base): restore the newest config version
-   * at or before it, since a registered node's arrival or expiry makes a snapshot version that
-   * is no config version.
+   * `version` is a rollout's base (a published snapshot's, which need not be a config version
+   * nor have a kept entry): restore it by undoing the entries newer than it, the rollout's own
+   * (of this version) among them.
    */
-  atOrBefore?: boolean;
+  rollout?: number;
   /** Token name journaled as the author. */
   author: string | undefined;
   /** Why, journaled with the rollback (a rollout rolling its canaries back). */
@@ -33,15 +33,24 @@ export interface RestoreOptions {
  */
 export async function restoreVersion(
   options: RestoreOptions,
-): Promise<ApplyResult & { mark?: RollbackMark }> {
+): Promise<
+  | (Extract<ApplyResult, { ok: true }> & { mark: RollbackMark })
+  | Extract<ApplyResult, { ok: false }>
+> {
   const { config, history, audit, version, author } = options;
-  const at = await history.at(version, { atOrBefore: options.atOrBefore === true });
+  const at =
+    options.rollout === undefined
+      ? await history.at(version)
+      : await history.before(version, options.rollout);
   if (!at.ok) return at;
-  const mark: RollbackMark = {
-    from: at.current,
+  // From the config version the restore replaces (the model's, as the write is planned on it),
+  // not the store's raw revision, which node and data plane records move too.
+  const markFrom = (from: number): RollbackMark => ({
+    from,
     to: version,
     ...(options.reason === undefined ? {} : { reason: options.reason }),
-  };
+  });
+  let mark: RollbackMark | undefined;
   const result = await config.apply(
     at.resources.map(({ kind, name, spec }) => ({ kind, name, document: spec })),
     {
@@ -55,6 +64,7 @@ export async function restoreVersion(
             name,
             action: action as "created" | "updated" | "deleted",
           }));
+        mark = markFrom(config.configRevision);
         const kept = history.operations(author, changes, writes, mark);
         return {
           commit: [
@@ -63,9 +73,11 @@ export async function restoreVersion(
             ...(options.also ?? []),
           ],
           ahead: kept.ahead,
+          ...(kept.committed === undefined ? {} : { committed: kept.committed }),
         };
       },
     },
   );
-  return result.ok ? { ...result, mark } : result;
+  // Nothing to write: the config already is that version's, and `from` is where it stands.
+  return result.ok ? { ...result, mark: mark ?? markFrom(config.configRevision) } : result;
 }

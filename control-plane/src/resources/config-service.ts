@@ -75,6 +75,11 @@ export interface ApplyOptions {
 export interface AlsoWrites {
   commit: Operation[];
   ahead: Operation[];
+  /**
+   * Called with the write's revision once it committed: an attempt that lost a race is retried
+   * with a fresh alsoWrite, so only the one that committed may be taken as written.
+   */
+  committed?: (revision: number) => void;
 }
 
 /** Both parts of what alsoWrite returned. */
@@ -241,6 +246,11 @@ export class ConfigService {
     return { ok: true, resource };
   }
 
+  /** The version of the config the model holds (see ConfigModel.configRevision). */
+  get configRevision(): number {
+    return this.#model.configRevision;
+  }
+
   async apply(
     changes: readonly ResourceChange[],
     options: ApplyOptions = {},
@@ -336,6 +346,7 @@ export class ConfigService {
             continue;
           }
           if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
+          also.committed?.(staged.revision);
           await model.waitForRevision(staged.revision, this.#catchUpMs);
           const results = plan.results.map((result) => {
             const key = resourceKey(this.#prefix, result.kind, result.name);
@@ -361,6 +372,7 @@ export class ConfigService {
           await this.#catchUp(compares);
           continue;
         }
+        also.committed?.(commit.revision);
         // The next request to this control plane (a GET, an If-Match write) must see this one.
         await model.waitForRevision(commit.revision, this.#catchUpMs);
         const results = plan.results.map((result) =>

@@ -45,6 +45,11 @@ export interface RolloutControllerOptions {
   logger: Pick<Logger, "info" | "warn" | "error">;
   /** How often the store is read again and the canaries judged; default 500 ms. */
   tickMs?: number;
+  /**
+   * How long a rollback waits for its restored config to be published here before it answers;
+   * default 10,000 ms. The rest stay pinned until it is published, however long that takes.
+   */
+  publishWaitMs?: number;
   clock?: () => number;
 }
 
@@ -104,6 +109,8 @@ export class RolloutController implements VersionTargets {
     this.#unsubscribeModel = model?.onChange((change) => {
       if (change.rollout || change.replaced) this.#adopt(model.keyValue(this.#key));
     });
+    // Its rollback undoes the baking rollout's entry, so no later write may trim it.
+    this.#options.history.keep(() => this.baking()?.version);
     await this.#reload();
     this.#timer = setInterval(() => void this.#tick(), this.#options.tickMs ?? 500);
     this.#timer.unref();
@@ -172,6 +179,14 @@ export class RolloutController implements VersionTargets {
     ];
     if (connected.length === 0) {
       return fail("CLAWGATE_ROLLOUT_REFUSED", "no data plane is connected to be a canary");
+    }
+    // Its rollback undoes every entry newer than the base: refuse now what could not be undone.
+    const undoable = await this.#options.history.undoable(base.version);
+    if (!undoable.ok) {
+      return fail(
+        "CLAWGATE_ROLLOUT_REFUSED",
+        `a rollout from version ${base.version} could not be rolled back: ${undoable.error.message}`,
+      );
     }
     const canaries = chooseCanaries(connected, spec.canary);
     const now = this.#clock();
@@ -274,7 +289,7 @@ export class RolloutController implements VersionTargets {
       history,
       audit,
       version: rollout.baseVersion,
-      atOrBefore: true,
+      rollout: rollout.version ?? Number.NaN,
       author,
       reason,
       also: [{ type: "put", key: this.#key, value: JSON.stringify(ended) }],
@@ -286,7 +301,13 @@ export class RolloutController implements VersionTargets {
         { version: rollout.version, baseVersion: rollout.baseVersion, error: result.error.message },
         "rollout could not be rolled back",
       );
-      return result;
+      return {
+        ok: false,
+        error: {
+          ...result.error,
+          message: `the rollout of version ${rollout.version ?? "?"} could not be rolled back to version ${rollout.baseVersion}: ${result.error.message}`,
+        },
+      };
     }
     const final = { ...ended, rollbackVersion: result.revision };
     // A restore that changed nothing wrote no state: write it on its own, still conditional on
@@ -300,8 +321,7 @@ export class RolloutController implements VersionTargets {
     );
     // Unpinned only once the restored config is published, or the rest would be sent the
     // version being rolled back in between.
-    await this.#published(result.revision);
-    this.#release();
+    await this.#releaseOncePublished(result.revision);
     return written;
   }
 
@@ -345,19 +365,30 @@ export class RolloutController implements VersionTargets {
     for (const listener of this.#listeners) listener();
   }
 
-  #published(version: number): Promise<void> {
+  /**
+   * Releases the pin once `version` (a rollback's) is published here, never before: the rest
+   * would otherwise be sent the version rolled back. Resolves then, or after 10 s with the pin
+   * still held, so an abort answers even when the publish is late.
+   */
+  #releaseOncePublished(version: number): Promise<void> {
     const { builder } = this.#options;
-    if ((builder.current()?.version ?? 0) >= version) return Promise.resolve();
+    const pin = this.#pin;
+    const release = () => {
+      if (this.#pin === pin && this.#current()?.state !== "baking") this.#release();
+    };
+    if ((builder.current()?.version ?? 0) >= version) {
+      release();
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const timer = setTimeout(done, 10_000);
+      const timer = setTimeout(resolve, this.#options.publishWaitMs ?? 10_000);
       const unsubscribe = builder.onPublish((published) => {
-        if (published.version >= version) done();
-      });
-      function done() {
+        if (published.version < version) return;
         clearTimeout(timer);
         unsubscribe();
+        release();
         resolve();
-      }
+      });
     });
   }
 
@@ -404,12 +435,8 @@ export class RolloutController implements VersionTargets {
       this.#pin = this.#pinFor(parsed);
       this.#emit();
     } else if (parsed.state !== "baking" && this.#pin !== undefined) {
-      const pin = this.#pin;
-      const release = () => {
-        if (this.#pin === pin && this.#current()?.state !== "baking") this.#release();
-      };
-      if (parsed.state === "rolled-back") void this.#published(kv.modRevision).then(release);
-      else release();
+      if (parsed.state === "rolled-back") void this.#releaseOncePublished(kv.modRevision);
+      else this.#release();
     }
   }
 

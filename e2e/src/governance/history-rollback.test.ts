@@ -114,6 +114,8 @@ describe("config history and rollback against a real etcd, served by a data plan
     const revision = Number(/config revision (\d+)/.exec(run.stdout)?.[1]);
     expect(revision).toBeGreaterThan(v3);
     expect(run.stdout).toContain("routes/v2 deleted");
+    // `from` is the config version the rollback replaced, not the store's raw revision.
+    expect(run.stdout).toContain(`rolled back from version ${v3} to version ${v1}`);
 
     await waitForConvergence(cp, [dp], { atLeast: revision });
     expect(await whoAnswered(`${dp.proxyUrl}/api/x`)).toBe("one");
@@ -125,12 +127,34 @@ describe("config history and rollback against a real etcd, served by a data plan
       }
     ).items;
     expect(items).toHaveLength(4);
-    expect(items[0]).toMatchObject({ version: revision, author: "alice", rollback: { to: v1 } });
+    expect(items[0]).toMatchObject({
+      version: revision,
+      author: "alice",
+      rollback: { from: v3, to: v1 },
+    });
     const events = await cp.admin.call<{ items: { token: string; rollback?: unknown }[] }>(
       "GET",
       "/v1/events?type=config&limit=1",
     );
     expect(events.body.items[0]).toMatchObject({ token: "alice", rollback: { to: v1 } });
+  });
+
+  it("says nothing changed when the config already is that version's, though etcd moved on", async () => {
+    const [v1] = versions as [number];
+    // A write outside Clawgate's keys moves etcd's revision past the config's.
+    const put = await fetch(`${etcd.endpoint}/v3/kv/put`, {
+      method: "POST",
+      body: JSON.stringify({
+        key: Buffer.from("/elsewhere/key").toString("base64"),
+        value: Buffer.from("x").toString("base64"),
+      }),
+    });
+    expect(put.status).toBe(200);
+    const before = (await clawctl("history", "-o", "json")).stdout;
+    const run = await clawctl("rollback", String(v1));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe(`config already as at version ${v1}; nothing changed\n`);
+    expect((await clawctl("history", "-o", "json")).stdout).toBe(before);
   });
 
   it("refuses a version that was never a config version, saying so", async () => {
