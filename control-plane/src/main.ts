@@ -212,7 +212,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     history,
     audit,
     builder,
-    fleet,
+    // Canaries among every replica's SYNCED data planes.
+    fleet: fleetView,
     board: outcomes,
     model,
     election,

@@ -30,6 +30,10 @@ const rolloutBody = z.object({
   reason: z.string().optional(),
   rollbackVersion: z.int().optional(),
   outcomes: z.object({ canary: counts, rest: counts }).optional(),
+  /** While it bakes: failing (rolled back next), passing, or inconclusive (too few requests). */
+  verdict: z
+    .object({ kind: z.enum(["failing", "passing", "inconclusive"]), reason: z.string().optional() })
+    .optional(),
 });
 
 const errors = { 401: errorResponse, 403: errorResponse, 404: errorResponse, 409: errorResponse };

@@ -68,6 +68,10 @@ export function rolloutText(view: RolloutView): string {
     `CANARY:     ${ratio(view.outcomes.canary)}`,
     `REST:       ${ratio(view.outcomes.rest)}`,
   ];
+  if (view.verdict !== undefined) {
+    const { verdict } = view;
+    lines.push(`VERDICT:    ${verdict.kind}${"reason" in verdict ? `: ${verdict.reason}` : ""}`);
+  }
   if (view.reason !== undefined) lines.push(`REASON:     ${view.reason}`);
   if (view.rollbackVersion !== undefined) lines.push(`ROLLED BACK AS: ${view.rollbackVersion}`);
   return `${lines.join("\n")}\n`;

@@ -29,6 +29,22 @@ describe("OutcomeBoard", () => {
     expect(board.of(node, from, to)).toEqual(counts);
   });
 
+  it("tells a NACK of the version rolled out (or later) from one of an earlier version", () => {
+    const nacking = new DataPlaneRecords({ prefix: "/t/", replicaId: "cp-1" });
+    nacking.status("dp-a", {
+      hostname: "a",
+      softwareVersion: "1",
+      appliedVersion: 5,
+      connectedAtMs: 0,
+      lastNack: { version: 9, error: "bad caFile", atMs: 1 },
+      publishedVersion: 9,
+    });
+    const nacks = new OutcomeBoard(nacking);
+    expect(nacks.refused("dp-a", 8)).toEqual({ version: 9, error: "bad caFile" });
+    expect(nacks.refused("dp-a", 10)).toBeUndefined();
+    expect(nacks.refused("dp-z", 0)).toBeUndefined();
+  });
+
   it("lists connected data planes, reported or not", () => {
     expect(board.nodes()).toEqual(["dp-a", "dp-b"]);
   });

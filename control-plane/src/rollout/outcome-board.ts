@@ -29,6 +29,17 @@ export class OutcomeBoard {
     return counts;
   }
 
+  /**
+   * The version from `from` on that `nodeId` last refused (NACKed), with its reason; undefined
+   * when it refused none of them (or has no record).
+   */
+  refused(nodeId: string, from: number): { version: number; error: string } | undefined {
+    const nack = this.#records.get(nodeId)?.dataPlane?.lastNack;
+    return nack !== undefined && nack.version >= from
+      ? { version: nack.version, error: nack.error }
+      : undefined;
+  }
+
   /** Data planes connected to any replica, whether they reported anything yet or not. */
   nodes(): string[] {
     return this.#records.nodes();

@@ -11,17 +11,19 @@ import { clawgateError, type Outcome } from "../resources/errors.js";
 import type { ConfigModel } from "../snapshot/config-model.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
+import { add, EvidenceLedger, since } from "./evidence-ledger.js";
 import { OneAtATime } from "./one-at-a-time.js";
 import type { OutcomeBoard } from "./outcome-board.js";
 import { parseStored, rolloutChanged, rolloutInProgress } from "./rollout-fence.js";
 import {
+  canaryCandidates,
   chooseCanaries,
   type RolloutSpec,
   rolloutKey,
   type StoredRollout,
   storedRolloutSchema,
 } from "./rollout-state.js";
-import { type Counts, judge } from "./rollout-verdict.js";
+import { type Counts, type Evidence, judge, type Verdict } from "./rollout-verdict.js";
 
 export interface RolloutControllerOptions {
   store: Store;
@@ -30,9 +32,9 @@ export interface RolloutControllerOptions {
   history: ConfigHistory;
   audit?: Pick<ConfigAudit, "rollbackOperations"> | undefined;
   builder: SnapshotPublisher;
-  /** This replica's data planes. */
+  /** Every replica's data planes with their state: canaries are chosen among the SYNCED ones. */
   fleet: FleetSource;
-  /** Every replica's data planes and their outcomes: canaries are chosen among all of them. */
+  /** Every replica's data planes' outcomes and NACKs: the canaries are judged on them. */
   board: OutcomeBoard;
   /**
    * The config model, which sees the rollout key in the same batch as the config committed with
@@ -56,9 +58,17 @@ export interface RolloutControllerOptions {
 /** GET /v1/rollout: the stored rollout and how its canaries and the rest are doing. */
 export type RolloutView = StoredRollout & {
   outcomes: { canary: Counts; rest: Counts };
+  /** While it bakes: what the leader makes of the outcomes now. */
+  verdict?: Verdict;
 };
 
-/** The data planes outside the canaries stay on the base version (see pinned()). */
+/**
+ * The data planes outside the canaries stay on the base version (see pinned()): its published
+ * snapshot as it was, node lists included. Node registrations and expiries during the bake reach
+ * them only when the rollout ends: a snapshot of the base config with today's nodes would be a
+ * version of its own, built beside the builder's, which numbers versions by store revision and
+ * builds one config only.
+ */
 interface Pin {
   canaries: ReadonlySet<string>;
   /** The base version's snapshot when this process published it; else hold them where they are. */
@@ -90,8 +100,15 @@ export class RolloutController implements VersionTargets {
   readonly #listeners = new Set<() => void>();
   #stored: { rollout: StoredRollout; modRevision: number } | undefined;
   #pin: Pin | undefined;
-  /** The rest's counts on the base version when this process started judging the rollout. */
-  #baseline: { id: string; counts: Map<string, Counts> } | undefined;
+  /** What the canaries and the rest served since the rollout began (see #evidence()). */
+  #ledger: EvidenceLedger | undefined;
+  /** The rollout whose stored ledger this process read (once, when it first judges it). */
+  #ledgerLoaded: string | undefined;
+  /** The ledger as this process last stored it (the leader stores it). */
+  #ledgerStored: string | undefined;
+  /** The rollout whose bake time ran out without evidence, logged once. */
+  #heldLogged: string | undefined;
+  readonly #evidenceKey: string;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribeModel: (() => void) | undefined;
   /** Checks and endings, one at a time (a person's promote or abort waits for a check). */
@@ -100,6 +117,7 @@ export class RolloutController implements VersionTargets {
   constructor(options: RolloutControllerOptions) {
     this.#options = options;
     this.#key = rolloutKey(options.prefix);
+    this.#evidenceKey = `${options.prefix}rollout/evidence`;
     this.#clock = options.clock ?? Date.now;
   }
 
@@ -136,7 +154,10 @@ export class RolloutController implements VersionTargets {
   view(): RolloutView | undefined {
     const rollout = this.#current();
     if (rollout === undefined) return undefined;
-    return { ...rollout, outcomes: this.#outcomes(rollout) };
+    if (rollout.state !== "baking") return { ...rollout, outcomes: this.#outcomes(rollout) };
+    const evidence = this.#evidence(rollout);
+    const { canary, rest } = evidence;
+    return { ...rollout, outcomes: { canary, rest }, verdict: judge(evidence, rollout.spec) };
   }
 
   /** The rollout baking now, if any. */
@@ -170,15 +191,18 @@ export class RolloutController implements VersionTargets {
     }
     // Data planes streaming from any replica, not only this one: a canary on another replica
     // gets the version from there (every replica follows the stored rollout's canaries).
-    const connected = [
-      ...this.#options.fleet
-        .list()
-        .filter((dp) => dp.state !== "DISCONNECTED")
-        .map((dp) => dp.nodeId),
-      ...this.#options.board.nodes(),
-    ];
-    if (connected.length === 0) {
-      return fail("CLAWGATE_ROLLOUT_REFUSED", "no data plane is connected to be a canary");
+    const candidates = canaryCandidates(this.#options.fleet.list());
+    if (candidates.length === 0) {
+      return fail(
+        "CLAWGATE_ROLLOUT_REFUSED",
+        "no connected data plane serves the published version (SYNCED) to be a canary",
+      );
+    }
+    const canaries = chooseCanaries(candidates, spec.canary);
+    const { board } = this.#options;
+    const baseline: Record<string, Counts> = {};
+    for (const node of board.nodes()) {
+      if (!canaries.includes(node)) baseline[node] = board.of(node, base.version);
     }
     // Its rollback undoes every entry newer than the base: refuse now what could not be undone.
     const undoable = await this.#options.history.undoable(base.version);
@@ -188,7 +212,6 @@ export class RolloutController implements VersionTargets {
         `a rollout from version ${base.version} could not be rolled back: ${undoable.error.message}`,
       );
     }
-    const canaries = chooseCanaries(connected, spec.canary);
     const now = this.#clock();
     const rollout: StoredRollout = {
       state: "baking",
@@ -198,6 +221,7 @@ export class RolloutController implements VersionTargets {
       author,
       startedAt: new Date(now).toISOString(),
       bakeUntil: new Date(now + spec.bakeSeconds * 1000).toISOString(),
+      baseline,
     };
     // Before the write: the publish it causes must already find the rest pinned.
     const pin: Pin = { canaries: new Set(canaries), base };
@@ -357,7 +381,7 @@ export class RolloutController implements VersionTargets {
 
   #release(): void {
     this.#pin = undefined;
-    this.#baseline = undefined;
+    this.#ledger = undefined;
     this.#emit();
   }
 
@@ -445,17 +469,20 @@ export class RolloutController implements VersionTargets {
       try {
         await this.#reload();
         const decided = this.#decided();
-        if (decided === undefined || !this.#options.election.isLeader()) return;
+        if (decided === undefined) return;
         const { rollout } = decided;
-        const verdict = judge(
-          this.#outcomes(rollout).canary,
-          this.#outcomes(rollout).rest,
-          rollout.spec,
-        );
-        if (verdict.failing) {
+        if (this.#ledgerLoaded !== ledgerId(rollout)) await this.#loadLedger(rollout);
+        // Every replica follows the evidence, so a new leader has seen what the canaries served.
+        const verdict = judge(this.#evidence(rollout), rollout.spec);
+        if (!this.#options.election.isLeader()) return;
+        await this.#storeLedger();
+        const baked = this.#clock() >= Date.parse(rollout.bakeUntil);
+        if (verdict.kind === "failing") {
           await this.#rollBack(decided, `canaries failing: ${verdict.reason}`, "rollout");
-        } else if (this.#clock() >= Date.parse(rollout.bakeUntil)) {
+        } else if (verdict.kind === "passing" && baked) {
           await this.#promote(decided, `baked ${rollout.spec.bakeSeconds} s without failing`);
+        } else if (verdict.kind === "inconclusive" && baked) {
+          this.#holdWithoutEvidence(rollout, verdict.reason);
         }
       } catch (error) {
         this.#options.logger.warn({ err: error }, "rollout check failed; trying again");
@@ -464,37 +491,85 @@ export class RolloutController implements VersionTargets {
   }
 
   /**
-   * Canaries on the new version (or any later one: no config is written while it bakes); the
-   * rest on the versions before it, since judging began here.
+   * The bake time ran out with too few canary requests to judge: the rollout keeps baking (the
+   * rest stay pinned, config writes stay refused) and is promoted only once the canaries served
+   * minRequests and pass, or by a person. As an Argo Rollouts analysis that comes back
+   * Inconclusive pauses the rollout: no traffic is no evidence that the version is good.
    */
+  #holdWithoutEvidence(rollout: StoredRollout, reason: string): void {
+    const id = ledgerId(rollout);
+    if (this.#heldLogged === id) return;
+    this.#heldLogged = id;
+    this.#options.logger.warn(
+      { version: rollout.version, canaries: rollout.canaries, reason },
+      "rollout inconclusive at the end of its bake time: not promoted until the canaries answered minRequests, or promote or abort it",
+    );
+  }
+
+  /** A restarted process carries on with the evidence the last leader stored. */
+  async #loadLedger(rollout: StoredRollout): Promise<void> {
+    const id = ledgerId(rollout);
+    const stored = await this.#options.store.get(this.#evidenceKey);
+    const ledger = EvidenceLedger.parse(stored?.value, id);
+    // Else keep what this process saw already (or start one): the next fold brings it up to date.
+    if (ledger !== undefined) this.#ledger = ledger;
+    this.#ledgerStored = stored?.value;
+    this.#ledgerLoaded = id;
+  }
+
+  /** Stores the leader's ledger when it changed (at most once a tick). */
+  async #storeLedger(): Promise<void> {
+    if (this.#ledger === undefined) return;
+    const value = JSON.stringify(this.#ledger);
+    if (value === this.#ledgerStored) return;
+    await this.#options.store.commit([], [{ type: "put", key: this.#evidenceKey, value }]);
+    this.#ledgerStored = value;
+  }
+
+  /** The outcomes an ended rollout shows: its last evidence if this process followed it. */
   #outcomes(rollout: StoredRollout): { canary: Counts; rest: Counts } {
-    const { board } = this.#options;
-    const canaries = new Set(rollout.canaries);
-    const version = rollout.version ?? Number.POSITIVE_INFINITY;
-    const id = `${rollout.startedAt}/${rollout.baseVersion}`;
-    if (this.#baseline?.id !== id) {
-      const counts = new Map<string, Counts>();
-      for (const node of board.nodes()) {
-        if (!canaries.has(node)) counts.set(node, board.of(node, rollout.baseVersion, version));
-      }
-      this.#baseline = { id, counts };
-    }
-    const canary = { requests: 0, failures: 0 };
-    const rest = { requests: 0, failures: 0 };
-    for (const node of board.nodes()) {
-      if (canaries.has(node)) {
-        const counts = board.of(node, version);
-        canary.requests += counts.requests;
-        canary.failures += counts.failures;
-      } else {
-        const now = board.of(node, rollout.baseVersion, version);
-        const before = this.#baseline.counts.get(node) ?? { requests: 0, failures: 0 };
-        rest.requests += Math.max(0, now.requests - before.requests);
-        rest.failures += Math.max(0, now.failures - before.failures);
-      }
-    }
+    const { canary, rest } = this.#evidence(rollout);
     return { canary, rest };
   }
+
+  /**
+   * Canaries on the new version (or any later one: no config is written while it bakes), and
+   * whether one NACKed it; the rest (the data planes of the stored baseline) on the versions
+   * before it, counted from the baseline. Every count goes through the ledger, so a data plane
+   * that disconnects or restarts keeps what it served.
+   */
+  #evidence(rollout: StoredRollout): Evidence {
+    const { board } = this.#options;
+    const id = ledgerId(rollout);
+    if (this.#ledger?.rollout !== id) this.#ledger = new EvidenceLedger(id);
+    const ledger = this.#ledger;
+    const version = rollout.version ?? Number.POSITIVE_INFINITY;
+    const baseline = rollout.baseline ?? {};
+    const live = new Set(board.nodes());
+    const latest = (node: string, from: number, to?: number) =>
+      live.has(node) ? board.of(node, from, to) : undefined;
+    let canary: Counts = { requests: 0, failures: 0 };
+    let rest: Counts = { requests: 0, failures: 0 };
+    for (const node of rollout.canaries) {
+      ledger.observe(node, latest(node, version));
+      canary = add(canary, ledger.total(node));
+    }
+    for (const [node, before] of Object.entries(baseline)) {
+      ledger.start(node, before);
+      ledger.observe(node, latest(node, rollout.baseVersion, version));
+      rest = add(rest, since(ledger.total(node), before));
+    }
+    const refusals = rollout.canaries.flatMap((nodeId) => {
+      const refused = board.refused(nodeId, version);
+      return refused === undefined ? [] : [{ nodeId, ...refused }];
+    });
+    return { canary, rest, refusals };
+  }
+}
+
+/** Tells one rollout's evidence from another's. */
+function ledgerId(rollout: StoredRollout): string {
+  return `${rollout.startedAt}/${rollout.baseVersion}`;
 }
 
 function fail(code: Parameters<typeof clawgateError>[0], message: string) {

@@ -1,4 +1,8 @@
 import { z } from "zod";
+import type { DataPlaneView } from "../fleet/data-plane-view.js";
+
+/** Requests answered and, of them, 5xx (rollout-verdict.ts Counts). */
+export const countsSchema = z.object({ requests: z.int().min(0), failures: z.int().min(0) });
 
 /** What POST /v1/apply takes as `rollout`. */
 export const rolloutSpecSchema = z.strictObject({
@@ -37,11 +41,26 @@ export const storedRolloutSchema = z.object({
   reason: z.string().optional(),
   /** The version the rollback wrote. */
   rollbackVersion: z.int().optional(),
+  /**
+   * The rest of the fleet's counts from the base version on when the rollout began, by data
+   * plane: the rest's outcomes are counted from these, and only these data planes are the rest
+   * (one appearing later, or judged by a new leader, does not add what it served before).
+   * Absent from a rollout an older replica started: the rest count nothing then.
+   */
+  baseline: z.record(z.string(), countsSchema).optional(),
 });
 export type StoredRollout = z.infer<typeof storedRolloutSchema>;
 
 export function rolloutKey(prefix: string): string {
   return `${prefix}rollout/current`;
+}
+
+/**
+ * The data planes that may be canaries: those serving the published version (SYNCED), any
+ * replica's. One that lags or refused it would judge the new version on no evidence.
+ */
+export function canaryCandidates(fleet: readonly Pick<DataPlaneView, "nodeId" | "state">[]) {
+  return fleet.filter((dp) => dp.state === "SYNCED").map((dp) => dp.nodeId);
 }
 
 /**

@@ -17,6 +17,7 @@ import {
 } from "../support/index.js";
 import {
   type Rollout,
+  rolloutEnded,
   rolloutIn as rolloutInState,
   startRollout as startRolloutOn,
 } from "./rollout-steps.js";
@@ -103,6 +104,51 @@ describe("progressive rollout on etcd with two data planes", () => {
     }
   }, 90_000);
 
+  it("rolls a canary that NACKs the version back, with the NACK's reason, rather than promoting it", async () => {
+    const watch = new VersionWatch(dpB);
+    try {
+      // A CA file the data plane cannot read: the control plane accepts it, the canary refuses it.
+      const applied = await cp.admin.call<{ revision: number }>("POST", "/v1/apply", {
+        resources: [
+          {
+            kind: "upstream",
+            name: "secure",
+            spec: {
+              nodes: [{ address: upstreams.good.address }],
+              tls: { caFile: "/nonexistent/clawgate-ca.pem" },
+            },
+          },
+          {
+            kind: "route",
+            name: "secure",
+            spec: { match: { pathPrefix: "/secure" }, upstream: "secure" },
+          },
+        ],
+        // Its bake time runs out long before the leader could miss the NACK.
+        rollout: { canary: 1, bakeSeconds: 1, maxErrorRatio: 0.05, minRequests: 10 },
+      });
+      expect(applied.status).toBe(200);
+      const version = applied.body.revision;
+      const ended = await rolloutEnded(cp);
+      expect(ended).toMatchObject({ state: "rolled-back", version, canaries: ["dp-a"] });
+      expect(ended.reason).toMatch(
+        /^canaries failing: canary NACK: dp-a refused version \d+: upstream "secure": tls\.caFile cannot read \/nonexistent\/clawgate-ca\.pem/,
+      );
+      const restored = ended.rollbackVersion as number;
+      await waitForConvergence(cp, [dpA, dpB], { atLeast: restored });
+      expect((await send(`${dpA.proxyUrl}/secure/x`)).status).toBe(404);
+      await watch.reached(restored, 10_000);
+      await watch.stop();
+      // dp-b never had the refused version.
+      const between = [...watch.seen].filter(
+        (v) => v !== undefined && v >= version && v < restored,
+      );
+      expect(between).toEqual([]);
+    } finally {
+      await watch.stop();
+    }
+  }, 90_000);
+
   it("refuses another apply while one bakes, and promotes by hand (clawctl)", async () => {
     const base = (await cp.admin.snapshot()).version;
     const version = await startRollout(
@@ -150,11 +196,22 @@ describe("progressive rollout on etcd with two data planes", () => {
     expect((await send(`${dpA.proxyUrl}/v4/x`)).status).toBe(404);
   }, 90_000);
 
-  it("promotes a good version once its bake time is over", async () => {
+  it("holds a version past its bake time until the canary served minRequests, then promotes it", async () => {
+    const held = cp.process.output.count("rollout inconclusive at the end of its bake time");
     const version = await startRollout(
       [{ kind: "route", name: "v5", spec: { match: { pathPrefix: "/v5" }, upstream: "good" } }],
       1,
     );
+    // No request reached the canary: at the end of its bake time the leader holds it.
+    await waitFor(() => held() > 0, { what: "the leader to hold the rollout", timeoutMs: 20_000 });
+    const waiting = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
+    expect(waiting.state).toBe("baking");
+    expect(waiting.verdict).toEqual({
+      kind: "inconclusive",
+      reason: "canaries answered 0 of the minRequests 10 requests on the version",
+    });
+    expect((await send(`${dpB.proxyUrl}/v5/x`)).status).toBe(404);
+    for (let i = 0; i < 10; i++) expect((await send(`${dpA.proxyUrl}/v5/x`)).status).toBe(200);
     const promoted = await rolloutIn("promoted");
     expect(promoted.reason).toBe("baked 1 s without failing");
     await waitForConvergence(cp, [dpA, dpB], { atLeast: version });

@@ -10,6 +10,7 @@ export interface Rollout {
   reason?: string;
   rollbackVersion?: number;
   outcomes: { canary: { requests: number; failures: number } };
+  verdict?: { kind: "failing" | "passing" | "inconclusive"; reason?: string };
 }
 
 /**
@@ -44,5 +45,16 @@ export async function rolloutIn(cp: ControlPlane, state: Rollout["state"]): Prom
       return rollout.state === state ? rollout : undefined;
     },
     { what: `the rollout to be ${state}`, timeoutMs: 30_000 },
+  );
+}
+
+/** Waits until the rollout is no longer baking (promoted or rolled back) and resolves with it. */
+export async function rolloutEnded(cp: ControlPlane): Promise<Rollout> {
+  return waitFor(
+    async () => {
+      const rollout = (await cp.admin.call<Rollout>("GET", "/v1/rollout")).body;
+      return rollout.state !== "baking" ? rollout : undefined;
+    },
+    { what: "the rollout to end", timeoutMs: 30_000 },
   );
 }
