@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import { ConfigHistory, historyPrefix } from "../history/config-history.js";
 import { ConfigService, type ResourceChange } from "../resources/config-service.js";
@@ -9,6 +10,18 @@ import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
 import { OutcomeBoard } from "./outcome-board.js";
 import { RolloutController } from "./rollout-controller.js";
 import { rolloutSpecSchema } from "./rollout-state.js";
+
+/** Two data planes serving the published version: canaries are picked among SYNCED ones. */
+const SYNCED_FLEET: DataPlaneView[] = ["dp-a", "dp-b"].map((nodeId) => ({
+  nodeId,
+  hostname: nodeId,
+  softwareVersion: "test",
+  connected: true,
+  state: "SYNCED",
+  appliedVersion: 1,
+  publishedVersion: 1,
+  lastSeen: new Date(0).toISOString(),
+}));
 
 // Real etcd: a rollback reads the config and the history from the store and writes through it.
 let etcd: EtcdProcess;
@@ -58,7 +71,7 @@ async function setUp(historyLimit?: number) {
     config,
     history,
     builder,
-    fleet: { list: () => [] },
+    fleet: { list: () => SYNCED_FLEET },
     board: new OutcomeBoard({ get: () => undefined, nodes: () => ["dp-a", "dp-b"] }),
     election: { isLeader: () => false },
     logger: quiet,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import { ConfigHistory } from "../history/config-history.js";
 import {
@@ -14,6 +15,18 @@ import type { Operation, Store } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
 import { OutcomeBoard } from "./outcome-board.js";
 import { RolloutController } from "./rollout-controller.js";
+
+/** Two data planes serving the published version: canaries are picked among SYNCED ones. */
+const SYNCED_FLEET: DataPlaneView[] = ["dp-a", "dp-b"].map((nodeId) => ({
+  nodeId,
+  hostname: nodeId,
+  softwareVersion: "test",
+  connected: true,
+  state: "SYNCED",
+  appliedVersion: 1,
+  publishedVersion: 1,
+  lastSeen: new Date(0).toISOString(),
+}));
 
 // Real etcd: the races are between commits of two control planes sharing one store, each with
 // its own watch-fed model that may not have seen the other's write yet.
@@ -64,7 +77,7 @@ async function twoReplicas() {
       config,
       history,
       builder,
-      fleet: { list: () => [] },
+      fleet: { list: () => SYNCED_FLEET },
       // dp-a sorts first: the canary; dp-b is the rest.
       board: new OutcomeBoard({ nodes: () => ["dp-a", "dp-b"], get: () => undefined }),
       model,
