@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import { ConfigHistory, historyPrefix } from "../history/config-history.js";
 import { ConfigService, type ResourceChange } from "../resources/config-service.js";
@@ -7,21 +6,13 @@ import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import { openEtcdStore } from "../store/etcd-store.js";
 import type { Store } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
+import { syncedFleet } from "../testing/synced-fleet.js";
 import { OutcomeBoard } from "./outcome-board.js";
 import { RolloutController } from "./rollout-controller.js";
 import { rolloutSpecSchema } from "./rollout-state.js";
 
-/** Two data planes serving the published version: canaries are picked among SYNCED ones. */
-const SYNCED_FLEET: DataPlaneView[] = ["dp-a", "dp-b"].map((nodeId) => ({
-  nodeId,
-  hostname: nodeId,
-  softwareVersion: "test",
-  connected: true,
-  state: "SYNCED",
-  appliedVersion: 1,
-  publishedVersion: 1,
-  lastSeen: new Date(0).toISOString(),
-}));
+/** Both serve the published version: canaries are picked among SYNCED data planes only. */
+const SYNCED_FLEET = syncedFleet("dp-a", "dp-b");
 
 // Real etcd: a rollback reads the config and the history from the store and writes through it.
 let etcd: EtcdProcess;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DataPlaneView } from "../fleet/data-plane-view.js";
 import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import { ConfigHistory } from "../history/config-history.js";
 import {
@@ -13,20 +12,12 @@ import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import { openEtcdStore } from "../store/etcd-store.js";
 import type { Operation, Store } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
+import { syncedFleet } from "../testing/synced-fleet.js";
 import { OutcomeBoard } from "./outcome-board.js";
 import { RolloutController } from "./rollout-controller.js";
 
-/** Two data planes serving the published version: canaries are picked among SYNCED ones. */
-const SYNCED_FLEET: DataPlaneView[] = ["dp-a", "dp-b"].map((nodeId) => ({
-  nodeId,
-  hostname: nodeId,
-  softwareVersion: "test",
-  connected: true,
-  state: "SYNCED",
-  appliedVersion: 1,
-  publishedVersion: 1,
-  lastSeen: new Date(0).toISOString(),
-}));
+/** Both serve the published version: canaries are picked among SYNCED data planes only. */
+const SYNCED_FLEET = syncedFleet("dp-a", "dp-b");
 
 // Real etcd: the races are between commits of two control planes sharing one store, each with
 // its own watch-fed model that may not have seen the other's write yet.
