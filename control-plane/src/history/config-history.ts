@@ -21,6 +21,14 @@ import { randomInt } from "node:crypto";
 import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { z } from "zod";
+import {
+  chunkByBytes,
+  chunkKey,
+  chunkOwner,
+  chunkPuts,
+  readChanges,
+  splitChanges,
+} from "../journal/change-list.js";
 import type { ConfigChange } from "../journal/config-event.js";
 import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
 import { kindPrefixes, readOutsideApply } from "../resources/apply-gate.js";
@@ -43,6 +51,11 @@ export interface ConfigHistoryOptions {
   prefix: string;
   /** Versions kept; each write deletes the oldest beyond this in its own commit. Default 100. */
   limit?: number;
+  /**
+   * Bytes the entries may take in the store, their chunks included; each write deletes the
+   * oldest beyond this too. Default DEFAULT_HISTORY_MAX_BYTES (256 MiB).
+   */
+  maxBytes?: number;
   /** Wall clock for entry times; default Date.now. */
   clock?: () => number;
   logger?: Logger;
@@ -61,8 +74,19 @@ export interface HistoricResource {
   spec: unknown;
 }
 
-/** Deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
+/** Entry deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
 const TRIM_BATCH = 8;
+/**
+ * Why 256 MiB: etcd refuses every write once its database reaches its quota (2 GiB by default,
+ * NOSPACE alarm). Besides the history it holds the config (50,000 resources are about 100 MB),
+ * a big apply's undo records (a copy of what it replaces) and the journals, and a deleted value
+ * keeps its space until etcd compacts and defragments. A history that may rewrite a 50 MB config
+ * five times over still leaves that database well under its quota; a count alone (historyLimit)
+ * would let 100 such rewrites take 5 GB.
+ */
+export const DEFAULT_HISTORY_MAX_BYTES = 256 * 1024 * 1024;
+/** Chunk keys one background delete carries (see afterCommit). */
+const CHUNK_DELETE_BATCH = 100;
 /** Writes between re-reads of the keys, so entries other replicas wrote are trimmed too. */
 const RESYNC_EVERY = 100;
 
@@ -75,30 +99,17 @@ export function historyUndoPrefix(prefix: string): string {
   return `${prefix}history-undo/`;
 }
 
-function undoChunkKey(chunks: string, id: string, part: number): string {
-  return `${chunks}${id}/${String(part).padStart(6, "0")}`;
+/** Change lists too long for an entry's commit, in chunks apart from the entries. */
+export function historyChangesPrefix(prefix: string): string {
+  return `${prefix}history-changes/`;
 }
 
-/**
- * Splits undo steps into chunks of about `bytes` of JSON each; a step bigger than that gets a
- * chunk of its own (one resource is at most half a commit, so such a chunk still fits one).
- */
-function chunkSteps(steps: readonly UndoStep[], bytes: number): UndoStep[][] {
-  const chunks: UndoStep[][] = [];
-  let chunk: UndoStep[] = [];
-  let size = 2;
-  for (const step of steps) {
-    const cost = Buffer.byteLength(JSON.stringify(step)) + 1;
-    if (chunk.length > 0 && size + cost > bytes) {
-      chunks.push(chunk);
-      chunk = [];
-      size = 2;
-    }
-    chunk.push(step);
-    size += cost;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
+/** An entry as the trim knows it: its key, its chunks and what it all costs in the store. */
+interface KnownEntry {
+  key: string;
+  parts: number;
+  changeParts: number;
+  bytes: number;
 }
 
 export class ConfigHistory {
@@ -106,6 +117,7 @@ export class ConfigHistory {
   readonly #prefix: string;
   readonly #keys: string;
   readonly #limit: number;
+  readonly #maxBytes: number;
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
   /**
@@ -113,11 +125,12 @@ export class ConfigHistory {
    * commit, so the entry itself stays small in whatever commit carries it.
    */
   readonly #maxUndoBytes: number;
-  /** Entry keys, oldest first, with how many undo chunks each has. */
-  #known: { key: string; parts: number }[] = [];
-  /** Chunk keys whose entry is gone, to delete with the next writes. */
+  /** Entry keys, oldest first, with their chunks and bytes. */
+  #known: KnownEntry[] = [];
+  /** Chunk keys whose entry is gone, to delete after the next write. */
   #orphans: string[] = [];
   readonly #chunks: string;
+  readonly #changeChunks: string;
   #sinceResync = 0;
   #seq = randomInt(SEQ_MODULUS);
 
@@ -126,12 +139,17 @@ export class ConfigHistory {
     this.#prefix = options.prefix;
     this.#keys = historyPrefix(options.prefix);
     this.#chunks = historyUndoPrefix(options.prefix);
+    this.#changeChunks = historyChangesPrefix(options.prefix);
     this.#limit = options.limit ?? 100;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_HISTORY_MAX_BYTES;
     this.#clock = options.clock ?? Date.now;
     this.#logger = options.logger;
     this.#maxUndoBytes = Math.floor(options.store.txnLimits.maxBytes / 4);
     if (!Number.isInteger(this.#limit) || this.#limit < 1) {
       throw new RangeError(`historyLimit must be a positive integer, got ${this.#limit}`);
+    }
+    if (!Number.isInteger(this.#maxBytes) || this.#maxBytes < 1) {
+      throw new RangeError(`historyMaxBytes must be a positive integer, got ${this.#maxBytes}`);
     }
   }
 
@@ -142,9 +160,14 @@ export class ConfigHistory {
 
   /**
    * The writes that record a config write made by `author`, to commit with the write itself:
-   * the entry, and deletes of the oldest entries beyond the limit (with their undo chunks). None
-   * when nothing changes. Undo steps too big for the commit go `ahead` as chunk keys (see
-   * AlsoWrites), so a write of any size the apply takes can be undone, a rollback included.
+   * the entry, and deletes of the oldest entries beyond the limit or the byte budget (their
+   * chunks are deleted once that commit is made: afterCommit). None when nothing changes. Undo
+   * steps and change lists too big for the commit go `ahead` as chunk keys (see AlsoWrites), so
+   * a write of any size the apply takes can be undone and listed, a rollback included.
+   *
+   * An entry bigger than the whole budget on its own (a write replacing more config than
+   * historyMaxBytes) is still kept, since without it no version before it could be restored:
+   * every older entry is trimmed instead, and a warning says so.
    */
   operations(
     author: string | undefined,
@@ -162,68 +185,133 @@ export class ConfigHistory {
     }));
     const chunks =
       Buffer.byteLength(JSON.stringify(undo)) > this.#maxUndoBytes
-        ? chunkSteps(undo, this.#maxUndoBytes)
+        ? chunkByBytes(undo, this.#maxUndoBytes)
         : undefined;
+    // An eighth of a commit inline, like the audit event's: both ride the same closing commit.
+    const listed = splitChanges(changes, this.#maxUndoBytes / 2, this.#maxUndoBytes);
+    const ahead = [
+      ...chunkPuts(
+        this.#chunks,
+        id,
+        (chunks ?? []).map((steps) => JSON.stringify(steps)),
+      ),
+      ...chunkPuts(this.#changeChunks, id, listed.parts),
+    ];
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
       author: author ?? "anonymous",
-      changes: [...changes],
+      changes: listed.inline,
+      ...(listed.parts.length === 0 ? {} : { changeParts: listed.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),
       undo: chunks === undefined ? undo : null,
       ...(chunks === undefined ? {} : { undoParts: chunks.length }),
     };
-    const deletes = this.#trim();
-    this.#known.push({ key, parts: chunks?.length ?? 0 });
+    const aheadBytes = ahead.reduce((sum, op) => sum + operationBytes(op), 0);
+    // The entry's own size, its `bytes` field included (at most a dozen digits).
+    const bytes =
+      Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(entry)) + 24 + aheadBytes;
+    const value = JSON.stringify({ ...entry, bytes });
+    const trimmed = this.#trim(bytes);
+    if (bytes > this.#maxBytes) {
+      this.#logger?.warn(
+        { bytes, historyMaxBytes: this.#maxBytes, resources: changes.length },
+        "config history: this write's undo alone exceeds historyMaxBytes; it is kept (so it can be rolled back) and every older version is trimmed",
+      );
+    }
+    this.#known.push({
+      key,
+      parts: chunks?.length ?? 0,
+      changeParts: listed.parts.length,
+      bytes,
+    });
     if (++this.#sinceResync >= RESYNC_EVERY) {
       this.#resync().catch((error: unknown) =>
         this.#logger?.warn({ err: error }, "config history keys could not be re-read"),
       );
     }
+    const orphans = [...trimmed.chunks, ...this.#orphans.splice(0)];
     return {
       commit: [
-        { type: "put", key, value: JSON.stringify(entry) },
-        ...deletes.map((old): Operation => ({ type: "delete", key: old })),
+        { type: "put", key, value },
+        ...trimmed.entries.map((old): Operation => ({ type: "delete", key: old })),
       ],
-      ahead: (chunks ?? []).map(
-        (steps, part): Operation => ({
-          type: "put",
-          key: undoChunkKey(this.#chunks, id, part),
-          value: JSON.stringify(steps),
-        }),
-      ),
+      ahead,
+      ...(orphans.length === 0 ? {} : { afterCommit: () => this.#deleteChunks(orphans) }),
     };
   }
 
+  /** Bytes the kept entries take, their chunks included, as last read plus written since. */
+  get bytes(): number {
+    return this.#known.reduce((sum, entry) => sum + entry.bytes, 0);
+  }
+
   /**
-   * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims (or from
-   * writes that failed after writing them), then the oldest entries beyond the limit with their
-   * chunks. A chunk that does not fit this time waits for the next write: with its entry gone,
-   * nothing reads it.
+   * The oldest entries to delete with a write of `incoming` bytes, at most TRIM_BATCH (the
+   * rest go with the next writes): beyond the limit, or beyond the byte budget. Their chunk
+   * keys are deleted after the commit, not in it: a big entry has hundreds, more than a commit
+   * takes, and with the entry gone nothing reads them.
    */
-  #trim(): string[] {
-    let excess = Math.max(0, this.#known.length + 1 - this.#limit);
-    const deletes = this.#orphans.splice(0, TRIM_BATCH);
-    while (excess > 0 && deletes.length < TRIM_BATCH) {
+  #trim(incoming: number): { entries: string[]; chunks: string[] } {
+    let total = this.bytes + incoming;
+    const entries: string[] = [];
+    const chunks: string[] = [];
+    while (
+      entries.length < TRIM_BATCH &&
+      (this.#known.length + 1 > this.#limit || total > this.#maxBytes)
+    ) {
       const oldest = this.#known.shift();
       if (oldest === undefined) break;
-      excess--;
-      deletes.push(oldest.key);
+      total -= oldest.bytes;
+      entries.push(oldest.key);
       const id = oldest.key.slice(this.#keys.length);
       for (let part = 0; part < oldest.parts; part++) {
-        const chunk = undoChunkKey(this.#chunks, id, part);
-        if (deletes.length < TRIM_BATCH) deletes.push(chunk);
-        else this.#orphans.push(chunk);
+        chunks.push(chunkKey(this.#chunks, id, part));
+      }
+      for (let part = 0; part < oldest.changeParts; part++) {
+        chunks.push(chunkKey(this.#changeChunks, id, part));
       }
     }
-    return deletes;
+    return { entries, chunks };
+  }
+
+  /**
+   * Deletes chunk keys whose entry a committed write deleted, in commits of their own. One that
+   * fails is left to the next re-read of the keys, which finds it without an entry.
+   */
+  async #deleteChunks(keys: readonly string[]): Promise<void> {
+    const batch = Math.max(1, Math.min(this.#store.txnLimits.maxOps, CHUNK_DELETE_BATCH));
+    try {
+      for (let i = 0; i < keys.length; i += batch) {
+        await this.#store.commit(
+          [],
+          keys.slice(i, i + batch).map((key): Operation => ({ type: "delete", key })),
+        );
+      }
+    } catch (error) {
+      this.#logger?.warn(
+        { err: error },
+        "config history: trimmed undo chunks could not be deleted",
+      );
+    }
+  }
+
+  /** An entry's item with its whole change list, read from its chunks when it has them. */
+  async #withChanges(entry: ParsedEntry): Promise<HistoryItem> {
+    if (entry.changeParts === undefined) return entry.item;
+    const changes = await readChanges(this.#store, this.#changeChunks, entry.id, entry.changeParts);
+    // Not all there (trimmed meanwhile): the entry as stored, its summary from its counts.
+    if (changes === undefined) return entry.item;
+    return { ...entry.item, changes, summary: summarize(changes) };
   }
 
   /** Versions kept, newest first, at most `limit`. */
   async list(limit = this.#limit): Promise<HistoryItem[]> {
     const range = await this.#store.range(this.#keys);
-    return entriesOf(range.items)
-      .slice(0, limit)
-      .map(({ item }) => item);
+    return Promise.all(
+      entriesOf(range.items)
+        .slice(0, limit)
+        .map((entry) => this.#withChanges(entry)),
+    );
   }
 
   /**
@@ -291,21 +379,25 @@ export class ConfigHistory {
         else config.set(step.key, step.before);
       }
     }
-    return { ok: true, item: target.item, current: read.revision, resources: resourcesOf(config) };
+    const item = await this.#withChanges(target);
+    return { ok: true, item, current: read.revision, resources: resourcesOf(config) };
   }
 
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range([this.#keys, this.#chunks]);
+    const range = await this.#store.range([this.#keys, this.#chunks, this.#changeChunks]);
     const entries = range.items.filter((kv) => kv.key.startsWith(this.#keys));
     this.#known = entries
       .sort((a, b) => a.modRevision - b.modRevision)
-      .map((kv) => ({ key: kv.key, parts: partsOf(kv.value) }));
+      .map((kv) => ({ key: kv.key, ...partsOf(kv) }));
     const ids = new Set(entries.map((kv) => kv.key.slice(this.#keys.length)));
     // Chunks of an entry that is gone, or of a write that failed after writing them.
     this.#orphans = range.items
-      .filter((kv) => kv.key.startsWith(this.#chunks))
-      .filter((kv) => !ids.has(kv.key.slice(this.#chunks.length, kv.key.lastIndexOf("/"))))
+      .filter((kv) => !kv.key.startsWith(this.#keys))
+      .filter((kv) => {
+        const base = kv.key.startsWith(this.#chunks) ? this.#chunks : this.#changeChunks;
+        return !ids.has(chunkOwner(base, kv.key));
+      })
       .map((kv) => kv.key);
   }
 }
@@ -315,16 +407,29 @@ interface ParsedEntry {
   item: HistoryItem;
   undo: UndoStep[] | null;
   undoParts: number | undefined;
+  changeParts: number | undefined;
 }
 
-/** How many undo chunks a stored entry has (0 for none or an unreadable entry). */
-function partsOf(value: string): number {
+/**
+ * How many chunks a stored entry has and what it costs (its value's size when it does not say:
+ * written before the budget, or unreadable).
+ */
+function partsOf(kv: KeyValue): Omit<KnownEntry, "key"> {
+  const size = Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value);
   try {
-    const parsed = storedHistoryEntrySchema.safeParse(JSON.parse(value));
-    return parsed.success ? (parsed.data.undoParts ?? 0) : 0;
+    const parsed = storedHistoryEntrySchema.safeParse(JSON.parse(kv.value));
+    if (!parsed.success) return { parts: 0, changeParts: 0, bytes: size };
+    const { undoParts, changeParts, bytes } = parsed.data;
+    return { parts: undoParts ?? 0, changeParts: changeParts ?? 0, bytes: bytes ?? size };
   } catch {
-    return 0;
+    return { parts: 0, changeParts: 0, bytes: size };
   }
+}
+
+/** Bytes one put or delete takes in the store. */
+function operationBytes(operation: Operation): number {
+  const value = operation.type === "put" ? Buffer.byteLength(operation.value) : 0;
+  return Buffer.byteLength(operation.key) + value;
 }
 
 /** The undo steps of an entry kept in chunks, or undefined when they are not all there. */
@@ -357,14 +462,20 @@ function entriesOf(items: readonly KeyValue[]): ParsedEntry[] {
     }
     const parsed = storedHistoryEntrySchema.safeParse(json);
     if (!parsed.success) continue;
-    const { undo, undoParts, rollback, ...rest } = parsed.data;
+    const { undo, undoParts, changeParts, bytes: _bytes, rollback, ...rest } = parsed.data;
     const item: HistoryItem = {
       version: kv.modRevision,
       ...rest,
       summary: summarize(rest.changes),
       ...(rollback === undefined ? {} : { rollback }),
     };
-    entries.push({ id: kv.key.slice(kv.key.lastIndexOf("/") + 1), item, undo, undoParts });
+    entries.push({
+      id: kv.key.slice(kv.key.lastIndexOf("/") + 1),
+      item,
+      undo,
+      undoParts,
+      changeParts,
+    });
   }
   return entries.sort((a, b) => b.item.version - a.item.version);
 }

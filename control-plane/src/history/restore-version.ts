@@ -53,13 +53,11 @@ export async function restoreVersion(
             action: action as "created" | "updated" | "deleted",
           }));
         const kept = history.operations(author, changes, writes, mark);
+        const audited = audit?.rollbackOperations(author, changes, mark);
         return {
-          commit: [
-            ...(audit?.rollbackOperations(author, changes, mark) ?? []),
-            ...kept.commit,
-            ...(options.also ?? []),
-          ],
-          ahead: kept.ahead,
+          commit: [...(audited?.commit ?? []), ...kept.commit, ...(options.also ?? [])],
+          ahead: [...(audited?.ahead ?? []), ...kept.ahead],
+          ...(kept.afterCommit === undefined ? {} : { afterCommit: kept.afterCommit }),
         };
       },
     },
