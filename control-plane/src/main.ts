@@ -182,6 +182,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     store,
     prefix: settings.etcdPrefix,
     limit: settings.historyLimit,
+    maxBytes: settings.historyMaxBytes,
     logger,
   });
   await history.start();

@@ -114,5 +114,5 @@ function withCommit(
   if (also.length === 0) return journal;
   return Array.isArray(journal)
     ? [...journal, ...also]
-    : { commit: [...journal.commit, ...also], ahead: journal.ahead };
+    : { ...journal, commit: [...journal.commit, ...also] };
 }

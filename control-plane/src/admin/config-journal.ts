@@ -8,19 +8,21 @@ import type { AuditSink } from "./audit-write.js";
  * token and registry writes are audited but are not config versions).
  */
 export function configJournal(
-  audit: Pick<ConfigAudit, "operations"> | undefined,
+  audit: Pick<ConfigAudit, "operations" | "changeWrites"> | undefined,
   history: Pick<ConfigHistory, "operations"> | undefined,
 ): AuditSink {
   if (history === undefined) return audit;
   return {
     operations: (token, changes, writes) => {
-      const audited = audit?.operations(token, changes) ?? [];
-      if (writes === undefined) return audited;
+      if (writes === undefined) return audit?.operations(token, changes) ?? [];
+      // A config write: long change lists go ahead in chunks, for the audit as for the history.
+      const audited = audit?.changeWrites(token, changes) ?? { commit: [], ahead: [] };
       const kept = history.operations(token, changes, writes);
       return {
-        commit: [...audited, ...kept.commit],
-        ahead: kept.ahead,
+        commit: [...audited.commit, ...kept.commit],
+        ahead: [...audited.ahead, ...kept.ahead],
         ...(kept.committed === undefined ? {} : { committed: kept.committed }),
+        ...(kept.afterCommit === undefined ? {} : { afterCommit: kept.afterCommit }),
       };
     },
   };

@@ -94,6 +94,7 @@ describe("loadControlPlaneSettings", () => {
       adminTlsCertFile: "/ac",
       adminTlsKeyFile: "/ak",
       historyLimit: "9",
+      historyMaxBytes: "2000000",
       quotaMinuteMs: "2000",
       quotaDayMs: "3000",
     };
@@ -109,6 +110,7 @@ describe("loadControlPlaneSettings", () => {
       applyLeaseTtlSeconds: 4,
       grpcMaxStreams: 8,
       historyLimit: 9,
+      historyMaxBytes: 2_000_000,
       quotaMinuteMs: 2000,
       quotaDayMs: 3000,
     };

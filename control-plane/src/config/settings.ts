@@ -169,6 +169,13 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1).max(10_000),
     default: 100,
   },
+  historyMaxBytes: {
+    variable: "CLAWGATE_HISTORY_MAX_BYTES",
+    flag: "history-max-bytes",
+    doc: "Bytes the config history may take in etcd; the oldest versions beyond it are trimmed. 256 MiB keeps etcd well under its 2 GiB quota beside the config, a big apply's undo records and the journals.",
+    type: z.int().min(1_048_576).max(1_073_741_824),
+    default: 268_435_456,
+  },
 });
 
 /** Control-plane settings, after defaults, the YAML file, CLAWGATE_* variables and flags. */

@@ -21,6 +21,14 @@ import { randomInt } from "node:crypto";
 import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import type { Logger } from "pino";
 import { z } from "zod";
+import {
+  chunkByBytes,
+  chunkKey,
+  chunkOwner,
+  chunkPuts,
+  readChanges,
+  splitChanges,
+} from "../journal/change-list.js";
 import type { ConfigChange } from "../journal/config-event.js";
 import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
 import { kindPrefixes, readOutsideApply } from "../resources/apply-gate.js";
@@ -43,6 +51,11 @@ export interface ConfigHistoryOptions {
   prefix: string;
   /** Versions kept; each write deletes the oldest beyond this in its own commit. Default 100. */
   limit?: number;
+  /**
+   * Bytes the entries may take in the store, their chunks included; each write deletes the
+   * oldest beyond this too. Default DEFAULT_HISTORY_MAX_BYTES (256 MiB).
+   */
+  maxBytes?: number;
   /** Wall clock for entry times; default Date.now. */
   clock?: () => number;
   logger?: Logger;
@@ -67,8 +80,19 @@ export interface RebuiltConfig {
   resources: HistoricResource[];
 }
 
-/** Deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
+/** Entry deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
 const TRIM_BATCH = 8;
+/**
+ * Why 256 MiB: etcd refuses every write once its database reaches its quota (2 GiB by default,
+ * NOSPACE alarm). Besides the history it holds the config (50,000 resources are about 100 MB),
+ * a big apply's undo records (a copy of what it replaces) and the journals, and a deleted value
+ * keeps its space until etcd compacts and defragments. A history that may rewrite a 50 MB config
+ * five times over still leaves that database well under its quota; a count alone (historyLimit)
+ * would let 100 such rewrites take 5 GB.
+ */
+export const DEFAULT_HISTORY_MAX_BYTES = 256 * 1024 * 1024;
+/** Chunk keys one background delete carries (see afterCommit). */
+const CHUNK_DELETE_BATCH = 100;
 /** Writes between re-reads of the keys, so entries other replicas wrote are trimmed too. */
 const RESYNC_EVERY = 100;
 
@@ -81,30 +105,18 @@ export function historyUndoPrefix(prefix: string): string {
   return `${prefix}history-undo/`;
 }
 
-function undoChunkKey(chunks: string, id: string, part: number): string {
-  return `${chunks}${id}/${String(part).padStart(6, "0")}`;
+/** Change lists too long for an entry's commit, in chunks apart from the entries. */
+export function historyChangesPrefix(prefix: string): string {
+  return `${prefix}history-changes/`;
 }
 
-/**
- * Splits undo steps into chunks of about `bytes` of JSON each; a step bigger than that gets a
- * chunk of its own (one resource is at most half a commit, so such a chunk still fits one).
- */
-function chunkSteps(steps: readonly UndoStep[], bytes: number): UndoStep[][] {
-  const chunks: UndoStep[][] = [];
-  let chunk: UndoStep[] = [];
-  let size = 2;
-  for (const step of steps) {
-    const cost = Buffer.byteLength(JSON.stringify(step)) + 1;
-    if (chunk.length > 0 && size + cost > bytes) {
-      chunks.push(chunk);
-      chunk = [];
-      size = 2;
-    }
-    chunk.push(step);
-    size += cost;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
+/** An entry as the trim knows it: its key and version, its chunks and what it all costs in the store. */
+interface KnownEntry {
+  key: string;
+  version: number;
+  parts: number;
+  changeParts: number;
+  bytes: number;
 }
 
 /** An entry's key and version, as a keys-only read gives them. */
@@ -118,6 +130,7 @@ export class ConfigHistory {
   readonly #prefix: string;
   readonly #keys: string;
   readonly #limit: number;
+  readonly #maxBytes: number;
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
   /**
@@ -125,11 +138,12 @@ export class ConfigHistory {
    * the entry itself stays small in whatever commit carries it.
    */
   readonly #maxUndoBytes: number;
-  /** Entry keys, oldest first, with their version and how many undo chunks each has. */
-  #known: { key: string; version: number; parts: number }[] = [];
-  /** Chunk keys whose entry is gone, to delete with the next writes. */
+  /** Entry keys, oldest first, with their version, chunks and bytes: only committed writes. */
+  #known: KnownEntry[] = [];
+  /** Chunk keys whose entry is gone, to delete after the next write that commits. */
   #orphans: string[] = [];
   readonly #chunks: string;
+  readonly #changeChunks: string;
   #sinceResync = 0;
   #seq = randomInt(SEQ_MODULUS);
   /** The version whose entry is never trimmed (a baking rollout's; see keep()). */
@@ -140,12 +154,17 @@ export class ConfigHistory {
     this.#prefix = options.prefix;
     this.#keys = historyPrefix(options.prefix);
     this.#chunks = historyUndoPrefix(options.prefix);
+    this.#changeChunks = historyChangesPrefix(options.prefix);
     this.#limit = options.limit ?? 100;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_HISTORY_MAX_BYTES;
     this.#clock = options.clock ?? Date.now;
     this.#logger = options.logger;
     this.#maxUndoBytes = Math.floor(options.store.txnLimits.maxBytes / 4);
     if (!Number.isInteger(this.#limit) || this.#limit < 1) {
       throw new RangeError(`historyLimit must be a positive integer, got ${this.#limit}`);
+    }
+    if (!Number.isInteger(this.#maxBytes) || this.#maxBytes < 1) {
+      throw new RangeError(`historyMaxBytes must be a positive integer, got ${this.#maxBytes}`);
     }
   }
 
@@ -164,10 +183,16 @@ export class ConfigHistory {
 
   /**
    * The writes that record a config write made by `author`, to commit with the write itself:
-   * the entry, and deletes of the oldest entries beyond the limit (with their undo chunks). None
-   * when nothing changes. The undo steps go `ahead` as chunk keys apart from the entry (see
-   * AlsoWrites), so listing entries never reads them and a write of any size the apply takes
-   * can be undone, a rollback included. Nothing is taken as written until `committed`.
+   * the entry, and deletes of the oldest entries beyond the limit or the byte budget, never the
+   * kept version's (their chunks are deleted once that commit is made: afterCommit). None when
+   * nothing changes. The undo steps, and change lists too big for the commit, go `ahead` as
+   * chunk keys apart from the entry (see AlsoWrites), so listing entries never reads undo steps
+   * and a write of any size the apply takes can be undone and listed, a rollback included.
+   * Nothing is taken as written until `committed`: a retried attempt leaves no phantom key.
+   *
+   * An entry bigger than the whole budget on its own (a write replacing more config than
+   * historyMaxBytes) is still kept, since without it no version before it could be restored:
+   * every older entry is trimmed instead, and a warning says so.
    */
   operations(
     author: string | undefined,
@@ -177,84 +202,146 @@ export class ConfigHistory {
   ): AlsoWrites {
     if (changes.length === 0 || writes.length === 0) return { commit: [], ahead: [] };
     const now = this.#clock();
-    const id = eventId(now, this.#seq++);
-    const key = `${this.#keys}${id}`;
+    const event = eventId(now, this.#seq++);
     const undo: UndoStep[] = writes.map((write) => ({
       key: write.key.slice(this.#prefix.length),
       before: write.before ?? null,
     }));
-    const chunks = chunkSteps(undo, this.#maxUndoBytes);
+    const chunks = chunkByBytes(undo, this.#maxUndoBytes);
+    // An eighth of a commit inline, like the audit event's: both ride the same closing commit.
+    const listed = splitChanges(changes, this.#maxUndoBytes / 2, this.#maxUndoBytes);
+    const undoValues = chunks.map((steps) => JSON.stringify(steps));
+    const aheadOf = (id: string) => [
+      ...chunkPuts(this.#chunks, id, undoValues),
+      ...chunkPuts(this.#changeChunks, id, listed.parts),
+    ];
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
       author: author ?? "anonymous",
-      changes: [...changes],
+      changes: listed.inline,
+      ...(listed.parts.length === 0 ? {} : { changeParts: listed.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),
       undo: null,
       undoParts: chunks.length,
     };
-    const { deletes, trimmed, orphans } = this.#trim();
+    const value = JSON.stringify(entry);
+    // The size goes in the entry's name, which is as long whatever the size: measured with a
+    // stand-in name, it is what the entry and its chunks take under the real one.
+    const measured = entryName(event, 0);
+    const bytes =
+      Buffer.byteLength(`${this.#keys}${measured}`) +
+      Buffer.byteLength(value) +
+      aheadOf(measured).reduce((sum, op) => sum + operationBytes(op), 0);
+    const id = entryName(event, bytes);
+    const key = `${this.#keys}${id}`;
+    const ahead = aheadOf(id);
+    const trimmed = this.#trim(bytes);
+    // The trimmed entries' chunks and those found without an entry, deleted once this commits.
+    const garbage = [...trimmed.chunks, ...this.#orphans];
     return {
       commit: [
-        { type: "put", key, value: JSON.stringify(entry) },
-        ...deletes.map((old): Operation => ({ type: "delete", key: old })),
+        { type: "put", key, value },
+        ...trimmed.entries.map((old): Operation => ({ type: "delete", key: old })),
       ],
-      ahead: chunks.map(
-        (steps, part): Operation => ({
-          type: "put",
-          key: undoChunkKey(this.#chunks, id, part),
-          value: JSON.stringify(steps),
-        }),
-      ),
+      ahead,
       committed: (version) => {
-        const gone = new Set(deletes);
-        this.#known = this.#known.filter((known) => !trimmed.has(known.key));
-        this.#orphans = [
-          ...this.#orphans.filter((chunk) => !gone.has(chunk)),
-          ...orphans.filter((chunk) => !this.#orphans.includes(chunk)),
-        ];
-        this.#known.push({ key, version, parts: chunks.length });
+        const gone = new Set(trimmed.entries);
+        const deleted = new Set(garbage);
+        this.#known = this.#known.filter((known) => !gone.has(known.key));
+        this.#orphans = this.#orphans.filter((chunk) => !deleted.has(chunk));
+        this.#known.push({
+          key,
+          version,
+          parts: chunks.length,
+          changeParts: listed.parts.length,
+          bytes,
+        });
+        if (bytes > this.#maxBytes) {
+          this.#logger?.warn(
+            { bytes, historyMaxBytes: this.#maxBytes, resources: changes.length, version },
+            "config history: this write's undo alone exceeds historyMaxBytes; it is kept (so it can be rolled back) and every older version is trimmed",
+          );
+        }
         if (++this.#sinceResync >= RESYNC_EVERY) {
           this.#resync().catch((error: unknown) =>
             this.#logger?.warn({ err: error }, "config history keys could not be re-read"),
           );
         }
       },
+      ...(garbage.length === 0 ? {} : { afterCommit: () => this.#deleteChunks(garbage) }),
     };
   }
 
+  /** Bytes the kept entries take, their chunks included, as last read plus written since. */
+  get bytes(): number {
+    return this.#known.reduce((sum, entry) => sum + entry.bytes, 0);
+  }
+
   /**
-   * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims (or from
-   * writes that failed after writing them), then the oldest entries beyond the limit with their
-   * chunks, never the kept version's. A chunk that does not fit this time waits for the next
-   * write (`orphans`): with its entry gone, nothing reads it. Nothing changes here until the
-   * write commits.
+   * The oldest entries to delete with a write of `incoming` bytes, at most TRIM_BATCH (the
+   * rest go with the next writes): beyond the limit, or beyond the byte budget; never the kept
+   * version's. Their chunk keys are deleted after the commit, not in it: a big entry has
+   * hundreds, more than a commit takes, and with the entry gone nothing reads them. Nothing
+   * changes here until the write commits.
    */
-  #trim(): { deletes: string[]; trimmed: Set<string>; orphans: string[] } {
+  #trim(incoming: number): { entries: string[]; chunks: string[] } {
     const kept = this.#kept();
-    let excess = Math.max(0, this.#known.length + 1 - this.#limit);
-    const deletes = this.#orphans.slice(0, TRIM_BATCH);
-    const trimmed = new Set<string>();
-    const orphans: string[] = [];
+    let count = this.#known.length + 1;
+    let total = this.bytes + incoming;
+    const entries: string[] = [];
+    const chunks: string[] = [];
     for (const oldest of this.#known) {
-      if (excess === 0 || deletes.length >= TRIM_BATCH) break;
+      if (entries.length >= TRIM_BATCH) break;
+      if (count <= this.#limit && total <= this.#maxBytes) break;
       if (oldest.version === kept) continue;
-      excess--;
-      deletes.push(oldest.key);
-      trimmed.add(oldest.key);
+      count--;
+      total -= oldest.bytes;
+      entries.push(oldest.key);
       const id = oldest.key.slice(this.#keys.length);
       for (let part = 0; part < oldest.parts; part++) {
-        const chunk = undoChunkKey(this.#chunks, id, part);
-        if (deletes.length < TRIM_BATCH) deletes.push(chunk);
-        else orphans.push(chunk);
+        chunks.push(chunkKey(this.#chunks, id, part));
+      }
+      for (let part = 0; part < oldest.changeParts; part++) {
+        chunks.push(chunkKey(this.#changeChunks, id, part));
       }
     }
-    return { deletes, trimmed, orphans };
+    return { entries, chunks };
+  }
+
+  /**
+   * Deletes chunk keys whose entry a committed write deleted, in commits of their own. One that
+   * fails is left to the next re-read of the keys, which finds it without an entry.
+   */
+  async #deleteChunks(keys: readonly string[]): Promise<void> {
+    const batch = Math.max(1, Math.min(this.#store.txnLimits.maxOps, CHUNK_DELETE_BATCH));
+    try {
+      for (let i = 0; i < keys.length; i += batch) {
+        await this.#store.commit(
+          [],
+          keys.slice(i, i + batch).map((key): Operation => ({ type: "delete", key })),
+        );
+      }
+    } catch (error) {
+      this.#logger?.warn(
+        { err: error },
+        "config history: trimmed undo chunks could not be deleted",
+      );
+    }
+  }
+
+  /** An entry's item with its whole change list, read from its chunks when it has them. */
+  async #withChanges(entry: ParsedEntry): Promise<HistoryItem> {
+    if (entry.changeParts === undefined) return entry.item;
+    const changes = await readChanges(this.#store, this.#changeChunks, entry.id, entry.changeParts);
+    // Not all there (trimmed meanwhile): the entry as stored, its summary from its counts.
+    if (changes === undefined) return entry.item;
+    return { ...entry.item, changes, summary: summarize(changes) };
   }
 
   /** Versions kept, newest first, at most `limit`: only those entries are read. */
   async list(limit = this.#limit): Promise<HistoryItem[]> {
     const newest = (await this.#entryKeys()).slice(0, Math.max(0, limit));
-    return (await this.#entries(newest)).map(({ item }) => item);
+    return Promise.all((await this.#entries(newest)).map((entry) => this.#withChanges(entry)));
   }
 
   /**
@@ -297,7 +384,7 @@ export class ConfigHistory {
       };
     }
     const rebuilt = await this.#undo(read, entries, target.item.version);
-    return rebuilt.ok ? { ...rebuilt, item: target.item } : rebuilt;
+    return rebuilt.ok ? { ...rebuilt, item: await this.#withChanges(target) } : rebuilt;
   }
 
   /**
@@ -381,24 +468,51 @@ export class ConfigHistory {
     return entriesOf(read.items.filter((kv) => wanted.has(kv.key)));
   }
 
-  /** Entry and chunk keys only: values are not needed to know what to trim. */
+  /**
+   * An entry written before the budget, whose name carries no size: each chunk counted as a
+   * full one (a quarter of a commit), the entry as its key. The embedded store has no commit
+   * limit and keeps undo steps in one chunk, of unknown size: counted as none.
+   */
+  #sizeUnnamed(key: string, chunks: number): number {
+    const perChunk = Number.isFinite(this.#maxUndoBytes) ? this.#maxUndoBytes : 0;
+    return Buffer.byteLength(key) + chunks * perChunk;
+  }
+
+  /**
+   * Entry and chunk keys only: values are not needed to know what to trim, as an entry's name
+   * carries its size (see entryName).
+   */
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range([this.#keys, this.#chunks], { keysOnly: true });
+    const range = await this.#store.range([this.#keys, this.#chunks, this.#changeChunks], {
+      keysOnly: true,
+    });
     const entries = range.items.filter((kv) => kv.key.startsWith(this.#keys));
-    const chunks = range.items.filter((kv) => kv.key.startsWith(this.#chunks));
-    const idOf = (chunk: string) => chunk.slice(this.#chunks.length, chunk.lastIndexOf("/"));
-    const parts = new Map<string, number>();
-    for (const chunk of chunks) parts.set(idOf(chunk.key), (parts.get(idOf(chunk.key)) ?? 0) + 1);
+    const undoParts = partsByOwner(range.items, this.#chunks);
+    const changeParts = partsByOwner(range.items, this.#changeChunks);
     this.#known = entries
       .sort((a, b) => a.modRevision - b.modRevision)
       .map((kv) => {
         const id = kv.key.slice(this.#keys.length);
-        return { key: kv.key, version: kv.modRevision, parts: parts.get(id) ?? 0 };
+        const parts = undoParts.get(id) ?? 0;
+        const listParts = changeParts.get(id) ?? 0;
+        return {
+          key: kv.key,
+          version: kv.modRevision,
+          parts,
+          changeParts: listParts,
+          bytes: sizeInName(id) ?? this.#sizeUnnamed(kv.key, parts + listParts),
+        };
       });
     const ids = new Set(entries.map((kv) => kv.key.slice(this.#keys.length)));
     // Chunks of an entry that is gone, or of a write that failed after writing them.
-    this.#orphans = chunks.filter((kv) => !ids.has(idOf(kv.key))).map((kv) => kv.key);
+    this.#orphans = range.items
+      .filter((kv) => !kv.key.startsWith(this.#keys))
+      .filter((kv) => {
+        const base = kv.key.startsWith(this.#chunks) ? this.#chunks : this.#changeChunks;
+        return !ids.has(chunkOwner(base, kv.key));
+      })
+      .map((kv) => kv.key);
   }
 }
 
@@ -407,8 +521,43 @@ interface ParsedEntry {
   item: HistoryItem;
   undo: UndoStep[] | null;
   undoParts: number | undefined;
+  changeParts: number | undefined;
 }
 
+/** Digits of the size in an entry's name: up to a terabyte, and every name as long. */
+const SIZE_DIGITS = 12;
+
+/**
+ * `{eventId}.{bytes}`: an entry's name (its key under history/, and its chunks' owner) carries
+ * what the entry and its chunks take in the store, so trimming to historyMaxBytes knows every
+ * entry's size from a keys-only read, never reading an entry or a chunk.
+ */
+function entryName(event: string, bytes: number): string {
+  return `${event}.${String(bytes).padStart(SIZE_DIGITS, "0")}`;
+}
+
+/** The size an entry's name carries; undefined for names written before the budget. */
+function sizeInName(id: string): number | undefined {
+  const match = /\.(\d+)$/.exec(id);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/** How many chunk keys under `base` each entry id has. */
+function partsByOwner(items: readonly KeyValue[], base: string): Map<string, number> {
+  const parts = new Map<string, number>();
+  for (const kv of items) {
+    if (!kv.key.startsWith(base)) continue;
+    const id = chunkOwner(base, kv.key);
+    parts.set(id, (parts.get(id) ?? 0) + 1);
+  }
+  return parts;
+}
+
+/** Bytes one put or delete takes in the store. */
+function operationBytes(operation: Operation): number {
+  const value = operation.type === "put" ? Buffer.byteLength(operation.value) : 0;
+  return Buffer.byteLength(operation.key) + value;
+}
 /** The undo steps of an entry kept in chunks, or undefined when they are not all there. */
 function stepsOf(values: readonly string[] | undefined, parts: number | undefined) {
   if (parts === undefined || values === undefined || values.length !== parts) return undefined;
@@ -439,14 +588,20 @@ function entriesOf(items: readonly KeyValue[]): ParsedEntry[] {
     }
     const parsed = storedHistoryEntrySchema.safeParse(json);
     if (!parsed.success) continue;
-    const { undo, undoParts, rollback, ...rest } = parsed.data;
+    const { undo, undoParts, changeParts, rollback, ...rest } = parsed.data;
     const item: HistoryItem = {
       version: kv.modRevision,
       ...rest,
       summary: summarize(rest.changes),
       ...(rollback === undefined ? {} : { rollback }),
     };
-    entries.push({ id: kv.key.slice(kv.key.lastIndexOf("/") + 1), item, undo, undoParts });
+    entries.push({
+      id: kv.key.slice(kv.key.lastIndexOf("/") + 1),
+      item,
+      undo,
+      undoParts,
+      changeParts,
+    });
   }
   return entries.sort((a, b) => b.item.version - a.item.version);
 }

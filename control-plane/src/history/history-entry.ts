@@ -25,7 +25,10 @@ export const storedHistoryEntrySchema = z.object({
   time: z.iso.datetime(),
   /** Name of the token that made the write. */
   author: z.string(),
+  /** The changes, or [] when they are kept in `changeParts` chunks (see change-list.ts). */
   changes: z.array(configChangeSchema),
+  /** How many chunk keys under `{prefix}history-changes/{id}/` hold the changes. */
+  changeParts: z.int().min(1).optional(),
   rollback: rollbackMarkSchema.optional(),
   /**
    * The undo steps, or null when they are kept apart in `undoParts` chunks (a write too big to

@@ -66,14 +66,12 @@ export async function restoreVersion(
           }));
         mark = markFrom(config.configRevision);
         const kept = history.operations(author, changes, writes, mark);
+        const audited = audit?.rollbackOperations(author, changes, mark);
         return {
-          commit: [
-            ...(audit?.rollbackOperations(author, changes, mark) ?? []),
-            ...kept.commit,
-            ...(options.also ?? []),
-          ],
-          ahead: kept.ahead,
+          commit: [...(audited?.commit ?? []), ...kept.commit, ...(options.also ?? [])],
+          ahead: [...(audited?.ahead ?? []), ...kept.ahead],
           ...(kept.committed === undefined ? {} : { committed: kept.committed }),
+          ...(kept.afterCommit === undefined ? {} : { afterCommit: kept.afterCommit }),
         };
       },
     },

@@ -3,7 +3,7 @@ import { ConfigService, type ResourceChange } from "../resources/config-service.
 import { openEtcdStore } from "../store/etcd-store.js";
 import type { Store } from "../store/store.js";
 import { type EtcdProcess, startEtcd } from "../testing/etcd-process.js";
-import { ConfigAudit } from "./config-audit.js";
+import { auditChangesPrefix, ConfigAudit } from "./config-audit.js";
 
 // Real etcd: its 128-operation transactions are what make an apply of 300 resources staged.
 let etcd: EtcdProcess;
@@ -76,5 +76,37 @@ describe("ConfigAudit with the config service", () => {
     }
     const events = await audit.list();
     expect(events.map((event) => event.revision)).toEqual(revisions.slice(-3).reverse());
+  });
+});
+
+describe("ConfigAudit's long change lists", () => {
+  it("keeps them in chunks, lists them whole and deletes the chunks with their event", async () => {
+    const prefix = `/audit-${++prefixes}-${Date.now()}/`;
+    // The test etcd seen with 4000-byte commits: a list over 500 bytes goes in chunks.
+    const small = Object.assign(Object.create(store) as Store, {
+      txnLimits: { maxOps: 128, maxBytes: 4000 },
+    });
+    const audit = new ConfigAudit({ store: small, prefix, maxEvents: 1 });
+    await audit.start();
+    const config = new ConfigService(store, prefix);
+    const apply = (changes: ResourceChange[]) =>
+      config.apply(changes, {
+        alsoWrite: (results) =>
+          audit.changeWrites(
+            "ci",
+            results.flatMap((r) =>
+              r.action === "unchanged" ? [] : [{ kind: r.kind, name: r.name, action: r.action }],
+            ),
+          ),
+      });
+
+    expect((await apply(upstreams(100, 9001))).ok).toBe(true);
+    expect((await store.range(auditChangesPrefix(prefix))).items.length).toBeGreaterThan(1);
+    const [event] = await audit.list();
+    expect(event?.changes).toHaveLength(100);
+
+    expect((await apply(upstreams(1, 9002))).ok).toBe(true);
+    expect((await store.range(auditChangesPrefix(prefix))).items).toHaveLength(0);
+    await config.close();
   });
 });

@@ -1,6 +1,8 @@
 import { randomInt } from "node:crypto";
 import type { Logger } from "pino";
+import type { AlsoWrites } from "../resources/config-service.js";
 import type { Operation, Store } from "../store/store.js";
+import { chunkKey, chunkOwner, chunkPuts, readChanges, splitChanges } from "./change-list.js";
 import { type ConfigChange, type ConfigEvent, storedConfigEventSchema } from "./config-event.js";
 import { eventId, eventIdTime, SEQ_MODULUS } from "./event-key.js";
 
@@ -24,6 +26,13 @@ export function auditPrefix(prefix: string): string {
   return `${prefix}audit/`;
 }
 
+/** Change lists too long for an event's commit, in chunks apart from the events. */
+export function auditChangesPrefix(prefix: string): string {
+  return `${prefix}audit-changes/`;
+}
+
+type Rollback = { from: number; to: number; reason?: string };
+
 /**
  * The audit journal of config writes: who (the token's name), what (the resources changed) and
  * the store revision it produced, read through `GET /v1/events?type=config`. An event is not
@@ -36,11 +45,17 @@ export function auditPrefix(prefix: string): string {
 export class ConfigAudit {
   readonly #store: Store;
   readonly #prefix: string;
+  readonly #changes: string;
+  /** Change lists longer than this (JSON) go in chunks; see change-list.ts. */
+  readonly #inlineBytes: number;
+  readonly #chunkBytes: number;
   readonly #maxEvents: number;
   readonly #clock: () => number;
   readonly #logger: Logger | undefined;
-  /** Event keys, oldest first, as last read plus those handed out since. */
-  #known: string[] = [];
+  /** Event keys, oldest first, as last read plus those handed out since, with their chunks. */
+  #known: { key: string; parts: number }[] = [];
+  /** Chunk keys whose event is gone, to delete with the next writes. */
+  #orphans: string[] = [];
   #sinceResync = 0;
   /** Starts at random so two replicas writing in the same millisecond pick different keys. */
   #seq = randomInt(SEQ_MODULUS);
@@ -48,6 +63,9 @@ export class ConfigAudit {
   constructor(options: ConfigAuditOptions) {
     this.#store = options.store;
     this.#prefix = auditPrefix(options.prefix);
+    this.#changes = auditChangesPrefix(options.prefix);
+    this.#inlineBytes = Math.floor(options.store.txnLimits.maxBytes / 8);
+    this.#chunkBytes = Math.floor(options.store.txnLimits.maxBytes / 4);
     this.#maxEvents = options.maxEvents ?? 1_000;
     this.#clock = options.clock ?? Date.now;
     this.#logger = options.logger;
@@ -69,44 +87,84 @@ export class ConfigAudit {
    * delete of a key that is already gone.
    */
   operations(token: string | undefined, changes: readonly ConfigChange[]): Operation[] {
-    return this.#operations(token, changes, undefined);
+    return this.#operations(token, changes, undefined, false).commit;
   }
 
-  /** As operations(), for a rollback: the event says which version it left and restored. */
+  /**
+   * As operations(), for a config write: a list of changes too long for the write's commit
+   * goes `ahead` in chunks (see AlsoWrites), so an apply of any size the API takes is journaled.
+   */
+  changeWrites(token: string | undefined, changes: readonly ConfigChange[]): AlsoWrites {
+    return this.#operations(token, changes, undefined, true);
+  }
+
+  /** As changeWrites(), for a rollback: the event says which version it left and restored. */
   rollbackOperations(
     token: string | undefined,
     changes: readonly ConfigChange[],
-    rollback: { from: number; to: number; reason?: string },
-  ): Operation[] {
-    return this.#operations(token, changes, rollback);
+    rollback: Rollback,
+  ): AlsoWrites {
+    return this.#operations(token, changes, rollback, true);
   }
 
   #operations(
     token: string | undefined,
     changes: readonly ConfigChange[],
-    rollback: { from: number; to: number; reason?: string } | undefined,
-  ): Operation[] {
-    if (changes.length === 0) return [];
+    rollback: Rollback | undefined,
+    chunked: boolean,
+  ): AlsoWrites {
+    if (changes.length === 0) return { commit: [], ahead: [] };
     const now = this.#clock();
-    const key = `${this.#prefix}${eventId(now, this.#seq++)}`;
+    const id = eventId(now, this.#seq++);
+    const key = `${this.#prefix}${id}`;
+    // Token and registry writes change a resource or two: always inline.
+    const split = chunked
+      ? splitChanges(changes, this.#inlineBytes, this.#chunkBytes)
+      : { inline: [...changes], parts: [] };
     const value = JSON.stringify({
       time: new Date(now).toISOString(),
       token: token ?? "anonymous",
-      changes,
+      changes: split.inline,
+      ...(split.parts.length === 0 ? {} : { changeParts: split.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),
     });
-    const excess = Math.min(Math.max(0, this.#known.length + 1 - this.#maxEvents), TRIM_BATCH);
-    const trimmed = this.#known.splice(0, excess);
-    this.#known.push(key);
+    const deletes = this.#trim();
+    this.#known.push({ key, parts: split.parts.length });
     if (++this.#sinceResync >= RESYNC_EVERY) {
       this.#resync().catch((error: unknown) =>
         this.#logger?.warn({ err: error }, "config audit keys could not be re-read"),
       );
     }
-    return [
-      { type: "put", key, value },
-      ...trimmed.map((old): Operation => ({ type: "delete", key: old })),
-    ];
+    return {
+      commit: [
+        { type: "put", key, value },
+        ...deletes.map((old): Operation => ({ type: "delete", key: old })),
+      ],
+      ahead: chunkPuts(this.#changes, id, split.parts),
+    };
+  }
+
+  /**
+   * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims, then
+   * the oldest events beyond maxEvents with their chunks (the rest wait for the next writes:
+   * with their event gone, nothing reads them).
+   */
+  #trim(): string[] {
+    let excess = Math.max(0, this.#known.length + 1 - this.#maxEvents);
+    const deletes = this.#orphans.splice(0, TRIM_BATCH);
+    while (excess > 0 && deletes.length < TRIM_BATCH) {
+      const oldest = this.#known.shift();
+      if (oldest === undefined) break;
+      excess--;
+      deletes.push(oldest.key);
+      const id = oldest.key.slice(this.#prefix.length);
+      for (let part = 0; part < oldest.parts; part++) {
+        const chunk = chunkKey(this.#changes, id, part);
+        if (deletes.length < TRIM_BATCH) deletes.push(chunk);
+        else this.#orphans.push(chunk);
+      }
+    }
+    return deletes;
   }
 
   /** Config events newest first, at most `limit`, recorded at or after `since` (epoch ms). */
@@ -127,15 +185,38 @@ export class ConfigAudit {
       }
       const parsed = storedConfigEventSchema.safeParse(json);
       if (!parsed.success) continue;
+      const { changeParts, ...event } = parsed.data;
+      // A long list is in chunks; one that is not all there (trimmed meanwhile) stays [].
+      const changes =
+        changeParts === undefined
+          ? event.changes
+          : ((await readChanges(this.#store, this.#changes, id, changeParts)) ?? event.changes);
       // Written in the change's own commit: its mod revision is the revision the change made.
-      events.push({ id, type: "config", ...parsed.data, revision: item.modRevision });
+      events.push({ id, type: "config", ...event, changes, revision: item.modRevision });
     }
     return events;
   }
 
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range(this.#prefix);
-    this.#known = range.items.map((item) => item.key);
+    const range = await this.#store.range([this.#prefix, this.#changes]);
+    const events = range.items.filter((item) => item.key.startsWith(this.#prefix));
+    this.#known = events.map((item) => ({ key: item.key, parts: partsOf(item.value) }));
+    const ids = new Set(events.map((item) => item.key.slice(this.#prefix.length)));
+    // Chunks of an event that is gone, or of a write that failed after writing them.
+    this.#orphans = range.items
+      .filter((item) => item.key.startsWith(this.#changes))
+      .filter((item) => !ids.has(chunkOwner(this.#changes, item.key)))
+      .map((item) => item.key);
+  }
+}
+
+/** How many change chunks a stored event has (0 for none or an unreadable event). */
+function partsOf(value: string): number {
+  try {
+    const parsed = storedConfigEventSchema.safeParse(JSON.parse(value));
+    return parsed.success ? (parsed.data.changeParts ?? 0) : 0;
+  } catch {
+    return 0;
   }
 }

@@ -80,6 +80,13 @@ export interface AlsoWrites {
    * with a fresh alsoWrite, so only the one that committed may be taken as written.
    */
   committed?: (revision: number) => void;
+  /**
+   * Runs once the write committed (not after a failed attempt), after `committed` and before
+   * the write answers: deletes of keys the commit made garbage (a trimmed history entry's
+   * hundreds of chunks, more than a commit takes). Must not throw: the write is made whatever
+   * it does.
+   */
+  afterCommit?: () => Promise<void>;
 }
 
 /** Both parts of what alsoWrite returned. */
@@ -324,6 +331,9 @@ export class ConfigService {
         const also = alsoWrites(options.alsoWrite?.(plan.results, writes));
         const inOneCommit = [...plan.operations, ...also.ahead, ...also.commit];
         if (!fitsOneCommit({ ...plan, operations: inOneCommit }, this.#store)) {
+          // Refused before the gate opens, so the store stays as it was.
+          const closing = closingCommitProblem(also.commit, this.#store);
+          if (closing !== undefined) return { ok: false, error: closing };
           const staged = await stagedApply({
             store: this.#store,
             prefix: this.#prefix,
@@ -347,6 +357,7 @@ export class ConfigService {
           }
           if (!staged.ok) return storeUnavailable(staged.error, "the apply was rolled back");
           also.committed?.(staged.revision);
+          await also.afterCommit?.();
           await model.waitForRevision(staged.revision, this.#catchUpMs);
           const results = plan.results.map((result) => {
             const key = resourceKey(this.#prefix, result.kind, result.name);
@@ -373,6 +384,7 @@ export class ConfigService {
           continue;
         }
         also.committed?.(commit.revision);
+        await also.afterCommit?.();
         // The next request to this control plane (a GET, an If-Match write) must see this one.
         await model.waitForRevision(commit.revision, this.#catchUpMs);
         const results = plan.results.map((result) =>
@@ -704,6 +716,32 @@ function fitsOneCommit(plan: { compares: Compare[]; operations: Operation[] }, s
     if (operation.type === "put") bytes += Buffer.byteLength(operation.value);
   }
   return bytes <= limits.maxBytes;
+}
+
+/**
+ * The commit that closes a staged apply carries the journal's writes (audit event, history
+ * entry, a rollout's state) besides the gate's three: each kept small (long lists go ahead in
+ * chunks), but checked here so an apply that still would not fit is refused with 413 naming
+ * the limit before anything is written, never rolled back with 503 after every batch landed.
+ */
+function closingCommitProblem(
+  journal: readonly Operation[],
+  store: Store,
+): ClawgateError | undefined {
+  const limits = store.txnLimits;
+  // Gate and owner deleted, guard put (staged-apply.ts); its compares (the gate's and the
+  // rollout fence) are a few small keys, inside the 1024 bytes allowed for framing.
+  const operations = journal.length + 3;
+  let bytes = 1024;
+  for (const operation of journal) {
+    bytes += Buffer.byteLength(operation.key);
+    if (operation.type === "put") bytes += Buffer.byteLength(operation.value);
+  }
+  if (operations <= limits.maxOps && bytes <= limits.maxBytes) return undefined;
+  return clawgateError(
+    "CLAWGATE_PAYLOAD_TOO_LARGE",
+    `this apply's closing commit would carry ${operations} operations and ${bytes} bytes of journal; the store takes at most ${limits.maxOps} operations and ${limits.maxBytes} bytes per commit (etcd --max-txn-ops, --max-request-bytes)`,
+  );
 }
 
 /**
