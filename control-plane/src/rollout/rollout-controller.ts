@@ -15,9 +15,8 @@ import type { OutcomeBoard } from "./outcome-board.js";
 import { type Pin, RestPin } from "./rest-pin.js";
 import { ledgerId, RolloutEvidence } from "./rollout-evidence.js";
 import { rolloutInProgress } from "./rollout-fence.js";
+import { planRollout } from "./rollout-plan.js";
 import {
-  canaryCandidates,
-  chooseCanaries,
   type RolloutSpec,
   rolloutKey,
   type StoredRollout,
@@ -151,7 +150,8 @@ export class RolloutController implements VersionTargets {
    * Runs `apply` (which must commit `also` with its write) as a rollout: the data planes
    * outside the canaries are pinned to the version published now before anything is written.
    * This replica's view of a baking rollout is only a fast refusal: the write itself is refused
-   * in its commit if another rollout started meanwhile (rollout-fence.ts).
+   * in its commit if another rollout started meanwhile (rollout-fence.ts). What it refuses
+   * before anything is pinned is in rollout-plan.ts.
    */
   async apply(
     spec: RolloutSpec,
@@ -160,44 +160,10 @@ export class RolloutController implements VersionTargets {
   ): Promise<ApplyResult> {
     const busy = this.inProgressError();
     if (busy !== undefined) return { ok: false, error: busy };
-    const base = this.#options.builder.current();
-    if (base === undefined) {
-      return fail("CLAWGATE_ROLLOUT_REFUSED", "no version is published yet to roll out from");
-    }
-    // Data planes streaming from any replica, not only this one: a canary on another replica
-    // gets the version from there (every replica follows the stored rollout's canaries).
-    const candidates = canaryCandidates(this.#options.fleet.list());
-    if (candidates.length === 0) {
-      return fail(
-        "CLAWGATE_ROLLOUT_REFUSED",
-        "no connected data plane serves the published version (SYNCED) to be a canary",
-      );
-    }
-    const canaries = chooseCanaries(candidates, spec.canary);
-    const { board } = this.#options;
-    const baseline: Record<string, Counts> = {};
-    for (const node of board.nodes()) {
-      if (!canaries.includes(node)) baseline[node] = board.of(node, base.version);
-    }
-    // Its rollback undoes every entry newer than the base: refuse now what could not be undone.
-    const undoable = await this.#options.history.undoable(base.version);
-    if (!undoable.ok) {
-      return fail(
-        "CLAWGATE_ROLLOUT_REFUSED",
-        `a rollout from version ${base.version} could not be rolled back: ${undoable.error.message}`,
-      );
-    }
-    const now = this.#clock();
-    const rollout: StoredRollout = {
-      state: "baking",
-      baseVersion: base.version,
-      canaries,
-      spec,
-      author,
-      startedAt: new Date(now).toISOString(),
-      bakeUntil: new Date(now + spec.bakeSeconds * 1000).toISOString(),
-      baseline,
-    };
+    const planned = await planRollout(this.#options, spec, author, this.#clock);
+    if (!planned.ok) return planned;
+    const { rollout, base } = planned;
+    const { canaries } = rollout;
     // Before the write: the publish it causes must already find the rest pinned.
     const pin: Pin = { canaries: new Set(canaries), base };
     this.#pin.set(pin);
