@@ -18,32 +18,31 @@
  * across them would be wrong, which is why only config writes through the API are versions here.
  */
 import { randomInt } from "node:crypto";
-import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import type { Logger } from "pino";
-import { z } from "zod";
-import {
-  chunkByBytes,
-  chunkKey,
-  chunkOwner,
-  chunkPuts,
-  readChanges,
-  splitChanges,
-} from "../journal/change-list.js";
+import { chunkByBytes, chunkPuts, splitChanges } from "../journal/change-list.js";
 import type { ConfigChange } from "../journal/config-event.js";
 import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
 import { kindPrefixes, readOutsideApply } from "../resources/apply-gate.js";
 import type { AlsoWrites } from "../resources/config-service.js";
 import { clawgateError, type Outcome } from "../resources/errors.js";
-import type { KeyValue, Operation, RangeResult, Store } from "../store/store.js";
+import type { Operation, RangeResult, Store } from "../store/store.js";
+import { deleteChunks } from "./chunk-sweep.js";
+import { noUndo, type RebuiltConfig, tooOld, undoEntries } from "./config-rebuild.js";
 import {
-  type HistoryItem,
-  type RollbackMark,
-  type StoredHistoryEntry,
-  storedHistoryEntrySchema,
-  summarize,
-  type UndoStep,
-  undoStepSchema,
-} from "./history-entry.js";
+  chunkSteps,
+  type EntryKey,
+  entryKeys,
+  type ParsedEntry,
+  readEntries,
+  withChanges,
+} from "./entry-reads.js";
+import type { HistoryItem, RollbackMark, StoredHistoryEntry, UndoStep } from "./history-entry.js";
+import { type HistoryPrefixes, historyPrefixes, sizedEntryName } from "./history-keys.js";
+import { knownHistory } from "./known-entries.js";
+import { type KnownEntry, knownBytes, planTrim } from "./trim-plan.js";
+
+export type { HistoricResource, RebuiltConfig } from "./config-rebuild.js";
+export { historyChangesPrefix, historyPrefix, historyUndoPrefix } from "./history-keys.js";
 
 export interface ConfigHistoryOptions {
   store: Store;
@@ -67,21 +66,6 @@ export interface KeyWrite {
   before: string | undefined;
 }
 
-/** One resource of a rebuilt config, in the shape POST /v1/apply takes. */
-export interface HistoricResource {
-  kind: ResourceKind;
-  name: string;
-  spec: unknown;
-}
-
-/** A config rebuilt from the history, and the store revision of the config it started from. */
-export interface RebuiltConfig {
-  current: number;
-  resources: HistoricResource[];
-}
-
-/** Entry deletes one write carries at most, leaving room under etcd's 128 operations per commit. */
-const TRIM_BATCH = 8;
 /**
  * Why 256 MiB: etcd refuses every write once its database reaches its quota (2 GiB by default,
  * NOSPACE alarm). Besides the history it holds the config (50,000 resources are about 100 MB),
@@ -91,44 +75,14 @@ const TRIM_BATCH = 8;
  * would let 100 such rewrites take 5 GB.
  */
 export const DEFAULT_HISTORY_MAX_BYTES = 256 * 1024 * 1024;
-/** Chunk keys one background delete carries (see afterCommit). */
-const CHUNK_DELETE_BATCH = 100;
 /** Writes between re-reads of the keys, so entries other replicas wrote are trimmed too. */
 const RESYNC_EVERY = 100;
-
-export function historyPrefix(prefix: string): string {
-  return `${prefix}history/`;
-}
-
-/** Undo chunks live apart from entries, so listing the history never reads them. */
-export function historyUndoPrefix(prefix: string): string {
-  return `${prefix}history-undo/`;
-}
-
-/** Change lists too long for an entry's commit, in chunks apart from the entries. */
-export function historyChangesPrefix(prefix: string): string {
-  return `${prefix}history-changes/`;
-}
-
-/** An entry as the trim knows it: its key and version, its chunks and what it all costs in the store. */
-interface KnownEntry {
-  key: string;
-  version: number;
-  parts: number;
-  changeParts: number;
-  bytes: number;
-}
-
-/** An entry's key and version, as a keys-only read gives them. */
-interface EntryKey {
-  key: string;
-  version: number;
-}
 
 export class ConfigHistory {
   readonly #store: Store;
   readonly #prefix: string;
-  readonly #keys: string;
+  /** Where entries, their undo chunks and their change chunks live (see history-keys.ts). */
+  readonly #keys: HistoryPrefixes;
   readonly #limit: number;
   readonly #maxBytes: number;
   readonly #clock: () => number;
@@ -142,8 +96,6 @@ export class ConfigHistory {
   #known: KnownEntry[] = [];
   /** Chunk keys whose entry is gone, to delete after the next write that commits. */
   #orphans: string[] = [];
-  readonly #chunks: string;
-  readonly #changeChunks: string;
   #sinceResync = 0;
   #seq = randomInt(SEQ_MODULUS);
   /** The version whose entry is never trimmed (a baking rollout's; see keep()). */
@@ -152,9 +104,7 @@ export class ConfigHistory {
   constructor(options: ConfigHistoryOptions) {
     this.#store = options.store;
     this.#prefix = options.prefix;
-    this.#keys = historyPrefix(options.prefix);
-    this.#chunks = historyUndoPrefix(options.prefix);
-    this.#changeChunks = historyChangesPrefix(options.prefix);
+    this.#keys = historyPrefixes(options.prefix);
     this.#limit = options.limit ?? 100;
     this.#maxBytes = options.maxBytes ?? DEFAULT_HISTORY_MAX_BYTES;
     this.#clock = options.clock ?? Date.now;
@@ -212,8 +162,8 @@ export class ConfigHistory {
     const listed = splitChanges(changes, this.#maxUndoBytes / 2, this.#maxUndoBytes);
     const undoValues = chunks.map((steps) => JSON.stringify(steps));
     const aheadOf = (id: string) => [
-      ...chunkPuts(this.#chunks, id, undoValues),
-      ...chunkPuts(this.#changeChunks, id, listed.parts),
+      ...chunkPuts(this.#keys.undo, id, undoValues),
+      ...chunkPuts(this.#keys.changes, id, listed.parts),
     ];
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
@@ -225,17 +175,11 @@ export class ConfigHistory {
       undoParts: chunks.length,
     };
     const value = JSON.stringify(entry);
-    // The size goes in the entry's name, which is as long whatever the size: measured with a
-    // stand-in name, it is what the entry and its chunks take under the real one.
-    const measured = entryName(event, 0);
-    const bytes =
-      Buffer.byteLength(`${this.#keys}${measured}`) +
-      Buffer.byteLength(value) +
-      aheadOf(measured).reduce((sum, op) => sum + operationBytes(op), 0);
-    const id = entryName(event, bytes);
-    const key = `${this.#keys}${id}`;
+    const { id, bytes } = sizedEntryName(this.#keys.entries, event, value, aheadOf);
+    const key = `${this.#keys.entries}${id}`;
     const ahead = aheadOf(id);
-    const trimmed = this.#trim(bytes);
+    const bounds = { limit: this.#limit, maxBytes: this.#maxBytes, kept: this.#kept() };
+    const trimmed = planTrim(this.#known, bytes, bounds, this.#keys);
     // The trimmed entries' chunks and those found without an entry, deleted once this commits.
     const garbage = [...trimmed.chunks, ...this.#orphans];
     return {
@@ -268,74 +212,15 @@ export class ConfigHistory {
           );
         }
       },
-      ...(garbage.length === 0 ? {} : { afterCommit: () => this.#deleteChunks(garbage) }),
+      ...(garbage.length === 0
+        ? {}
+        : { afterCommit: () => deleteChunks(this.#store, garbage, this.#logger) }),
     };
   }
 
   /** Bytes the kept entries take, their chunks included, as last read plus written since. */
   get bytes(): number {
-    return this.#known.reduce((sum, entry) => sum + entry.bytes, 0);
-  }
-
-  /**
-   * The oldest entries to delete with a write of `incoming` bytes, at most TRIM_BATCH (the
-   * rest go with the next writes): beyond the limit, or beyond the byte budget; never the kept
-   * version's. Their chunk keys are deleted after the commit, not in it: a big entry has
-   * hundreds, more than a commit takes, and with the entry gone nothing reads them. Nothing
-   * changes here until the write commits.
-   */
-  #trim(incoming: number): { entries: string[]; chunks: string[] } {
-    const kept = this.#kept();
-    let count = this.#known.length + 1;
-    let total = this.bytes + incoming;
-    const entries: string[] = [];
-    const chunks: string[] = [];
-    for (const oldest of this.#known) {
-      if (entries.length >= TRIM_BATCH) break;
-      if (count <= this.#limit && total <= this.#maxBytes) break;
-      if (oldest.version === kept) continue;
-      count--;
-      total -= oldest.bytes;
-      entries.push(oldest.key);
-      const id = oldest.key.slice(this.#keys.length);
-      for (let part = 0; part < oldest.parts; part++) {
-        chunks.push(chunkKey(this.#chunks, id, part));
-      }
-      for (let part = 0; part < oldest.changeParts; part++) {
-        chunks.push(chunkKey(this.#changeChunks, id, part));
-      }
-    }
-    return { entries, chunks };
-  }
-
-  /**
-   * Deletes chunk keys whose entry a committed write deleted, in commits of their own. One that
-   * fails is left to the next re-read of the keys, which finds it without an entry.
-   */
-  async #deleteChunks(keys: readonly string[]): Promise<void> {
-    const batch = Math.max(1, Math.min(this.#store.txnLimits.maxOps, CHUNK_DELETE_BATCH));
-    try {
-      for (let i = 0; i < keys.length; i += batch) {
-        await this.#store.commit(
-          [],
-          keys.slice(i, i + batch).map((key): Operation => ({ type: "delete", key })),
-        );
-      }
-    } catch (error) {
-      this.#logger?.warn(
-        { err: error },
-        "config history: trimmed undo chunks could not be deleted",
-      );
-    }
-  }
-
-  /** An entry's item with its whole change list, read from its chunks when it has them. */
-  async #withChanges(entry: ParsedEntry): Promise<HistoryItem> {
-    if (entry.changeParts === undefined) return entry.item;
-    const changes = await readChanges(this.#store, this.#changeChunks, entry.id, entry.changeParts);
-    // Not all there (trimmed meanwhile): the entry as stored, its summary from its counts.
-    if (changes === undefined) return entry.item;
-    return { ...entry.item, changes, summary: summarize(changes) };
+    return knownBytes(this.#known);
   }
 
   /** Versions kept, newest first, at most `limit`: only those entries are read. */
@@ -419,217 +304,43 @@ export class ConfigHistory {
   }
 
   /** `read` (the config at read.revision) with every entry newer than `after` undone. */
-  async #undo(
+  #undo(
     read: RangeResult,
     entries: readonly ParsedEntry[],
     after: number,
   ): Promise<Outcome<RebuiltConfig>> {
-    const config = new Map<string, string>();
-    for (const kv of read.items) config.set(kv.key.slice(this.#prefix.length), kv.value);
-    for (const entry of entries) {
-      const { item } = entry;
-      if (item.version <= after) break;
-      const undo = entry.undo ?? (await this.#chunkSteps(entry));
-      if (undo === undefined) return noUndo(item.version);
-      for (const step of undo) {
-        if (step.before === null) config.delete(step.key);
-        else config.set(step.key, step.before);
-      }
-    }
-    return { ok: true, current: read.revision, resources: resourcesOf(config) };
-  }
-
-  /** The undo steps of an entry kept in chunks (only its own are read). */
-  async #chunkSteps(entry: ParsedEntry): Promise<UndoStep[] | undefined> {
-    if (entry.undoParts === undefined) return undefined;
-    const read = await this.#store.range(`${this.#chunks}${entry.id}/`);
-    return stepsOf(
-      read.items.map((kv) => kv.value),
-      entry.undoParts,
+    return undoEntries(read, this.#prefix, entries, after, (entry) =>
+      chunkSteps(this.#store, this.#keys.undo, entry),
     );
   }
 
+  /** An entry's item with its whole change list, read from its chunks when it has them. */
+  #withChanges(entry: ParsedEntry): Promise<HistoryItem> {
+    return withChanges(this.#store, this.#keys.changes, entry);
+  }
+
   /** Every entry's key and version, newest first; values are not read. */
-  async #entryKeys(): Promise<EntryKey[]> {
-    const range = await this.#store.range(this.#keys, { keysOnly: true });
-    return range.items
-      .map((kv) => ({ key: kv.key, version: kv.modRevision }))
-      .sort((a, b) => b.version - a.version);
+  #entryKeys(): Promise<EntryKey[]> {
+    return entryKeys(this.#store, this.#keys.entries);
   }
 
-  /**
-   * The entries of `keys`, newest first. An entry is written once and deleted only when
-   * trimmed, so reading it after its key changes nothing; one trimmed meanwhile is left out.
-   */
-  async #entries(keys: readonly EntryKey[]): Promise<ParsedEntry[]> {
-    if (keys.length === 0) return [];
-    const wanted = new Set(keys.map((key) => key.key));
-    const read = await this.#store.range(keys.map((key) => key.key));
-    return entriesOf(read.items.filter((kv) => wanted.has(kv.key)));
-  }
-
-  /**
-   * An entry written before the budget, whose name carries no size: each chunk counted as a
-   * full one (a quarter of a commit), the entry as its key. The embedded store has no commit
-   * limit and keeps undo steps in one chunk, of unknown size: counted as none.
-   */
-  #sizeUnnamed(key: string, chunks: number): number {
-    const perChunk = Number.isFinite(this.#maxUndoBytes) ? this.#maxUndoBytes : 0;
-    return Buffer.byteLength(key) + chunks * perChunk;
+  /** The entries of `keys`, newest first (see readEntries). */
+  #entries(keys: readonly EntryKey[]): Promise<ParsedEntry[]> {
+    return readEntries(this.#store, keys);
   }
 
   /**
    * Entry and chunk keys only: values are not needed to know what to trim, as an entry's name
-   * carries its size (see entryName).
+   * carries its size (see history-keys.ts).
    */
   async #resync(): Promise<void> {
     this.#sinceResync = 0;
-    const range = await this.#store.range([this.#keys, this.#chunks, this.#changeChunks], {
-      keysOnly: true,
-    });
-    const entries = range.items.filter((kv) => kv.key.startsWith(this.#keys));
-    const undoParts = partsByOwner(range.items, this.#chunks);
-    const changeParts = partsByOwner(range.items, this.#changeChunks);
-    this.#known = entries
-      .sort((a, b) => a.modRevision - b.modRevision)
-      .map((kv) => {
-        const id = kv.key.slice(this.#keys.length);
-        const parts = undoParts.get(id) ?? 0;
-        const listParts = changeParts.get(id) ?? 0;
-        return {
-          key: kv.key,
-          version: kv.modRevision,
-          parts,
-          changeParts: listParts,
-          bytes: sizeInName(id) ?? this.#sizeUnnamed(kv.key, parts + listParts),
-        };
-      });
-    const ids = new Set(entries.map((kv) => kv.key.slice(this.#keys.length)));
-    // Chunks of an entry that is gone, or of a write that failed after writing them.
-    this.#orphans = range.items
-      .filter((kv) => !kv.key.startsWith(this.#keys))
-      .filter((kv) => {
-        const base = kv.key.startsWith(this.#chunks) ? this.#chunks : this.#changeChunks;
-        return !ids.has(chunkOwner(base, kv.key));
-      })
-      .map((kv) => kv.key);
+    const { entries, undo, changes } = this.#keys;
+    const range = await this.#store.range([entries, undo, changes], { keysOnly: true });
+    ({ known: this.#known, orphans: this.#orphans } = knownHistory(
+      range.items,
+      this.#keys,
+      this.#maxUndoBytes,
+    ));
   }
-}
-
-interface ParsedEntry {
-  id: string;
-  item: HistoryItem;
-  undo: UndoStep[] | null;
-  undoParts: number | undefined;
-  changeParts: number | undefined;
-}
-
-/** Digits of the size in an entry's name: up to a terabyte, and every name as long. */
-const SIZE_DIGITS = 12;
-
-/**
- * `{eventId}.{bytes}`: an entry's name (its key under history/, and its chunks' owner) carries
- * what the entry and its chunks take in the store, so trimming to historyMaxBytes knows every
- * entry's size from a keys-only read, never reading an entry or a chunk.
- */
-function entryName(event: string, bytes: number): string {
-  return `${event}.${String(bytes).padStart(SIZE_DIGITS, "0")}`;
-}
-
-/** The size an entry's name carries; undefined for names written before the budget. */
-function sizeInName(id: string): number | undefined {
-  const match = /\.(\d+)$/.exec(id);
-  return match === null ? undefined : Number(match[1]);
-}
-
-/** How many chunk keys under `base` each entry id has. */
-function partsByOwner(items: readonly KeyValue[], base: string): Map<string, number> {
-  const parts = new Map<string, number>();
-  for (const kv of items) {
-    if (!kv.key.startsWith(base)) continue;
-    const id = chunkOwner(base, kv.key);
-    parts.set(id, (parts.get(id) ?? 0) + 1);
-  }
-  return parts;
-}
-
-/** Bytes one put or delete takes in the store. */
-function operationBytes(operation: Operation): number {
-  const value = operation.type === "put" ? Buffer.byteLength(operation.value) : 0;
-  return Buffer.byteLength(operation.key) + value;
-}
-/** The undo steps of an entry kept in chunks, or undefined when they are not all there. */
-function stepsOf(values: readonly string[] | undefined, parts: number | undefined) {
-  if (parts === undefined || values === undefined || values.length !== parts) return undefined;
-  const steps: UndoStep[] = [];
-  for (const value of values) {
-    let json: unknown;
-    try {
-      json = JSON.parse(value);
-    } catch {
-      return undefined;
-    }
-    const parsed = z.array(undoStepSchema).safeParse(json);
-    if (!parsed.success) return undefined;
-    steps.push(...parsed.data);
-  }
-  return steps;
-}
-
-/** Entries newest first; unreadable ones (written around the API) are skipped. */
-function entriesOf(items: readonly KeyValue[]): ParsedEntry[] {
-  const entries: ParsedEntry[] = [];
-  for (const kv of items) {
-    let json: unknown;
-    try {
-      json = JSON.parse(kv.value);
-    } catch {
-      continue;
-    }
-    const parsed = storedHistoryEntrySchema.safeParse(json);
-    if (!parsed.success) continue;
-    const { undo, undoParts, changeParts, rollback, ...rest } = parsed.data;
-    const item: HistoryItem = {
-      version: kv.modRevision,
-      ...rest,
-      summary: summarize(rest.changes),
-      ...(rollback === undefined ? {} : { rollback }),
-    };
-    entries.push({
-      id: kv.key.slice(kv.key.lastIndexOf("/") + 1),
-      item,
-      undo,
-      undoParts,
-      changeParts,
-    });
-  }
-  return entries.sort((a, b) => b.item.version - a.item.version);
-}
-
-/** `routes/api` -> a resource; keys of other kinds or unreadable values are left out. */
-function resourcesOf(config: ReadonlyMap<string, string>): HistoricResource[] {
-  const resources: HistoricResource[] = [];
-  for (const [key, value] of config) {
-    const slash = key.indexOf("/");
-    const kind = key.slice(0, slash) as ResourceKind;
-    if (slash < 0 || !RESOURCE_KINDS.includes(kind)) continue;
-    try {
-      resources.push({ kind, name: key.slice(slash + 1), spec: JSON.parse(value) });
-    } catch {
-      // Not JSON: it was written around the API and is not config the API can restore.
-    }
-  }
-  return resources.sort((a, b) =>
-    a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind.localeCompare(b.kind),
-  );
-}
-
-function noUndo(version: number) {
-  return tooOld(
-    `version ${version} has no undo steps kept (written before they were kept in chunks), so versions before it cannot be rebuilt`,
-  );
-}
-
-function tooOld(message: string): { ok: false; error: ReturnType<typeof clawgateError> } {
-  return { ok: false, error: clawgateError("CLAWGATE_VERSION_TOO_OLD", message) };
 }

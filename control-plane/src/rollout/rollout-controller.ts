@@ -4,26 +4,26 @@ import type { FleetSource } from "../fleet/data-plane-view.js";
 import type { SnapshotPublisher } from "../grpc/snapshot-publisher.js";
 import type { VersionTargets } from "../grpc/stream-session.js";
 import type { ConfigHistory } from "../history/config-history.js";
-import { restoreVersion } from "../history/restore-version.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import type { ApplyResult, ConfigService } from "../resources/config-service.js";
-import { clawgateError, type Outcome } from "../resources/errors.js";
+import { clawgateError } from "../resources/errors.js";
 import type { ConfigModel } from "../snapshot/config-model.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
 import type { KeyValue, Operation, Store } from "../store/store.js";
-import { add, EvidenceLedger, since } from "./evidence-ledger.js";
 import { OneAtATime } from "./one-at-a-time.js";
 import type { OutcomeBoard } from "./outcome-board.js";
-import { parseStored, rolloutChanged, rolloutInProgress } from "./rollout-fence.js";
+import { type Pin, RestPin } from "./rest-pin.js";
+import { ledgerId, RolloutEvidence } from "./rollout-evidence.js";
+import { rolloutInProgress } from "./rollout-fence.js";
+import { planRollout } from "./rollout-plan.js";
 import {
-  canaryCandidates,
-  chooseCanaries,
   type RolloutSpec,
   rolloutKey,
   type StoredRollout,
   storedRolloutSchema,
 } from "./rollout-state.js";
-import { type Counts, type Evidence, judge, type Verdict } from "./rollout-verdict.js";
+import { type Counts, judge, type Verdict } from "./rollout-verdict.js";
+import { type Decided, type Ended, restoreBase, writeIfUndecided } from "./rollout-writes.js";
 
 export interface RolloutControllerOptions {
   store: Store;
@@ -63,27 +63,6 @@ export type RolloutView = StoredRollout & {
 };
 
 /**
- * The data planes outside the canaries stay on the base version (see pinned()): its published
- * snapshot as it was, node lists included. Node registrations and expiries during the bake reach
- * them only when the rollout ends: a snapshot of the base config with today's nodes would be a
- * version of its own, built beside the builder's, which numbers versions by store revision and
- * builds one config only.
- */
-interface Pin {
-  canaries: ReadonlySet<string>;
-  /** The base version's snapshot when this process published it; else hold them where they are. */
-  base: PublishedSnapshot | undefined;
-}
-
-type Ended = Outcome<{ rollout: StoredRollout }>;
-
-/** A baking rollout and its key's mod revision: what a promote or rollback decided on. */
-interface Decided {
-  rollout: StoredRollout;
-  modRevision: number;
-}
-
-/**
  * Drives progressive rollouts: an apply with `rollout` goes to the canaries only (the snapshot
  * streams ask pinned() which version each data plane is to serve), the canaries' request
  * outcomes are judged against the rest of the fleet's, and after bakeSeconds the version is
@@ -97,18 +76,13 @@ export class RolloutController implements VersionTargets {
   readonly #options: RolloutControllerOptions;
   readonly #key: string;
   readonly #clock: () => number;
-  readonly #listeners = new Set<() => void>();
   #stored: { rollout: StoredRollout; modRevision: number } | undefined;
-  #pin: Pin | undefined;
-  /** What the canaries and the rest served since the rollout began (see #evidence()). */
-  #ledger: EvidenceLedger | undefined;
-  /** The rollout whose stored ledger this process read (once, when it first judges it). */
-  #ledgerLoaded: string | undefined;
-  /** The ledger as this process last stored it (the leader stores it). */
-  #ledgerStored: string | undefined;
+  /** The rest pinned to the base while a rollout bakes (see rest-pin.ts). */
+  readonly #pin: RestPin;
+  /** What the canaries and the rest served since the rollout began (see rollout-evidence.ts). */
+  readonly #evidence: RolloutEvidence;
   /** The rollout whose bake time ran out without evidence, logged once. */
   #heldLogged: string | undefined;
-  readonly #evidenceKey: string;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribeModel: (() => void) | undefined;
   /** Checks and endings, one at a time (a person's promote or abort waits for a check). */
@@ -117,8 +91,9 @@ export class RolloutController implements VersionTargets {
   constructor(options: RolloutControllerOptions) {
     this.#options = options;
     this.#key = rolloutKey(options.prefix);
-    this.#evidenceKey = `${options.prefix}rollout/evidence`;
     this.#clock = options.clock ?? Date.now;
+    this.#pin = new RestPin(options.builder, options.publishWaitMs ?? 10_000);
+    this.#evidence = new RolloutEvidence(options.store, options.prefix, options.board);
   }
 
   async start(): Promise<void> {
@@ -140,22 +115,21 @@ export class RolloutController implements VersionTargets {
   }
 
   pinned(nodeId: string): PublishedSnapshot | "hold" | undefined {
-    const pin = this.#pin;
-    if (pin === undefined || pin.canaries.has(nodeId)) return undefined;
-    return pin.base ?? "hold";
+    return this.#pin.pinned(nodeId);
   }
 
   onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#pin.onChange(listener);
   }
 
   /** The rollout in progress or the last one, with outcomes; undefined when there was none. */
   view(): RolloutView | undefined {
     const rollout = this.#current();
     if (rollout === undefined) return undefined;
-    if (rollout.state !== "baking") return { ...rollout, outcomes: this.#outcomes(rollout) };
-    const evidence = this.#evidence(rollout);
+    if (rollout.state !== "baking") {
+      return { ...rollout, outcomes: this.#evidence.outcomes(rollout) };
+    }
+    const evidence = this.#evidence.of(rollout);
     const { canary, rest } = evidence;
     return { ...rollout, outcomes: { canary, rest }, verdict: judge(evidence, rollout.spec) };
   }
@@ -176,7 +150,8 @@ export class RolloutController implements VersionTargets {
    * Runs `apply` (which must commit `also` with its write) as a rollout: the data planes
    * outside the canaries are pinned to the version published now before anything is written.
    * This replica's view of a baking rollout is only a fast refusal: the write itself is refused
-   * in its commit if another rollout started meanwhile (rollout-fence.ts).
+   * in its commit if another rollout started meanwhile (rollout-fence.ts). What it refuses
+   * before anything is pinned is in rollout-plan.ts.
    */
   async apply(
     spec: RolloutSpec,
@@ -185,47 +160,13 @@ export class RolloutController implements VersionTargets {
   ): Promise<ApplyResult> {
     const busy = this.inProgressError();
     if (busy !== undefined) return { ok: false, error: busy };
-    const base = this.#options.builder.current();
-    if (base === undefined) {
-      return fail("CLAWGATE_ROLLOUT_REFUSED", "no version is published yet to roll out from");
-    }
-    // Data planes streaming from any replica, not only this one: a canary on another replica
-    // gets the version from there (every replica follows the stored rollout's canaries).
-    const candidates = canaryCandidates(this.#options.fleet.list());
-    if (candidates.length === 0) {
-      return fail(
-        "CLAWGATE_ROLLOUT_REFUSED",
-        "no connected data plane serves the published version (SYNCED) to be a canary",
-      );
-    }
-    const canaries = chooseCanaries(candidates, spec.canary);
-    const { board } = this.#options;
-    const baseline: Record<string, Counts> = {};
-    for (const node of board.nodes()) {
-      if (!canaries.includes(node)) baseline[node] = board.of(node, base.version);
-    }
-    // Its rollback undoes every entry newer than the base: refuse now what could not be undone.
-    const undoable = await this.#options.history.undoable(base.version);
-    if (!undoable.ok) {
-      return fail(
-        "CLAWGATE_ROLLOUT_REFUSED",
-        `a rollout from version ${base.version} could not be rolled back: ${undoable.error.message}`,
-      );
-    }
-    const now = this.#clock();
-    const rollout: StoredRollout = {
-      state: "baking",
-      baseVersion: base.version,
-      canaries,
-      spec,
-      author,
-      startedAt: new Date(now).toISOString(),
-      bakeUntil: new Date(now + spec.bakeSeconds * 1000).toISOString(),
-      baseline,
-    };
+    const planned = await planRollout(this.#options, spec, author, this.#clock);
+    if (!planned.ok) return planned;
+    const { rollout, base } = planned;
+    const { canaries } = rollout;
     // Before the write: the publish it causes must already find the rest pinned.
     const pin: Pin = { canaries: new Set(canaries), base };
-    this.#pin = pin;
+    this.#pin.set(pin);
     const result = await apply([{ type: "put", key: this.#key, value: JSON.stringify(rollout) }]);
     const wrote =
       result.ok && !result.dryRun && result.results.some((r) => r.action !== "unchanged");
@@ -233,8 +174,8 @@ export class RolloutController implements VersionTargets {
       // Not simply unpinned: the apply that beat this one (here or on another replica) may
       // have started a rollout whose rest must stay pinned, and #adopt saw this pin set then.
       // A pin set since by another apply in flight here is that apply's to settle.
-      if (this.#pin === pin) this.#pin = this.#pinFor(this.baking(), base);
-      this.#emit();
+      if (this.#pin.current === pin) this.#pin.set(this.#pin.forRollout(this.baking(), base));
+      this.#pin.emit();
       return result;
     }
     this.#stored = {
@@ -296,43 +237,18 @@ export class RolloutController implements VersionTargets {
     return written;
   }
 
-  async #rollBack(
-    { rollout, modRevision }: Decided,
-    reason: string,
-    author: string,
-  ): Promise<Ended> {
+  async #rollBack(decided: Decided, reason: string, author: string): Promise<Ended> {
+    const { rollout, modRevision } = decided;
     const ended: StoredRollout = {
       ...rollout,
       state: "rolled-back",
       finishedAt: new Date(this.#clock()).toISOString(),
       reason,
     };
-    const { config, history, audit } = this.#options;
-    const result = await restoreVersion({
-      config,
-      history,
-      audit,
-      version: rollout.baseVersion,
-      rollout: rollout.version ?? Number.NaN,
-      author,
-      reason,
-      also: [{ type: "put", key: this.#key, value: JSON.stringify(ended) }],
-      // A promote elsewhere since this decision makes the restore fail rather than undo it.
-      endsRollout: modRevision,
-    });
-    if (!result.ok) {
-      this.#options.logger.error(
-        { version: rollout.version, baseVersion: rollout.baseVersion, error: result.error.message },
-        "rollout could not be rolled back",
-      );
-      return {
-        ok: false,
-        error: {
-          ...result.error,
-          message: `the rollout of version ${rollout.version ?? "?"} could not be rolled back to version ${rollout.baseVersion}: ${result.error.message}`,
-        },
-      };
-    }
+    const { config, history, audit, logger } = this.#options;
+    const restoreOptions = { config, history, audit, key: this.#key, logger };
+    const result = await restoreBase(restoreOptions, decided, ended, author, reason);
+    if (!result.ok) return result;
     const final = { ...ended, rollbackVersion: result.revision };
     // A restore that changed nothing wrote no state: write it on its own, still conditional on
     // the rollout as decided; one that did wrote the key in its own commit.
@@ -349,70 +265,24 @@ export class RolloutController implements VersionTargets {
     return written;
   }
 
-  /**
-   * Writes the rollout's new state if its key is still at `decidedAt`, the revision the
-   * decision was made on: a fresh read here would let a promote on one replica and an abort on
-   * another both succeed.
-   */
+  /** Writes the rollout's new state if its key is still at `decidedAt` (see rollout-writes.ts). */
   async #write(rollout: StoredRollout, decidedAt: number): Promise<Ended> {
-    const { store } = this.#options;
-    const commit = await store.commit(
-      [{ key: this.#key, modRevision: decidedAt }],
-      [{ type: "put", key: this.#key, value: JSON.stringify(rollout) }],
-    );
-    if (!commit.succeeded) {
-      return { ok: false, error: rolloutChanged(parseStored(await store.get(this.#key))) };
-    }
-    this.#stored = { rollout, modRevision: commit.revision };
+    const written = await writeIfUndecided(this.#options.store, this.#key, rollout, decidedAt);
+    if (!written.ok) return written;
+    this.#stored = { rollout, modRevision: written.modRevision };
     return { ok: true, rollout };
   }
 
-  /**
-   * The rest pinned to a baking rollout's base: a snapshot of that version (the one a failed
-   * apply here pinned, or the one published now) if this process has it, else held.
-   */
-  #pinFor(rollout: StoredRollout | undefined, held?: PublishedSnapshot): Pin | undefined {
-    if (rollout === undefined) return undefined;
-    const base = [held, this.#options.builder.current()].find(
-      (snapshot) => snapshot?.version === rollout.baseVersion,
-    );
-    return { canaries: new Set(rollout.canaries), base };
-  }
-
   #release(): void {
-    this.#pin = undefined;
-    this.#ledger = undefined;
-    this.#emit();
+    this.#evidence.forget();
+    this.#pin.set(undefined);
+    this.#pin.emit();
   }
 
-  #emit(): void {
-    for (const listener of this.#listeners) listener();
-  }
-
-  /**
-   * Releases the pin once `version` (a rollback's) is published here, never before: the rest
-   * would otherwise be sent the version rolled back. Resolves then, or after 10 s with the pin
-   * still held, so an abort answers even when the publish is late.
-   */
+  /** Releases the pin once `version` (a rollback's) is published here (see rest-pin.ts). */
   #releaseOncePublished(version: number): Promise<void> {
-    const { builder } = this.#options;
-    const pin = this.#pin;
-    const release = () => {
-      if (this.#pin === pin && this.#current()?.state !== "baking") this.#release();
-    };
-    if ((builder.current()?.version ?? 0) >= version) {
-      release();
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, this.#options.publishWaitMs ?? 10_000);
-      const unsubscribe = builder.onPublish((published) => {
-        if (published.version < version) return;
-        clearTimeout(timer);
-        unsubscribe();
-        release();
-        resolve();
-      });
+    return this.#pin.releaseOncePublished(version, () => {
+      if (this.#current()?.state !== "baking") this.#release();
     });
   }
 
@@ -455,10 +325,10 @@ export class RolloutController implements VersionTargets {
       },
       modRevision: kv.modRevision,
     };
-    if (parsed.state === "baking" && this.#pin === undefined) {
-      this.#pin = this.#pinFor(parsed);
-      this.#emit();
-    } else if (parsed.state !== "baking" && this.#pin !== undefined) {
+    if (parsed.state === "baking" && this.#pin.current === undefined) {
+      this.#pin.set(this.#pin.forRollout(parsed));
+      this.#pin.emit();
+    } else if (parsed.state !== "baking" && this.#pin.current !== undefined) {
       if (parsed.state === "rolled-back") void this.#releaseOncePublished(kv.modRevision);
       else this.#release();
     }
@@ -471,11 +341,11 @@ export class RolloutController implements VersionTargets {
         const decided = this.#decided();
         if (decided === undefined) return;
         const { rollout } = decided;
-        if (this.#ledgerLoaded !== ledgerId(rollout)) await this.#loadLedger(rollout);
+        await this.#evidence.follow(rollout);
         // Every replica follows the evidence, so a new leader has seen what the canaries served.
-        const verdict = judge(this.#evidence(rollout), rollout.spec);
+        const verdict = judge(this.#evidence.of(rollout), rollout.spec);
         if (!this.#options.election.isLeader()) return;
-        await this.#storeLedger();
+        await this.#evidence.store();
         const baked = this.#clock() >= Date.parse(rollout.bakeUntil);
         if (verdict.kind === "failing") {
           await this.#rollBack(decided, `canaries failing: ${verdict.reason}`, "rollout");
@@ -505,71 +375,6 @@ export class RolloutController implements VersionTargets {
       "rollout inconclusive at the end of its bake time: not promoted until the canaries answered minRequests, or promote or abort it",
     );
   }
-
-  /** A restarted process carries on with the evidence the last leader stored. */
-  async #loadLedger(rollout: StoredRollout): Promise<void> {
-    const id = ledgerId(rollout);
-    const stored = await this.#options.store.get(this.#evidenceKey);
-    const ledger = EvidenceLedger.parse(stored?.value, id);
-    // Else keep what this process saw already (or start one): the next fold brings it up to date.
-    if (ledger !== undefined) this.#ledger = ledger;
-    this.#ledgerStored = stored?.value;
-    this.#ledgerLoaded = id;
-  }
-
-  /** Stores the leader's ledger when it changed (at most once a tick). */
-  async #storeLedger(): Promise<void> {
-    if (this.#ledger === undefined) return;
-    const value = JSON.stringify(this.#ledger);
-    if (value === this.#ledgerStored) return;
-    await this.#options.store.commit([], [{ type: "put", key: this.#evidenceKey, value }]);
-    this.#ledgerStored = value;
-  }
-
-  /** The outcomes an ended rollout shows: its last evidence if this process followed it. */
-  #outcomes(rollout: StoredRollout): { canary: Counts; rest: Counts } {
-    const { canary, rest } = this.#evidence(rollout);
-    return { canary, rest };
-  }
-
-  /**
-   * Canaries on the new version (or any later one: no config is written while it bakes), and
-   * whether one NACKed it; the rest (the data planes of the stored baseline) on the versions
-   * before it, counted from the baseline. Every count goes through the ledger, so a data plane
-   * that disconnects or restarts keeps what it served.
-   */
-  #evidence(rollout: StoredRollout): Evidence {
-    const { board } = this.#options;
-    const id = ledgerId(rollout);
-    if (this.#ledger?.rollout !== id) this.#ledger = new EvidenceLedger(id);
-    const ledger = this.#ledger;
-    const version = rollout.version ?? Number.POSITIVE_INFINITY;
-    const baseline = rollout.baseline ?? {};
-    const live = new Set(board.nodes());
-    const latest = (node: string, from: number, to?: number) =>
-      live.has(node) ? board.of(node, from, to) : undefined;
-    let canary: Counts = { requests: 0, failures: 0 };
-    let rest: Counts = { requests: 0, failures: 0 };
-    for (const node of rollout.canaries) {
-      ledger.observe(node, latest(node, version));
-      canary = add(canary, ledger.total(node));
-    }
-    for (const [node, before] of Object.entries(baseline)) {
-      ledger.start(node, before);
-      ledger.observe(node, latest(node, rollout.baseVersion, version));
-      rest = add(rest, since(ledger.total(node), before));
-    }
-    const refusals = rollout.canaries.flatMap((nodeId) => {
-      const refused = board.refused(nodeId, version);
-      return refused === undefined ? [] : [{ nodeId, ...refused }];
-    });
-    return { canary, rest, refusals };
-  }
-}
-
-/** Tells one rollout's evidence from another's. */
-function ledgerId(rollout: StoredRollout): string {
-  return `${rollout.startedAt}/${rollout.baseVersion}`;
 }
 
 function fail(code: Parameters<typeof clawgateError>[0], message: string) {
