@@ -58,9 +58,15 @@ describe("a TLS file change during a compile", () => {
     const readEarly = compiledWith(caFile);
 
     const seen = new Promise<void>((resolve) => (changed = resolve));
-    copyFileSync(pki.otherCaCert, `${caFile}.new`);
-    renameSync(`${caFile}.new`, caFile);
-    await seen;
+    const renew = () => {
+      copyFileSync(pki.otherCaCert, `${caFile}.new`);
+      renameSync(`${caFile}.new`, caFile);
+    };
+    // fs.watchFile takes its baseline at its first poll, later on a busy machine: a renewal
+    // landing before it is that baseline, not a change. Renew until the watch reports one.
+    renew();
+    const again = setInterval(renew, 100);
+    await seen.finally(() => clearInterval(again));
     // The reload the change asked for, on the snapshot served: it reads the renewed file.
     const reloaded = compiledWith(caFile);
     watch.sync(served, reloaded);
