@@ -1,8 +1,9 @@
-import { type Stats, unwatchFile, watchFile } from "node:fs";
 import type { ServerOptions } from "node:https";
 import type { SecureContext, Server as TlsServer } from "node:tls";
 import { ConfigError } from "@clawgate/runtime";
 import type { Logger } from "pino";
+import { currentFileStatKey } from "../file-watch/file-stat-key.js";
+import { StableFilePoll } from "../file-watch/stable-file-poll.js";
 import {
   type LoadedCertificate,
   type LoadResult,
@@ -29,6 +30,8 @@ export interface ProxyTlsCertificatesOptions {
   readonly originOf?: (field: string) => string;
   /** How often the files are checked for changes; default 1000 ms. */
   readonly pollIntervalMs?: number;
+  /** The poll to use (a test drives one by hand); default one of its own. */
+  readonly poll?: StableFilePoll;
 }
 
 /**
@@ -38,39 +41,45 @@ export interface ProxyTlsCertificatesOptions {
  * the session they negotiated. A file that fails the checks is refused with a warning and the
  * previous certificate serves on, so a half-written renewal never takes the listener down.
  *
- * The files are polled with stat (fs.watchFile) rather than watched with inotify: renewals are
- * usually written beside the file and renamed over it (certbot, Kubernetes secret volumes swap
- * a symlink), which an inotify watch on the old inode never sees.
+ * The files are polled with stat (StableFilePoll) rather than watched with inotify: renewals
+ * are usually written beside the file and renamed over it (certbot, Kubernetes secret volumes
+ * swap a symlink), which an inotify watch on the old inode never sees. Each is compared with
+ * its stat when it was last read, and a change is read once the file is no longer being
+ * written (the poll's rule), so a certificate rewritten in place is not read half-written.
  */
 export class ProxyTlsCertificates {
   readonly #logger: Logger;
-  readonly #pollIntervalMs: number;
+  readonly #poll: StableFilePoll;
+  /** Each file's stat when it was last read (before the read: a write during it is a change). */
+  readonly #readAt = new Map<string, string | undefined>();
+  /** Each file to the reloads of the pairs naming it. */
+  readonly #reloadsOf = new Map<string, (() => void)[]>();
   readonly #defaultFiles: CertificateFiles;
   readonly #sniFiles: readonly CertificateFiles[];
   #default: LoadedCertificate;
   readonly #sni: LoadedCertificate[];
   #server: TlsServer | undefined;
-  readonly #watched: { path: string; listener: (curr: Stats, prev: Stats) => void }[] = [];
 
   constructor(options: ProxyTlsCertificatesOptions) {
     this.#logger = options.logger;
-    this.#pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.#poll =
+      options.poll ?? new StableFilePoll({ intervalMs: options.pollIntervalMs ?? 1_000 });
     this.#defaultFiles = options.defaultFiles;
     this.#sniFiles = options.sniFiles;
-    const { certFile, keyFile } = options.defaultFiles;
+    const { certFile } = options.defaultFiles;
     const originOf = options.originOf ?? (() => "settings");
     this.#default = bootOrThrow(
       originOf,
       "proxyTlsCertFile",
       certFile,
-      loadCertificatePair(certFile, keyFile),
+      this.#load(options.defaultFiles, loadCertificatePair),
     );
     this.#sni = options.sniFiles.map((files) => {
       const loaded = bootOrThrow(
         originOf,
         "proxyTlsCertificates",
         `${files.certFile}:${files.keyFile}`,
-        loadSniPair(files),
+        this.#load(files, loadSniPair),
       );
       return loaded;
     });
@@ -109,26 +118,45 @@ export class ProxyTlsCertificates {
 
   /** Stops watching; the certificates in use stay. */
   close(): void {
-    for (const { path, listener } of this.#watched) unwatchFile(path, listener);
-    this.#watched.length = 0;
+    this.#poll.close();
+    this.#reloadsOf.clear();
   }
 
   #watchPair(files: CertificateFiles, reload: () => void): void {
     for (const path of new Set([files.certFile, files.keyFile])) {
-      const listener = (curr: Stats, prev: Stats) => {
-        if (curr.mtimeMs === prev.mtimeMs && curr.ino === prev.ino && curr.size === prev.size)
-          return;
-        reload();
-      };
-      // Not persistent: watching must never keep a stopping process alive.
-      watchFile(path, { interval: this.#pollIntervalMs, persistent: false }, listener);
-      this.#watched.push({ path, listener });
+      const reloads = this.#reloadsOf.get(path);
+      if (reloads !== undefined) {
+        reloads.push(reload);
+        continue;
+      }
+      this.#reloadsOf.set(path, [reload]);
+      this.#poll.watch(path, this.#readAt.get(path), () => {
+        for (const each of this.#reloadsOf.get(path) ?? []) each();
+      });
     }
   }
 
+  /**
+   * Reads a pair, noting each file's stat first. The poll's baselines move to them, refused or
+   * not: a refused file is warned about once, and read again only when it changes again.
+   */
+  #load(
+    files: CertificateFiles,
+    load: (certFile: string, keyFile: string) => LoadResult,
+  ): LoadResult {
+    for (const path of [files.certFile, files.keyFile]) {
+      const stat = currentFileStatKey(path);
+      this.#readAt.set(path, stat);
+      this.#poll.rebase(path, stat);
+    }
+    return load(files.certFile, files.keyFile);
+  }
+
   #reloadDefault(): void {
-    const { certFile, keyFile } = this.#defaultFiles;
-    const loaded = this.#accept(loadCertificatePair(certFile, keyFile), this.#defaultFiles);
+    const loaded = this.#accept(
+      this.#load(this.#defaultFiles, loadCertificatePair),
+      this.#defaultFiles,
+    );
     if (loaded === undefined) return;
     this.#default = loaded;
     // Clients that send no SNI name are served from the server's own context.
@@ -141,7 +169,7 @@ export class ProxyTlsCertificates {
 
   #reloadSni(index: number): void {
     const files = this.#sniFiles[index]!;
-    const loaded = this.#accept(loadSniPair(files), files);
+    const loaded = this.#accept(this.#load(files, loadSniPair), files);
     if (loaded !== undefined) this.#sni[index] = loaded;
   }
 
@@ -174,12 +202,12 @@ export function parseCertificateFiles(entry: string): CertificateFiles {
 }
 
 /** An SNI certificate no name can select would never be served: refused like a bad file. */
-function loadSniPair(files: CertificateFiles): LoadResult {
-  const result = loadCertificatePair(files.certFile, files.keyFile);
+function loadSniPair(certFile: string, keyFile: string): LoadResult {
+  const result = loadCertificatePair(certFile, keyFile);
   if (result.ok && result.value.names.length === 0) {
     return {
       ok: false,
-      reason: `${files.certFile} has no DNS name in its subjectAltName, so no SNI name selects it`,
+      reason: `${certFile} has no DNS name in its subjectAltName, so no SNI name selects it`,
     };
   }
   return result;

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import tls, { type SecureContext } from "node:tls";
+import { fileStatKey } from "../file-watch/file-stat-key.js";
 import type { ProbeTlsFiles } from "../health/prober/probe-protocol.js";
 
 /** The files an upstream's `tls` names; "" for one it does not set. */
@@ -61,7 +62,9 @@ export class TlsContextCache {
       if (path === "") continue;
       try {
         const stat = statSync(path);
-        files.push({ path, stat: `${stat.ino}/${stat.mtimeMs}/${stat.size}` });
+        // Taken before the read, so a write landing during it leaves a stat older than the file:
+        // the watch sees the difference and reloads, never the reverse.
+        files.push({ path, stat: fileStatKey(stat) });
       } catch (error) {
         problems.push({ field, message: `cannot read ${path} (${codeOf(error)})` });
       }
@@ -102,9 +105,16 @@ export class TlsContextCache {
       secureContext = tls.createSecureContext({ ca, cert, key, minVersion: "TLSv1.2" });
     } catch (error) {
       const field = cert !== undefined ? "tls.clientCertFile" : "tls.caFile";
+      // Names the files (never their contents): OpenSSL's message does not say which one.
+      const named = [paths.caFile, paths.clientCertFile, paths.clientKeyFile].filter((p) => p);
       return {
         ok: false,
-        problems: [{ field, message: `is not usable: ${(error as Error).message}` }],
+        problems: [
+          {
+            field,
+            message: `is not usable: ${(error as Error).message} (read from ${named.join(", ")})`,
+          },
+        ],
       };
     }
     this.builds++;

@@ -1,38 +1,47 @@
-import { type Stats, unwatchFile, watchFile } from "node:fs";
-import type { CompiledSnapshot, CompiledUpstream } from "../compiler/compiled-types.js";
+import type { CompiledSnapshot } from "../compiler/compiled-types.js";
 import { FrozenCompiledSnapshot } from "../compiler/frozen-compiled-snapshot.js";
+import { StableFilePoll } from "../file-watch/stable-file-poll.js";
+import type { TlsFileStat } from "./tls-context-cache.js";
 
 export interface UpstreamTlsWatchOptions {
   /**
-   * Called when a file some upstream's `tls` names changed on disk, with the upstreams naming
-   * it: the caller compiles the served snapshot again, which reads the files again (a new CA or
-   * client certificate gives new pool settings, so new connections use it while requests in
-   * flight finish on the old pool), or refuses the change and keeps the previous files' pools.
+   * Called when a file some upstream's `tls` names settled on disk on contents other than those
+   * the upstream's pools were built from, with those upstreams: the caller compiles the served
+   * snapshot again, which reads the files again (a new CA or client certificate gives new pool
+   * settings, so new connections use it while requests in flight finish on the old pool), or
+   * refuses the change and keeps the previous files' pools.
    */
   onChange(upstreams: readonly string[]): void;
   /** How often each file is stat'ed; default 1000 ms, as the proxy's own certificates. */
   pollIntervalMs?: number;
+  /** The poll to use (a test drives one by hand); default one of its own. */
+  poll?: StableFilePoll;
 }
 
 /**
  * Watches the CA, client certificate and key files of every upstream with `tls`, as the proxy
- * listener watches its certificates: polled with stat (fs.watchFile), so a renewal written
+ * listener watches its certificates: polled with stat (StableFilePoll), so a renewal written
  * beside the file and renamed over it (certbot, Kubernetes secret volumes) is seen, which an
  * inotify watch on the old inode would miss. sync() follows each applied snapshot.
+ *
+ * Each path is compared with the stats its upstreams' contexts were read at (TlsContextCache
+ * records them), not with the file at some later first poll: a renewal landing between the
+ * read and the watch's start is a change, and so is a snapshot compiled across turns that read
+ * the file before a renewal already reloaded, swapped in after that reload.
  */
 export class UpstreamTlsWatch {
-  /** Path to the upstreams naming it, its stat listener and the last change it saw. */
-  readonly #watched = new Map<
-    string,
-    { upstreams: Set<string>; listener: (curr: Stats) => void; seen: string | undefined }
-  >();
-  /** Upstream to the paths it names. */
-  readonly #byUpstream = new Map<string, readonly string[]>();
+  /** Path to the upstreams naming it, by the stat their context was read at. */
+  readonly #watched = new Map<string, Map<string, Set<string>>>();
+  /** Upstream to the files it was built from. */
+  readonly #byUpstream = new Map<string, readonly TlsFileStat[]>();
   readonly #options: UpstreamTlsWatchOptions;
+  readonly #poll: StableFilePoll;
   #closed = false;
 
   constructor(options: UpstreamTlsWatchOptions) {
     this.#options = options;
+    this.#poll =
+      options.poll ?? new StableFilePoll({ intervalMs: options.pollIntervalMs ?? 1_000 });
   }
 
   /**
@@ -46,24 +55,32 @@ export class UpstreamTlsWatch {
       previous !== undefined && changes !== undefined && changes.base.deref() === previous
         ? changes.upstreams
         : new Set([...this.#byUpstream.keys(), ...next.upstreams.keys()]);
-    const stale: string[] = [];
+    const touched = new Set<string>();
     for (const name of names) {
-      const upstream = next.upstreams.get(name);
-      if (upstream !== undefined && this.#readBeforeLastChange(upstream)) stale.push(name);
-      const paths = upstream === undefined ? [] : filesOf(upstream);
-      // Only paths it no longer names: a path kept stays watched with its last change seen.
-      for (const path of this.#byUpstream.get(name) ?? []) {
-        if (!paths.includes(path)) this.#release(path, name);
+      for (const file of this.#byUpstream.get(name) ?? []) {
+        this.#watched.get(file.path)?.get(file.stat)?.delete(name);
+        touched.add(file.path);
       }
-      if (paths.length === 0) this.#byUpstream.delete(name);
-      else this.#byUpstream.set(name, paths);
-      for (const path of paths) this.#watch(path, name);
+      const files = next.upstreams.get(name)?.tls?.files ?? [];
+      if (files.length === 0) this.#byUpstream.delete(name);
+      else this.#byUpstream.set(name, files);
+      for (const file of files) {
+        let byStat = this.#watched.get(file.path);
+        if (byStat === undefined) {
+          byStat = new Map();
+          this.#watched.set(file.path, byStat);
+          this.#poll.watch(file.path, file.stat, (now) => this.#changed(file.path, now));
+        }
+        let upstreams = byStat.get(file.stat);
+        if (upstreams === undefined) {
+          upstreams = new Set();
+          byStat.set(file.stat, upstreams);
+        }
+        upstreams.add(name);
+        touched.add(file.path);
+      }
     }
-    // A snapshot compiled across turns read its files early: a change seen (and reloaded on
-    // the snapshot then served) before this one was swapped in would otherwise be lost, the
-    // old files serving on since the file does not change again. Reload once more, after the
-    // swap's own steps.
-    if (stale.length > 0) queueMicrotask(() => this.#closed || this.#options.onChange(stale));
+    for (const path of touched) this.#rebase(path);
   }
 
   /** Paths watched now, for tests and the log. */
@@ -73,63 +90,33 @@ export class UpstreamTlsWatch {
 
   close(): void {
     this.#closed = true;
-    for (const [path, entry] of this.#watched) unwatchFile(path, entry.listener);
+    this.#poll.close();
     this.#watched.clear();
     this.#byUpstream.clear();
   }
 
-  #watch(path: string, upstream: string): void {
-    const entry = this.#watched.get(path);
-    if (entry !== undefined) {
-      entry.upstreams.add(upstream);
+  /**
+   * The poll's baseline for `path`: the one stat its upstreams were read at, or none when they
+   * were read at several (then the next stable stat is checked against each).
+   */
+  #rebase(path: string): void {
+    const byStat = this.#watched.get(path);
+    if (byStat === undefined) return;
+    for (const [stat, upstreams] of byStat) if (upstreams.size === 0) byStat.delete(stat);
+    if (byStat.size === 0) {
+      this.#watched.delete(path);
+      this.#poll.unwatch(path);
       return;
     }
-    const added = {
-      upstreams: new Set([upstream]),
-      seen: undefined as string | undefined,
-      listener: (curr: Stats) => {
-        // Gone (mid-rename, or deleted): nothing to read yet; the file's return is a change.
-        if (curr.nlink === 0 || curr.mtimeMs === 0) return;
-        added.seen = statKeyOf(curr);
-        this.#options.onChange([...added.upstreams]);
-      },
-    };
-    // Not persistent: watching must never keep a stopping process alive.
-    watchFile(
-      path,
-      { interval: this.#options.pollIntervalMs ?? 1_000, persistent: false },
-      added.listener,
-    );
-    this.#watched.set(path, added);
+    this.#poll.rebase(path, byStat.size === 1 ? byStat.keys().next().value : undefined);
   }
 
-  /** Whether a file the upstream's TLS was built from changed (as last seen) since it was read. */
-  #readBeforeLastChange(upstream: CompiledUpstream): boolean {
-    for (const file of upstream.tls?.files ?? []) {
-      const seen = this.#watched.get(file.path)?.seen;
-      if (seen !== undefined && seen !== file.stat) return true;
+  /** The file settled on `now`: the upstreams read at any other stat are reloaded. */
+  #changed(path: string, now: string): void {
+    const stale: string[] = [];
+    for (const [stat, upstreams] of this.#watched.get(path) ?? []) {
+      if (stat !== now) stale.push(...upstreams);
     }
-    return false;
+    if (stale.length > 0 && !this.#closed) this.#options.onChange(stale);
   }
-
-  #release(path: string, upstream: string): void {
-    const entry = this.#watched.get(path);
-    if (entry === undefined) return;
-    entry.upstreams.delete(upstream);
-    if (entry.upstreams.size > 0) return;
-    unwatchFile(path, entry.listener);
-    this.#watched.delete(path);
-  }
-}
-
-/** As TlsContextCache records a file's stat when it reads it. */
-function statKeyOf(stat: Stats): string {
-  return `${stat.ino}/${stat.mtimeMs}/${stat.size}`;
-}
-
-/** The files an upstream's TLS reads; none when it is plaintext. */
-function filesOf(upstream: CompiledUpstream): string[] {
-  const tls = upstream.source.tls;
-  if (upstream.tls === undefined || tls === undefined) return [];
-  return [tls.caFile, tls.clientCertFile, tls.clientKeyFile].filter((path) => path !== "");
 }
