@@ -218,6 +218,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     board: outcomes,
     model,
     election,
+    // Evidence no older than a leader takeover takes (see evidenceWriteMs).
+    evidenceWriteMs: settings.leaderTtlSeconds * 1000,
     logger,
   });
   await rollouts.start();

@@ -52,6 +52,17 @@ export interface RolloutControllerOptions {
    * default 10,000 ms. The rest stay pinned until it is published, however long that takes.
    */
   publishWaitMs?: number;
+  /**
+   * The longest a changed evidence ledger waits for the leader to write it while the verdict
+   * holds; default 10,000 ms, the default leaderTtlSeconds (main passes leaderTtlSeconds). A
+   * leader that dies is replaced only once its lease has run out, leaderTtlSeconds later, and
+   * the new leader's own in-memory ledger has followed every report meanwhile: the stored one
+   * only matters for a process that starts judging afresh, and evidence as old as a takeover
+   * already is costs it no more than the takeover does. Writing every check instead (twice a
+   * second under traffic) was a revision etcd keeps until compaction each time.
+   */
+  evidenceWriteMs?: number;
+  /** Wall clock of bakeUntil, startedAt and the evidence writes' pace; default Date.now. */
   clock?: () => number;
 }
 
@@ -93,7 +104,12 @@ export class RolloutController implements VersionTargets {
     this.#key = rolloutKey(options.prefix);
     this.#clock = options.clock ?? Date.now;
     this.#pin = new RestPin(options.builder, options.publishWaitMs ?? 10_000);
-    this.#evidence = new RolloutEvidence(options.store, options.prefix, options.board);
+    this.#evidence = new RolloutEvidence(
+      options.store,
+      options.prefix,
+      options.board,
+      options.evidenceWriteMs ?? 10_000,
+    );
   }
 
   async start(): Promise<void> {
@@ -105,7 +121,7 @@ export class RolloutController implements VersionTargets {
     // Its rollback undoes the baking rollout's entry, so no later write may trim it.
     this.#options.history.keep(() => this.baking()?.version);
     await this.#reload();
-    this.#timer = setInterval(() => void this.#tick(), this.#options.tickMs ?? 500);
+    this.#timer = setInterval(() => void this.check(), this.#options.tickMs ?? 500);
     this.#timer.unref();
   }
 
@@ -221,6 +237,7 @@ export class RolloutController implements VersionTargets {
   }
 
   async #promote({ rollout, modRevision }: Decided, reason: string): Promise<Ended> {
+    await this.#storeEndingEvidence(rollout);
     const promoted: StoredRollout = {
       ...rollout,
       state: "promoted",
@@ -239,6 +256,7 @@ export class RolloutController implements VersionTargets {
 
   async #rollBack(decided: Decided, reason: string, author: string): Promise<Ended> {
     const { rollout, modRevision } = decided;
+    await this.#storeEndingEvidence(rollout);
     const ended: StoredRollout = {
       ...rollout,
       state: "rolled-back",
@@ -263,6 +281,17 @@ export class RolloutController implements VersionTargets {
     // version being rolled back in between.
     await this.#releaseOncePublished(result.revision);
     return written;
+  }
+
+  /**
+   * The evidence an ending is decided on, written before the ending commits, unpaced and on
+   * whichever replica ends it (a person's promote or abort may reach any): the last write of
+   * the ledger, since every replica stops writing it once it sees the rollout ended.
+   */
+  async #storeEndingEvidence(rollout: StoredRollout): Promise<void> {
+    await this.#evidence.follow(rollout);
+    const verdict = judge(this.#evidence.of(rollout), rollout.spec);
+    await this.#evidence.store(this.#clock(), verdict.kind, "ending");
   }
 
   /** Writes the rollout's new state if its key is still at `decidedAt` (see rollout-writes.ts). */
@@ -334,7 +363,12 @@ export class RolloutController implements VersionTargets {
     }
   }
 
-  async #tick(): Promise<void> {
+  /**
+   * One check, as the timer runs it every tickMs: reads the rollout, follows its evidence and,
+   * on the leader, writes the evidence when due and promotes or rolls back. Tests call it to
+   * step the checks instead of waiting for the timer.
+   */
+  async check(): Promise<void> {
     await this.#turns.runUnlessBusy(async () => {
       try {
         await this.#reload();
@@ -345,7 +379,7 @@ export class RolloutController implements VersionTargets {
         // Every replica follows the evidence, so a new leader has seen what the canaries served.
         const verdict = judge(this.#evidence.of(rollout), rollout.spec);
         if (!this.#options.election.isLeader()) return;
-        await this.#evidence.store();
+        await this.#evidence.store(this.#clock(), verdict.kind, "routine");
         const baked = this.#clock() >= Date.parse(rollout.bakeUntil);
         if (verdict.kind === "failing") {
           await this.#rollBack(decided, `canaries failing: ${verdict.reason}`, "rollout");

@@ -8,9 +8,10 @@
  */
 import type { Store } from "../store/store.js";
 import { add, EvidenceLedger, since } from "./evidence-ledger.js";
+import { EvidencePace } from "./evidence-pace.js";
 import type { OutcomeBoard } from "./outcome-board.js";
 import type { StoredRollout } from "./rollout-state.js";
-import type { Counts, Evidence } from "./rollout-verdict.js";
+import type { Counts, Evidence, Verdict } from "./rollout-verdict.js";
 
 /** Tells one rollout's evidence from another's. */
 export function ledgerId(rollout: StoredRollout): string {
@@ -27,11 +28,15 @@ export class RolloutEvidence {
   #ledgerLoaded: string | undefined;
   /** The ledger as this process last stored it (the leader stores it). */
   #ledgerStored: string | undefined;
+  /** When a routine check writes the ledger (see evidence-pace.ts). */
+  readonly #pace: EvidencePace;
 
-  constructor(store: Store, prefix: string, board: OutcomeBoard) {
+  /** `writeEveryMs`: the longest a changed ledger waits for a routine write. */
+  constructor(store: Store, prefix: string, board: OutcomeBoard, writeEveryMs: number) {
     this.#store = store;
     this.#board = board;
     this.#evidenceKey = `${prefix}rollout/evidence`;
+    this.#pace = new EvidencePace(writeEveryMs);
   }
 
   /** Reads the stored ledger of `rollout` the first time this process judges it. */
@@ -50,18 +55,26 @@ export class RolloutEvidence {
     this.#ledgerLoaded = id;
   }
 
-  /** Stores the leader's ledger when it changed (at most once a tick). */
-  async store(): Promise<void> {
+  /**
+   * Stores the ledger when it changed since the last write: at a routine check (`routine`) only
+   * when the pace says so (a changed verdict, or writeEveryMs since the last write), before an
+   * ending commits (`ending`) always, so the evidence a promote or rollback was decided on is
+   * the stored one.
+   */
+  async store(now: number, verdict: Verdict["kind"], moment: "routine" | "ending"): Promise<void> {
     if (this.#ledger === undefined) return;
     const value = JSON.stringify(this.#ledger);
     if (value === this.#ledgerStored) return;
+    if (moment === "routine" && !this.#pace.due(now, verdict)) return;
     await this.#store.commit([], [{ type: "put", key: this.#evidenceKey, value }]);
     this.#ledgerStored = value;
+    this.#pace.wrote(now, verdict);
   }
 
   /** Drops the ledger of a rollout that ended. */
   forget(): void {
     this.#ledger = undefined;
+    this.#pace.reset();
   }
 
   /** The outcomes an ended rollout shows: its last evidence if this process followed it. */
@@ -79,7 +92,10 @@ export class RolloutEvidence {
   of(rollout: StoredRollout): Evidence {
     const board = this.#board;
     const id = ledgerId(rollout);
-    if (this.#ledger?.rollout !== id) this.#ledger = new EvidenceLedger(id);
+    if (this.#ledger?.rollout !== id) {
+      this.#ledger = new EvidenceLedger(id);
+      this.#pace.reset();
+    }
     const ledger = this.#ledger;
     const version = rollout.version ?? Number.POSITIVE_INFINITY;
     const baseline = rollout.baseline ?? {};
