@@ -448,22 +448,33 @@ export async function startDataPlane(
     const compiled = result.value;
     // The request path first (pools, breakers, pickers), as in every worker; then this
     // process's own: node health follows the upstreams the swap changed, and the rest.
-    followSwap(previous, compiled, { pools, healing, outcomes }, logger, (diff) => [
-      ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
-      // A first snapshot's 20,000 targets are made over the turns after this one.
-      ["health", () => healthSync.follow(diff.upstreams)],
-      ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
-      // Nodes added or removed change the view without any state change to report it. Once
-      // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
-      // in a turn of its own: that report need not delay the ACK or clients behind the swap.
-      [
-        "health report",
-        () =>
-          diff.upstreams.size > 0 &&
-          healthSync.synced().then(() => setImmediate(() => healthReports.request())),
+    followSwap(
+      previous,
+      compiled,
+      {
+        pools,
+        healing,
+        outcomes,
+        metrics: [proxyMetrics, tenantMetrics, healing.retryMetrics],
+      },
+      logger,
+      (diff) => [
+        ["metrics", () => snapshotMetrics.applied(compiled.version, applied.state()!.appliedAtMs)],
+        // A first snapshot's 20,000 targets are made over the turns after this one.
+        ["health", () => healthSync.follow(diff.upstreams)],
+        ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
+        // Nodes added or removed change the view without any state change to report it. Once
+        // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
+        // in a turn of its own: that report need not delay the ACK or clients behind the swap.
+        [
+          "health report",
+          () =>
+            diff.upstreams.size > 0 &&
+            healthSync.synced().then(() => setImmediate(() => healthReports.request())),
+        ],
+        ...more,
       ],
-      ...more,
-    ]);
+    );
     return { ok: true };
   }
 

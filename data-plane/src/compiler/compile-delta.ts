@@ -173,6 +173,7 @@ export function compileDelta(base: FrozenCompiledSnapshot, delta: SnapshotDelta)
         upstreams: new Set([...removedUpstreams, ...recompile.keys()]),
         removedRoutes: removed,
         addedRoutes: added,
+        removedTenants: delta.removedTenants,
       },
     ),
   };

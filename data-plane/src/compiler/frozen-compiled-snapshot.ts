@@ -19,6 +19,8 @@ export interface DeltaChanges {
   /** Compiled routes of the base taken out, and those put in their place or added. */
   readonly removedRoutes: readonly CompiledRoute[];
   readonly addedRoutes: readonly CompiledRoute[];
+  /** Names of the tenants the delta removed (one it also carries is removed and put back). */
+  readonly removedTenants: readonly string[];
 }
 
 /**

@@ -1,5 +1,5 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Registry } from "prom-client";
+import { onePerTurn } from "./one-per-turn.js";
 
 /**
  * What the admin server's /metrics serves: the whole exposition, or some families of it, as
@@ -87,11 +87,8 @@ async function* registryFamilies(
       await registry.getSingleMetricAsString(LAG_COLLECTOR);
     }
   }
-  let first = true;
-  for (const name of present) {
-    if (names !== undefined && !names.has(name)) continue;
-    if (!first) await nextTurn();
-    first = false;
+  const asked = names === undefined ? present : present.filter((name) => names.has(name));
+  for await (const name of onePerTurn(asked)) {
     yield `${await registry.getSingleMetricAsString(name)}\n`;
   }
 }

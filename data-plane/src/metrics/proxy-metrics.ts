@@ -1,5 +1,6 @@
 import { Counter, type Registry } from "prom-client";
 import type { FailureKind } from "../errors/failure-kind.js";
+import type { ForgetsRemoved, RemovedNames } from "./removed-names.js";
 import { RouteDurationHistogram } from "./route-duration-histogram.js";
 
 /** Label value for requests that matched no route (route names cannot start with "_"). */
@@ -22,13 +23,15 @@ type ErrorChild = ReturnType<Counter<"upstream" | "kind">["labels"]>;
  * and cached, so the hot path is a few map lookups and an increment, never a label hash.
  * Names and labels are fixed by DESIGN.md.
  */
-export class ProxyMetrics {
+export class ProxyMetrics implements ForgetsRemoved {
   readonly #requests: Counter<"route" | "upstream" | "code">;
   readonly #duration: RouteDurationHistogram;
   readonly #errors: Counter<"upstream" | "kind">;
   readonly #requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
-  /** Every series, in creation order, for the flush at scrape. */
-  readonly #allRequestSeries: RequestSeries[] = [];
+  /** Every series, in creation order, for the flush at scrape (a Set: removal is O(1)). */
+  readonly #allRequestSeries = new Set<RequestSeries>();
+  /** The series by upstream, for forgetting a removed upstream's without walking every route. */
+  readonly #requestSeriesByUpstream = new Map<string, Set<RequestSeries>>();
   readonly #errorChildren = new Map<string, Map<FailureKind, ErrorChild>>();
 
   readonly #onAnswered: ((status: number) => void) | undefined;
@@ -75,7 +78,13 @@ export class ProxyMetrics {
     if (series === undefined) {
       series = { labels: { route, upstream, code: String(status) }, pending: 0 };
       byCode.set(status, series);
-      this.#allRequestSeries.push(series);
+      this.#allRequestSeries.add(series);
+      let ofUpstream = this.#requestSeriesByUpstream.get(upstream);
+      if (ofUpstream === undefined) {
+        ofUpstream = new Set();
+        this.#requestSeriesByUpstream.set(upstream, ofUpstream);
+      }
+      ofUpstream.add(series);
     }
     series.pending++;
     this.#duration.observe(route, durationSeconds);
@@ -87,6 +96,43 @@ export class ProxyMetrics {
       this.#requests.inc(series.labels, series.pending);
       series.pending = 0;
     }
+  }
+
+  /**
+   * Drops the series of removed routes and upstreams (RemovedNames). A request in flight
+   * across the swap may count its route once more afterwards: that one series is dropped
+   * with the next swap that removes the name again, or stays (it is a real count).
+   */
+  forgetRemoved(removed: RemovedNames): void {
+    for (const route of removed.routes) {
+      for (const byCode of this.#requestSeries.get(route)?.values() ?? []) {
+        for (const series of byCode.values()) this.#forgetRequestSeries(series);
+      }
+      this.#duration.forget(route);
+    }
+    for (const upstream of removed.upstreams) {
+      for (const series of this.#requestSeriesByUpstream.get(upstream) ?? []) {
+        this.#forgetRequestSeries(series);
+      }
+      for (const kind of this.#errorChildren.get(upstream)?.keys() ?? []) {
+        this.#errors.remove({ upstream, kind });
+      }
+      this.#errorChildren.delete(upstream);
+    }
+  }
+
+  #forgetRequestSeries(series: RequestSeries): void {
+    const { route, upstream, code } = series.labels;
+    this.#allRequestSeries.delete(series);
+    const byUpstream = this.#requestSeries.get(route);
+    const byCode = byUpstream?.get(upstream);
+    byCode?.delete(Number(code));
+    if (byCode?.size === 0) byUpstream?.delete(upstream);
+    if (byUpstream?.size === 0) this.#requestSeries.delete(route);
+    const ofUpstream = this.#requestSeriesByUpstream.get(upstream);
+    ofUpstream?.delete(series);
+    if (ofUpstream?.size === 0) this.#requestSeriesByUpstream.delete(upstream);
+    this.#requests.remove(series.labels);
   }
 
   upstreamError(upstream: string, kind: FailureKind): void {

@@ -62,6 +62,11 @@ export class RouteDurationHistogram {
     series.count += 1;
   }
 
+  /** Drops a removed route's series (ProxyMetrics.forgetRemoved). */
+  forget(route: string): void {
+    this.#series.delete(route);
+  }
+
   /** What a prom-client registry renders or aggregates; built at each read. */
   async get(): Promise<{
     name: string;

@@ -1,4 +1,5 @@
 import { Counter, type Registry } from "prom-client";
+import type { ForgetsRemoved, RemovedNames } from "./removed-names.js";
 
 type RequestChild = ReturnType<Counter<"tenant" | "code">["labels"]>;
 type TokenChild = ReturnType<Counter<"tenant">["labels"]>;
@@ -9,7 +10,7 @@ type TokenChild = ReturnType<Counter<"tenant">["labels"]>;
  * tenant and code, so counting is a map lookup and an increment; tenants are a configured,
  * bounded set, so the label stays low-cardinality.
  */
-export class TenantMetrics {
+export class TenantMetrics implements ForgetsRemoved {
   readonly #requests: Counter<"tenant" | "code">;
   readonly #tokens: Counter<"tenant">;
   readonly #requestChildren = new Map<string, Map<number, RequestChild>>();
@@ -42,6 +43,17 @@ export class TenantMetrics {
       byCode.set(status, child);
     }
     child.inc();
+  }
+
+  /** Drops the series of removed tenants (RemovedNames), found through the cached children. */
+  forgetRemoved(removed: RemovedNames): void {
+    for (const tenant of removed.tenants) {
+      for (const code of this.#requestChildren.get(tenant)?.keys() ?? []) {
+        this.#requests.remove(tenant, String(code));
+      }
+      this.#requestChildren.delete(tenant);
+      if (this.#tokenChildren.delete(tenant)) this.#tokens.remove(tenant);
+    }
   }
 
   tokens(tenant: string, tokens: number): void {

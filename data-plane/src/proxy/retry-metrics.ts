@@ -1,9 +1,10 @@
 import { Counter, type Registry } from "prom-client";
+import type { ForgetsRemoved, RemovedNames } from "../metrics/removed-names.js";
 
 type RetryChild = ReturnType<Counter<"upstream" | "reason">["labels"]>;
 
 /** clawgate_retries_total{upstream,reason}; children cached as in ProxyMetrics. */
-export class RetryMetrics {
+export class RetryMetrics implements ForgetsRemoved {
   readonly #retries: Counter<"upstream" | "reason">;
   readonly #children = new Map<string, Map<string, RetryChild>>();
 
@@ -14,6 +15,16 @@ export class RetryMetrics {
       labelNames: ["upstream", "reason"],
       registers: [registry],
     });
+  }
+
+  /** Drops the series of removed upstreams (RemovedNames), found through the cached children. */
+  forgetRemoved(removed: RemovedNames): void {
+    for (const upstream of removed.upstreams) {
+      for (const reason of this.#children.get(upstream)?.keys() ?? []) {
+        this.#retries.remove({ upstream, reason });
+      }
+      this.#children.delete(upstream);
+    }
   }
 
   /** One retry was sent (or scheduled) because of `reason`, a failure kind. */

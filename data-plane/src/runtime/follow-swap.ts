@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ForgetsRemoved } from "../metrics/removed-names.js";
 import type { VersionOutcomes } from "../outcomes/version-outcomes.js";
 import type { RequestHealing } from "../proxy/request-healing.js";
 import type { PoolRegistry } from "../upstream/pool-registry.js";
@@ -11,6 +12,8 @@ export interface RequestPathState {
   readonly pools: Pick<PoolRegistry, "retain">;
   readonly healing: Pick<RequestHealing, "syncChanged" | "syncInTurns">;
   readonly outcomes: Pick<VersionOutcomes, "serving">;
+  /** The request-path metrics labelled by route, upstream or tenant. */
+  readonly metrics: readonly ForgetsRemoved[];
 }
 
 /**
@@ -28,7 +31,7 @@ export function followSwap(
   logger: Pick<Logger, "error">,
   own: (diff: SnapshotDiff) => readonly AfterSwapStep[] = () => [],
 ): void {
-  const { pools, healing, outcomes } = requestPath;
+  const { pools, healing, outcomes, metrics } = requestPath;
   const diff = diffSnapshots(previous, next);
   runAfterSwap(
     [
@@ -53,6 +56,14 @@ export function followSwap(
                 "snapshot applied, but a step after the swap failed",
               ),
             ),
+      ],
+      // Series of removed routes, upstreams and tenants go (breakers' go with them in healing):
+      // a /metrics that listed every name ever configured would grow with each rename.
+      [
+        "removed names' series",
+        () => {
+          for (const removing of metrics) removing.forgetRemoved(diff.removed);
+        },
       ],
       ...own(diff),
     ],

@@ -1,6 +1,8 @@
 import type { CompiledSnapshot, CompiledUpstream } from "../compiler/compiled-types.js";
 import { FrozenCompiledSnapshot } from "../compiler/frozen-compiled-snapshot.js";
 import { healthTargets } from "../health/health-targets.js";
+import type { RemovedNames } from "../metrics/removed-names.js";
+import { removedNames } from "./removed-names.js";
 
 /** What a swap changed, for the steps after it to do work in proportion. */
 export interface SnapshotDiff {
@@ -20,6 +22,8 @@ export interface SnapshotDiff {
    * removed (whatever their nodes), for state kept per upstream. Undefined: any may have.
    */
   readonly changed: ReadonlySet<string> | undefined;
+  /** Routes, upstreams and tenants gone from the config: the metrics drop their series. */
+  readonly removed: RemovedNames;
 }
 
 /**
@@ -41,7 +45,12 @@ export function diffSnapshots(
     for (const name of previous?.upstreams.keys() ?? []) {
       if (!next.upstreams.has(name)) upstreams.set(name, undefined);
     }
-    return { upstreams, addresses: undefined, changed: undefined };
+    return {
+      upstreams,
+      addresses: undefined,
+      changed: undefined,
+      removed: removedNames(previous, next),
+    };
   }
   const addresses = new Set<string>();
   const addNodes = (upstream: CompiledUpstream | undefined) => {
@@ -57,7 +66,12 @@ export function diffSnapshots(
   for (const route of [...changes.removedRoutes, ...changes.addedRoutes]) {
     for (const target of route.targets) addNodes(target.upstream);
   }
-  return { upstreams, addresses, changed: changes.upstreams };
+  return {
+    upstreams,
+    addresses,
+    changed: changes.upstreams,
+    removed: removedNames(previous, next),
+  };
 }
 
 /**

@@ -31,6 +31,7 @@ import { PoolRegistry } from "../upstream/pool-registry.js";
 import { exitAsFailed } from "./worker-failure.js";
 import { workerInbox } from "./worker-inbox.js";
 import { type FromWorker, isToWorker, type ToWorker } from "./worker-messages.js";
+import { registryReply } from "./worker-registry-reply.js";
 import { WorkerSnapshots } from "./worker-snapshots.js";
 
 /**
@@ -172,14 +173,24 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   function afterSwap(compiled: CompiledSnapshot): void {
     const previous = followed;
     followed = compiled;
-    followSwap(previous, compiled, { pools, healing, outcomes }, logger);
+    followSwap(
+      previous,
+      compiled,
+      {
+        pools,
+        healing,
+        outcomes,
+        metrics: [metrics, tenantMetrics, healing.retryMetrics],
+      },
+      logger,
+    );
   }
 
   // Messages are handled one at a time, in order: a snapshot is swapped in before the next.
   const receive = workerInbox({
     send,
     coordinate,
-    metrics: () => registry.getMetricsAsJSON(),
+    metrics: () => registryReply(registry),
     handle,
     failStart: exitAsFailed,
     logger,

@@ -45,6 +45,24 @@ describe("a data plane with workers: 2", () => {
     expect(metricSum(await dp.metrics(), "clawgate_requests_total")).toBe(before + 40);
   });
 
+  it("no longer lists a removed route on /metrics, and keeps a kept route's counter", async () => {
+    await cp.admin.putRoute("gone", { match: { pathPrefix: "/gone" }, upstream: "a" });
+    await waitForConvergence(cp, [dp]);
+    // Fresh connections: both workers take some, so both registries hold the route's series.
+    for (let i = 0; i < 10; i++) expect(await get(`${dp.proxyUrl}/gone/x`)).toBe(200);
+    const before = await dp.metrics();
+    expect(metricSum(before, "clawgate_requests_total", { route: "gone" })).toBe(10);
+    const kept = metricSum(before, "clawgate_requests_total", { route: "api" });
+    expect(kept).toBeGreaterThan(0);
+
+    await cp.admin.delete("routes", "gone");
+    await waitForConvergence(cp, [dp]);
+    // Each worker dropped the route's series on its swap: no family lists it any more.
+    const after = await dp.metrics();
+    expect(after).not.toContain('route="gone"');
+    expect(metricSum(after, "clawgate_requests_total", { route: "api" })).toBe(kept);
+  });
+
   it("replaces a killed worker while the other keeps serving", async () => {
     const [victim] = workerPids(dp);
     const statuses: (number | string)[] = [];
