@@ -14,20 +14,38 @@ beforeAll(async () => {
 });
 afterAll(() => pki?.remove());
 
+/** Each test's clients, stopped after it. */
 const teardown = new Teardown();
 afterEach(() => teardown.run());
 
+/**
+ * The control planes, one per TLS setup, shared by the tests that use that setup and stopped
+ * after the last: a test needs a control plane that has published one upstream and answers
+ * handshakes, and no test changes its config or its TLS. Each client gets a node ID no other
+ * test uses, so "the fleet never hears of it" still checks that client alone.
+ */
+const shared = new Teardown();
+afterAll(() => shared.run());
+const controlPlanes = new Map<string, ReturnType<typeof startedControlPlane>>();
+
 /** A control plane with one upstream published, its snapshot channel secured as `mutual` says. */
-async function controlPlane(
-  mutual: boolean,
-  server = { cert: pki.serverCert, key: pki.serverKey },
-) {
+function controlPlane(mutual: boolean, server = { cert: pki.serverCert, key: pki.serverKey }) {
+  const setup = JSON.stringify([mutual, server.cert, server.key]);
+  let started = controlPlanes.get(setup);
+  if (started === undefined) {
+    started = startedControlPlane(mutual, server);
+    controlPlanes.set(setup, started);
+  }
+  return started;
+}
+
+async function startedControlPlane(mutual: boolean, server: { cert: string; key: string }) {
   const cp = await startControlPlane({
     CLAWGATE_GRPC_TLS_CERT_FILE: server.cert,
     CLAWGATE_GRPC_TLS_KEY_FILE: server.key,
     ...(mutual ? { CLAWGATE_GRPC_TLS_CLIENT_CA_FILE: pki.caCert } : {}),
   });
-  teardown.add("control plane", () => cp.stop());
+  shared.add("control plane", () => cp.stop());
   await cp.admin.putUpstream("first", {});
   // The version a data plane is sent once the write is published.
   const version = await waitFor(
@@ -173,11 +191,12 @@ describe("snapshot channel over mutual TLS", () => {
       () => ({ ca: pki.caCert, cert: pki.otherClientCert, key: pki.otherClientKey }),
       /UNAVAILABLE/,
     ],
-  ])("refuses a client with %s; the fleet never hears of it", async (_label, tls, reason) => {
+  ])("refuses a client with %s; the fleet never hears of it", async (label, tls, reason) => {
     const cp = await controlPlane(true);
-    const outcome = await firstAttempt(cp.address, "dp-refused", tls());
+    const nodeId = `dp-refused-${label.replaceAll(" ", "-")}`;
+    const outcome = await firstAttempt(cp.address, nodeId, tls());
     expect(outcome).toMatchObject({ refused: expect.stringMatching(reason) });
-    expect(await cp.listed("dp-refused")).toBeUndefined();
+    expect(await cp.listed(nodeId)).toBeUndefined();
   });
 
   it("refuses to start a client whose key is not its certificate's", () => {
