@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -9,9 +8,5 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // vitest's default is one file at a time below 3 cores (cores - 1), but an e2e file spends
-    // most of its time waiting on its processes (etcd, probes, leases), not on a core: two files
-    // at once on 2 cores nearly halve the run, and the tests wait on events, not on time.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });
