@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { removeHeaders } from "./flat-headers.js";
 import type { Policy, PolicyAnswer, PolicyFactory, PolicyRequest } from "./policy.js";
-import { TenantKeys } from "./tenant-keys.js";
 
 const UNAUTHORIZED: PolicyAnswer = Object.freeze({ kind: "error", code: "CLAWGATE_UNAUTHORIZED" });
 const FORBIDDEN: PolicyAnswer = Object.freeze({ kind: "error", code: "CLAWGATE_FORBIDDEN" });
@@ -18,10 +17,9 @@ export const TENANT_HEADER = "x-clawgate-tenant";
  */
 export const auth: PolicyFactory = {
   name: "auth",
-  compile({ route, tenants }): Policy | undefined {
+  compile({ route }): Policy | undefined {
     if (route.auth === undefined) return undefined;
     const required = route.auth.tenants !== "optional";
-    const keys = TenantKeys.of(tenants);
     const routeName = route.name;
     return {
       name: "auth",
@@ -31,7 +29,9 @@ export const auth: PolicyFactory = {
         // x-api-key always goes; Authorization only when it carried the key (else it may be
         // meant for the upstream).
         removeHeaders(request.headers, found.fromBearer ? isKeyOrAuthorization : isApiKey);
-        const tenant = keys.find(found.key);
+        // The keys of the request's own snapshot: a tenant change swaps them without
+        // recompiling this route.
+        const tenant = request.tenantKeys.find(found.key);
         if (tenant === undefined) return UNAUTHORIZED;
         const allowed = tenant.source.allowedRoutes;
         if (allowed.length > 0 && !allowed.includes(routeName)) return FORBIDDEN;
