@@ -11,6 +11,7 @@ export { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 export { TenantMetrics } from "./metrics/tenant-metrics.js";
 export type { PolicyRequest, PolicyServices } from "./policy/policy.js";
 export { rateLimit } from "./policy/rate-limit.js";
+export { TenantKeys } from "./policy/tenant-keys.js";
 export { tokenBudget } from "./policy/token-budget.js";
 export { createProxyHandler } from "./proxy/proxy-handler.js";
 export { type Admission, type ConsumptionReport, LeaseBook } from "./quota/lease-book.js";

@@ -38,6 +38,7 @@ import { createUpgradeHandler } from "./proxy/websocket/upgrade-handler.js";
 import { LeaseBook } from "./quota/lease-book.js";
 import { startQuotaFlush } from "./quota/quota-flush.js";
 import type { AfterSwapStep } from "./runtime/after-swap.js";
+import { logAmbiguousKeys } from "./runtime/ambiguous-keys-log.js";
 import {
   AppliedSnapshot,
   type CompiledSnapshot,
@@ -463,6 +464,7 @@ export async function startDataPlane(
         // A first snapshot's 20,000 targets are made over the turns after this one.
         ["health", () => healthSync.follow(diff.upstreams)],
         ["upstream TLS files", () => upstreamTlsWatch.sync(previous, compiled)],
+        ["tenant keys", () => logAmbiguousKeys(previous, compiled, logger)],
         // Nodes added or removed change the view without any state change to report it. Once
         // the registry has synced them (a first snapshot's 20,000 nodes take several turns),
         // in a turn of its own: that report need not delay the ACK or clients behind the swap.

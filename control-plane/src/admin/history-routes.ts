@@ -7,6 +7,7 @@ import { configChangeSchema } from "../journal/config-event.js";
 import type { ConfigService } from "../resources/config-service.js";
 import { applyResponse, errorResponse } from "./api-schemas.js";
 import { sendError } from "./errors.js";
+import { readableSpec } from "./tenant-key-redaction.js";
 
 export interface HistoryRoutesOptions {
   config: ConfigService;
@@ -68,7 +69,11 @@ export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async 
     async (request, reply) => {
       const at = await history.at(request.params.version);
       if (!at.ok) return sendError(reply, at.error);
-      return { ...at.item, resources: at.resources };
+      const resources = at.resources.map((resource) => ({
+        ...resource,
+        spec: readableSpec(resource.kind, resource.spec, request.caller),
+      }));
+      return { ...at.item, resources };
     },
   );
 

@@ -16,6 +16,7 @@ import { type AuditSink, auditOperations } from "./audit-write.js";
 import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
+import { readableSpec, responseSpec } from "./tenant-key-redaction.js";
 
 export interface ResourceRoutesOptions {
   config: ConfigService;
@@ -64,15 +65,21 @@ function registerKind(
   audit: AuditSink,
 ): void {
   const spec = resourceSchemas[kind];
+  // What reads answer: a viewer gets a tenant's key hashes redacted (tenant-key-redaction.ts).
+  const readSpec = responseSpec(kind);
   const one = singularKind(kind);
   const tags = [kind];
 
   app.get(
     `/v1/${kind}`,
     {
-      schema: { tags, summary: `List ${kind}`, response: { 200: listResponse(spec), ...errors } },
+      schema: {
+        tags,
+        summary: `List ${kind}`,
+        response: { 200: listResponse(readSpec), ...errors },
+      },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       const result = await config.list(kind);
       if (!result.ok) return sendError(reply, result.error);
       return {
@@ -80,7 +87,7 @@ function registerKind(
         items: result.items.map(({ name, revision, document }) => ({
           name,
           revision,
-          spec: document,
+          spec: readableSpec(kind, document, request.caller),
         })),
       };
     },
@@ -94,7 +101,7 @@ function registerKind(
         summary: `Read one ${one}`,
         params: nameParams,
         headers: ifNoneMatchHeaders,
-        response: { 200: resourceResponse(spec), 304: notModified, ...errors },
+        response: { 200: resourceResponse(readSpec), 304: notModified, ...errors },
       },
     },
     async (request, reply) => {
@@ -107,7 +114,7 @@ function registerKind(
       if (noneMatch !== undefined && noneMatchHolds(noneMatch, revision)) {
         return reply.code(304).send(undefined);
       }
-      return { name, revision, spec: document };
+      return { name, revision, spec: readableSpec(kind, document, request.caller) };
     },
   );
 

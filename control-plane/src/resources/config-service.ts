@@ -25,6 +25,7 @@ import {
   takeOverOwnApply,
   writeBytes,
 } from "./staged-apply.js";
+import { tenantKeyConflict } from "./tenant-key-conflict.js";
 
 /**
  * Conditions a change is made under, checked against the revision read and pinned by the same
@@ -586,7 +587,9 @@ function planChanges(
     }
   }
 
-  const conflict = referenceConflict(model, after, deleted);
+  const conflict =
+    referenceConflict(model, after, deleted) ??
+    tenantKeyConflict(model.state.tenants, after.tenants);
   if (conflict !== undefined) return { ok: false, error: conflict };
   return { ok: true, compares, operations, results };
 }

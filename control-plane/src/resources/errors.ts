@@ -23,6 +23,8 @@ export const ERROR_CATALOG = {
   CLAWGATE_ENDPOINT_NOT_FOUND: { status: 404, message: "no such endpoint" },
   /** The write would leave a reference dangling (route to missing upstream, ...). */
   CLAWGATE_REFERENCE_CONFLICT: { status: 409, message: "write would break a reference" },
+  /** The write gives a tenant an API key hash another tenant holds; the message names both. */
+  CLAWGATE_TENANT_KEY_CONFLICT: { status: 409, message: "another tenant holds this API key" },
   /** Concurrent writers kept winning; retrying the request may succeed. */
   CLAWGATE_STORE_CONFLICT: { status: 409, message: "config changed concurrently, try again" },
   /** A config version that is not in the history (never written, or not a config write). */

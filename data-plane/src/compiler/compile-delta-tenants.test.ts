@@ -19,7 +19,10 @@ function compiled(result: CompileResult): FrozenCompiledSnapshot {
 /** The tenant auth names on route "api" of `snapshot` for `key`, or the error it answers. */
 function authAs(snapshot: FrozenCompiledSnapshot, key: string): string {
   const route = snapshot.match("GET", "", "/api", {})!;
-  const request = policyRequest({ headers: { "x-api-key": key } });
+  const request = policyRequest({
+    headers: { "x-api-key": key },
+    tenantKeys: snapshot.tenantKeys,
+  });
   for (const policy of route.policies) {
     const answer = run(policy, request);
     if (answer !== undefined) return answer.kind === "error" ? answer.code : "answered";
@@ -27,8 +30,8 @@ function authAs(snapshot: FrozenCompiledSnapshot, key: string): string {
   return request.tenant?.name ?? "nobody";
 }
 
-// A route's auth policy indexes the tenants' keys when it compiles: a delta that only changes
-// a tenant (a key rotated, a tenant removed) must reach routes it does not carry.
+// Auth routes find keys in the snapshot's one key index: a delta that only changes a tenant
+// (a key rotated, a tenant removed) must reach routes it does not carry.
 describe("compileDelta and tenants", () => {
   it("a changed or removed tenant is seen by auth routes the delta does not carry", () => {
     const base = compiled(

@@ -23,8 +23,9 @@ export interface CompileIndex {
   /** Breaker name -> names of the upstreams that name it. */
   readonly upstreamsByBreaker: Map<string, Set<string>>;
   /**
-   * Names of the routes with `auth`: they hold a key index of the tenants, so a delta that
-   * changes a tenant recompiles them, found here rather than by a pass over every route.
+   * Names of the routes with `auth`: a delta that takes the snapshot from no tenants to some,
+   * or back, recompiles them (their rate-limit and token-budget policies depend on it), found
+   * here rather than by a pass over every route.
    */
   readonly authRoutes: Set<string>;
   /** Node address -> names of the upstreams that hold it. */
@@ -32,9 +33,8 @@ export interface CompileIndex {
   /** One frozen PoolSettings per distinct setting, shared by every snapshot after this one. */
   readonly poolSettings: PoolSettingsCache;
   /**
-   * The snapshot's tenants by name, as route policies were compiled with: a delta that changes
-   * no tenant compiles its routes against this same map (the auth policy's key index is built
-   * once per map), one that does replaces it.
+   * The snapshot's tenants by name, as route policies were compiled with (they read only
+   * whether there are any; keys are looked up in the snapshot's TenantKeys).
    */
   tenants: ReadonlyMap<string, Tenant>;
 }

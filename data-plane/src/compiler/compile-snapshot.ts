@@ -5,6 +5,7 @@ import {
   type Snapshot,
   validateSnapshotSteps,
 } from "@clawgate/proto";
+import { TenantKeys } from "../policy/tenant-keys.js";
 import { upstreamTlsContexts } from "../upstream/tls-context-cache.js";
 import { UpstreamFileError } from "../upstream/upstream-tls.js";
 import { addAddress, addName, type CompileIndex, upstreamsOf } from "./compile-index.js";
@@ -138,6 +139,7 @@ export function* compileSnapshotSteps(snapshot: Snapshot): Generator<void, Compi
       table,
       index,
       WireSource.whole(deepFreeze(snapshot), wire),
+      new TenantKeys(snapshot.tenants),
       undefined,
     ),
   };

@@ -9,6 +9,7 @@ import type {
 } from "@clawgate/proto";
 import type { SmoothWrrPicker } from "../balancer/smooth-wrr.js";
 import type { PolicyChain } from "../policy/policy.js";
+import type { TenantKeys } from "../policy/tenant-keys.js";
 import type { UpstreamTlsOptions } from "../upstream/upstream-tls.js";
 
 /** One backend instance, as the proxy dials it. */
@@ -131,6 +132,12 @@ export interface CompiledSnapshot {
   readonly createdAtMs: number;
   readonly routeCount: number;
   readonly upstreams: ReadonlyMap<string, CompiledUpstream>;
+  /**
+   * The tenants' API keys, one index per snapshot: a request's auth policy looks the key up
+   * here, through the snapshot the request was routed by, so a tenant change swaps this index
+   * and recompiles no route.
+   */
+  readonly tenantKeys: TenantKeys;
   /**
    * The route for a request, or undefined. `host` is the raw Host header (port and case are
    * ignored); `path` may carry a query string, which is not matched.

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Snapshot } from "@clawgate/proto";
+import type { TenantKeys } from "../policy/tenant-keys.js";
 import type { CompileIndex } from "./compile-index.js";
 import type { CompiledRoute, CompiledSnapshot, CompiledUpstream } from "./compiled-types.js";
 import { frozenMap, frozenSet } from "./freeze.js";
@@ -46,6 +47,8 @@ export class FrozenCompiledSnapshot implements CompiledSnapshot {
     index: CompileIndex,
     /** The wire snapshot by name; the next delta derives its own from it. */
     readonly wire: WireSource,
+    /** The tenants' API keys, which route auth policies look up (CompiledSnapshot.tenantKeys). */
+    readonly tenantKeys: TenantKeys,
     /** Set when compiled from a delta: what it changed, for work in proportion after the swap. */
     readonly changes: DeltaChanges | undefined,
   ) {

@@ -21,7 +21,7 @@ describe("auth policy", () => {
     ["an unknown bearer", { authorization: "Bearer nope" }],
     ["a Basic authorization", { authorization: "Basic azphbHBoYQ==" }],
   ])("answers 401 to %s", (_what, headers) => {
-    expect(run(required(), policyRequest({ headers }))).toEqual({
+    expect(run(required(), policyRequest({ tenants, headers }))).toEqual({
       kind: "error",
       code: "CLAWGATE_UNAUTHORIZED",
     });
@@ -32,7 +32,7 @@ describe("auth policy", () => {
       { "x-api-key": "k-alpha", accept: "*/*" },
       { authorization: "bearer   k-alpha", accept: "*/*" },
     ]) {
-      const request = policyRequest({ headers });
+      const request = policyRequest({ tenants, headers });
       expect(run(required(), request)).toBeUndefined();
       expect(request.tenant?.name).toBe("alpha");
       expect(request.headers).toEqual(["accept", "*/*", "x-clawgate-tenant", "alpha"]);
@@ -41,6 +41,7 @@ describe("auth policy", () => {
 
   it("keeps an Authorization meant for the upstream when the key came in x-api-key", () => {
     const request = policyRequest({
+      tenants,
       headers: { "x-api-key": "k-alpha", authorization: "Basic dXA6c3RyZWFt" },
     });
     expect(run(required(), request)).toBeUndefined();
@@ -50,7 +51,7 @@ describe("auth policy", () => {
 
   it("answers 403 to a tenant whose allowedRoutes leave the route out, whichever key", () => {
     for (const key of ["k-beta-1", "k-beta-2"]) {
-      const request = policyRequest({ headers: { "x-api-key": key } });
+      const request = policyRequest({ tenants, headers: { "x-api-key": key } });
       expect(run(required(), request)).toEqual({ kind: "error", code: "CLAWGATE_FORBIDDEN" });
       expect(request.tenant).toBeUndefined();
     }
@@ -61,6 +62,8 @@ describe("auth policy", () => {
     const anonymous = policyRequest();
     expect(run(optional, anonymous)).toBeUndefined();
     expect(anonymous.tenant).toBeUndefined();
-    expect(run(optional, policyRequest({ headers: { "x-api-key": "bad" } }))?.kind).toBe("error");
+    expect(run(optional, policyRequest({ tenants, headers: { "x-api-key": "bad" } }))?.kind).toBe(
+      "error",
+    );
   });
 });

@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { removeHeaders } from "./flat-headers.js";
 import type { Policy, PolicyAnswer, PolicyFactory, PolicyRequest } from "./policy.js";
-import { TenantKeys } from "./tenant-keys.js";
 
 const UNAUTHORIZED: PolicyAnswer = Object.freeze({ kind: "error", code: "CLAWGATE_UNAUTHORIZED" });
 const FORBIDDEN: PolicyAnswer = Object.freeze({ kind: "error", code: "CLAWGATE_FORBIDDEN" });
@@ -18,20 +17,21 @@ export const TENANT_HEADER = "x-clawgate-tenant";
  */
 export const auth: PolicyFactory = {
   name: "auth",
-  compile({ route, tenants }): Policy | undefined {
+  compile({ route }): Policy | undefined {
     if (route.auth === undefined) return undefined;
     const required = route.auth.tenants !== "optional";
-    const keys = TenantKeys.of(tenants);
     const routeName = route.name;
     return {
       name: "auth",
       onRequest(request: PolicyRequest): PolicyAnswer | undefined {
         const found = keyOf(request.req.headers);
         if (found === undefined) return required ? UNAUTHORIZED : undefined;
-        // x-api-key always goes; Authorization only when it carried the key (else it may be
-        // meant for the upstream).
-        removeHeaders(request.headers, found.fromBearer ? isKeyOrAuthorization : isApiKey);
-        const tenant = keys.find(found.key);
+        // x-api-key always goes; Authorization only when it carries the key (else it may be
+        // meant for the upstream), whichever header the key was taken from.
+        removeHeaders(request.headers, found.inBearer ? isKeyOrAuthorization : isApiKey);
+        // The keys of the request's own snapshot: a tenant change swaps them without
+        // recompiling this route.
+        const tenant = request.tenantKeys.find(found.key);
         if (tenant === undefined) return UNAUTHORIZED;
         const allowed = tenant.source.allowedRoutes;
         if (allowed.length > 0 && !allowed.includes(routeName)) return FORBIDDEN;
@@ -45,13 +45,17 @@ export const auth: PolicyFactory = {
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
-function keyOf(headers: IncomingHttpHeaders): { key: string; fromBearer: boolean } | undefined {
-  const apiKey = headers["x-api-key"];
-  if (typeof apiKey === "string" && apiKey !== "") return { key: apiKey, fromBearer: false };
+/** The key (x-api-key, else the bearer), and whether Authorization carries it as a bearer. */
+function keyOf(headers: IncomingHttpHeaders): { key: string; inBearer: boolean } | undefined {
   const authorization = headers.authorization;
-  if (authorization === undefined) return undefined;
-  const bearer = BEARER.exec(authorization);
-  return bearer === null ? undefined : { key: bearer[1]!, fromBearer: true };
+  const bearer = authorization === undefined ? null : BEARER.exec(authorization);
+  const bearerKey = bearer === null ? undefined : bearer[1]!;
+  const apiKey = headers["x-api-key"];
+  if (typeof apiKey === "string" && apiKey !== "") {
+    // A client sending its key in both headers must not have the second copy forwarded.
+    return { key: apiKey, inBearer: bearerKey === apiKey };
+  }
+  return bearerKey === undefined ? undefined : { key: bearerKey, inBearer: true };
 }
 
 function isApiKey(name: string): boolean {

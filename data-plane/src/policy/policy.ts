@@ -4,6 +4,7 @@ import type { Clock } from "../clock/clock.js";
 import type { ErrorCode } from "../errors/error-catalog.js";
 import type { TenantMetrics } from "../metrics/tenant-metrics.js";
 import type { LeaseBook } from "../quota/lease-book.js";
+import type { TenantKeys } from "./tenant-keys.js";
 
 /**
  * The route policy chain's contract. A policy is one file that exports a PolicyFactory; the
@@ -16,7 +17,11 @@ import type { LeaseBook } from "../quota/lease-book.js";
 export interface PolicyCompileContext {
   /** The route as it came in the snapshot, defaults filled by the control plane. */
   readonly route: Route;
-  /** The snapshot's tenants by name. */
+  /**
+   * The snapshot's tenants by name. Whether there are any may shape a route's chain; a policy
+   * never keeps them (a tenant change recompiles no route): keys are looked up through the
+   * request (PolicyRequest.tenantKeys).
+   */
   readonly tenants: ReadonlyMap<string, Tenant>;
 }
 
@@ -41,6 +46,11 @@ export interface PolicyRequest {
   /** The client's request: method, url, headers, socket (for the peer address). */
   readonly req: IncomingMessage;
   readonly requestId: string;
+  /**
+   * The tenants' keys of the snapshot this request was routed by: the request sees that one
+   * snapshot throughout, whatever is swapped in meanwhile.
+   */
+  readonly tenantKeys: TenantKeys;
   /**
    * Request headers forwarded upstream, flat [name, value, ...], lower-case names. A policy
    * edits this list in place (removing the API key, setting x-clawgate-tenant).

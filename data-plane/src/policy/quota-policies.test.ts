@@ -7,6 +7,7 @@ import { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { LeaseBook } from "../quota/lease-book.js";
 import type { PolicyRequest, PolicyServices } from "./policy.js";
 import { rateLimit } from "./rate-limit.js";
+import { TenantKeys } from "./tenant-keys.js";
 import { tokenBudget } from "./token-budget.js";
 
 const tenant = create(TenantSchema, {
@@ -50,6 +51,7 @@ function request(): PolicyRequest {
   return {
     req: {} as IncomingMessage,
     requestId: "r1",
+    tenantKeys: TenantKeys.NONE,
     headers: [],
     tenant: { name: "acme", source: tenant },
   };

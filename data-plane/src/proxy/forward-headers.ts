@@ -2,6 +2,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { connectionTokens, isHopByHop } from "./hop-by-hop.js";
 
+const TENANT_HEADER = "x-clawgate-tenant";
+
 // Set by the proxy itself below, so the client's copies are dropped.
 const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
   "host",
@@ -11,9 +13,22 @@ const REPLACED_UPSTREAM: ReadonlySet<string> = new Set([
   "x-request-id",
   "x-clawgate-retry",
   // Only the auth policy says who the tenant is; a client's claim is never forwarded.
-  "x-clawgate-tenant",
+  TENANT_HEADER,
   "expect",
 ]);
+
+/**
+ * A client's claim to a tenant under another spelling: CGI-style backends (and nginx with
+ * underscores_in_headers) read x_clawgate_tenant as the same HTTP_X_CLAWGATE_TENANT, so any
+ * name equal to x-clawgate-tenant once `_` reads as `-` is dropped too. Names come lower-cased.
+ */
+function claimsTenant(name: string): boolean {
+  return (
+    name.length === TENANT_HEADER.length &&
+    name.includes("_") &&
+    name.replaceAll("_", "-") === TENANT_HEADER
+  );
+}
 
 // Set by the proxy itself on the response, so the upstream's copy is dropped.
 const REPLACED_FOR_CLIENT: ReadonlySet<string> = new Set(["x-request-id"]);
@@ -28,10 +43,11 @@ function copyEndToEnd(
   named: ReadonlySet<string> | undefined,
   replaced: ReadonlySet<string>,
   out: string[],
+  dropped: (name: string) => boolean = neverDropped,
 ): number {
   let n = 0;
   for (const name in headers) {
-    if (replaced.has(name) || isHopByHop(name, named)) continue;
+    if (replaced.has(name) || isHopByHop(name, named) || dropped(name)) continue;
     const value = headers[name];
     if (value === undefined) continue;
     if (typeof value === "string") {
@@ -67,7 +83,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, context: ForwardCon
   // entries added below. Grown by push from empty, the list was copied twice on its way to a
   // typical 20-odd entries (about 580 B per request against about 220 B sized).
   const out: string[] = new Array((req.rawHeaders?.length ?? 0) + ADDED_ENTRIES);
-  let n = copyEndToEnd(headers, named, REPLACED_UPSTREAM, out);
+  let n = copyEndToEnd(headers, named, REPLACED_UPSTREAM, out, claimsTenant);
   if (context.host !== undefined) {
     out[n++] = "host";
     out[n++] = context.host;
@@ -87,6 +103,10 @@ export function upstreamRequestHeaders(req: IncomingMessage, context: ForwardCon
   // Trimmed in place (no copy): undici reads the list up to its length.
   out.length = n;
   return out;
+}
+
+function neverDropped(): boolean {
+  return false;
 }
 
 /** Entries upstreamRequestHeaders adds to the client's: host and four X- headers, name and value. */

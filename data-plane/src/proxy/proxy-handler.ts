@@ -218,6 +218,7 @@ export function createProxyHandler(
       requestId,
       startedAt,
       bufferBodyBytes,
+      snapshot.tenantKeys,
     );
     if (scanForUsage) exchange.body = scannedForUsage(exchange, req, replayLimit);
     try {

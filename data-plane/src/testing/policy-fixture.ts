@@ -8,6 +8,7 @@ import type {
   PolicyRequest,
   PolicyServices,
 } from "../policy/policy.js";
+import { TenantKeys } from "../policy/tenant-keys.js";
 import type { RouteInit } from "./route-table-fixture.js";
 
 type TenantInit = NonNullable<Parameters<typeof create<typeof TenantSchema>>[1]>;
@@ -31,9 +32,23 @@ export function compileFor(
   });
 }
 
-/** A request as policies see it: headers forwarded upstream start as the client's. */
+/** The key index a snapshot holding `tenants` gives its requests. */
+export function tenantKeysOf(tenants: TenantInit[]): TenantKeys {
+  return new TenantKeys(tenants.map((tenant) => create(TenantSchema, tenant)));
+}
+
+/**
+ * A request as policies see it: headers forwarded upstream start as the client's; the
+ * snapshot it was routed by holds `tenants` (or the key index `tenantKeys`).
+ */
 export function policyRequest(
-  init: { method?: string; headers?: IncomingHttpHeaders; peer?: string } = {},
+  init: {
+    method?: string;
+    headers?: IncomingHttpHeaders;
+    peer?: string;
+    tenants?: TenantInit[];
+    tenantKeys?: TenantKeys;
+  } = {},
 ): PolicyRequest {
   const headers = init.headers ?? {};
   const flat: string[] = [];
@@ -47,6 +62,7 @@ export function policyRequest(
       socket: { remoteAddress: init.peer ?? "127.0.0.1" },
     } as unknown as IncomingMessage,
     requestId: "req-1",
+    tenantKeys: init.tenantKeys ?? tenantKeysOf(init.tenants ?? []),
     headers: flat,
     tenant: undefined,
   };

@@ -1,5 +1,10 @@
 import type { IncomingMessage } from "node:http";
-import { type PolicyRequest, type PolicyServices, tokenBudget } from "@clawgate/data-plane";
+import {
+  type PolicyRequest,
+  type PolicyServices,
+  TenantKeys,
+  tokenBudget,
+} from "@clawgate/data-plane";
 import type { Tenant } from "@clawgate/proto";
 
 /**
@@ -20,6 +25,7 @@ export async function modelCall(
   const request: PolicyRequest = {
     req: {} as IncomingMessage,
     requestId: "e2e",
+    tenantKeys: TenantKeys.NONE,
     headers: [],
     tenant: { name: tenant.name, source: tenant },
   };

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CompiledNode, CompiledRoute, CompiledTarget } from "../../compiler/compiled-types.js";
 import type { AttemptFailureKind } from "../../errors/failure-kind.js";
 import type { PolicyRequest, PolicyTenant } from "../../policy/policy.js";
+import { TenantKeys } from "../../policy/tenant-keys.js";
 import type { ReplayableBody } from "../../retry/replayable-body.js";
 import type { UpstreamHealing } from "../request-healing.js";
 import type { StageHandler } from "./stage.js";
@@ -93,6 +94,8 @@ export class Exchange implements PolicyRequest {
      * UNKNOWN_BODY_LENGTH: a body without a declared length, read whole if it ends in time.
      */
     readonly bufferBodyBytes = -1,
+    /** The tenants' keys of the snapshot the request was routed by (none: no tenant). */
+    readonly tenantKeys: TenantKeys = TenantKeys.NONE,
   ) {}
 
   /**

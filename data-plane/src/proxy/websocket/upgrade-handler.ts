@@ -142,7 +142,13 @@ export function createUpgradeHandler(
       trustForwardedFor,
     });
     // The route's policies hold for a handshake as for any request: no tunnel without a key.
-    const policyRequest: PolicyRequest = { req, requestId, headers: forwarded, tenant: undefined };
+    const policyRequest: PolicyRequest = {
+      req,
+      requestId,
+      tenantKeys: snapshot.tenantKeys,
+      headers: forwarded,
+      tenant: undefined,
+    };
     const verdict =
       policies.length === 0 ? undefined : runRequestPolicies(policies, policyRequest, services);
     if (verdict instanceof Promise) {
