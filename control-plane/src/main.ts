@@ -29,6 +29,7 @@ import { JournalFollower } from "./journal/journal-follower.js";
 import { exitOnListenFailure, isLoopback, splitHostPort } from "./listen.js";
 import { registerControlPlaneMetrics } from "./metrics/control-plane-metrics.js";
 import { registerQuotaMetrics } from "./metrics/quota-metrics.js";
+import { StoredProbeCoordinator } from "./probe/stored-probe-coordinator.js";
 import { StoredWindowCounter } from "./quota/stored-window-counter.js";
 import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
@@ -232,6 +233,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       ? new StoredWindowCounter({ store, prefix: settings.etcdPrefix, logger })
       : undefined;
   await quotaCounter?.start();
+  // Half-open probes likewise: with etcd a claim is a key under meta/probes/, so the fleet has
+  // one prober per upstream whichever replica each data plane streams from.
+  const probes =
+    store.kind === "etcd"
+      ? new StoredProbeCoordinator({
+          store,
+          prefix: settings.etcdPrefix,
+          replicaId: settings.instanceId,
+          logger,
+        })
+      : undefined;
+  await probes?.start();
   const grpc = await startSnapshotServer({
     address: settings.grpcListen,
     builder,
@@ -245,6 +258,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     maxStreams: settings.grpcMaxStreams,
     quotaWindows: { minuteMs: settings.quotaMinuteMs, dayMs: settings.quotaDayMs },
     quotaCounter,
+    probes,
     quotaMetrics: registerQuotaMetrics(metrics),
   }).catch(exitOnListenFailure(logger, "gRPC snapshot service", settings.grpcListen));
 
@@ -321,6 +335,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       }
       await grpc.close(CLOSE_GRACE_MS);
       await quotaCounter?.stop();
+      await probes?.stop();
       rollouts.stop();
       await remediation.stop(1_000);
       await election.stop();

@@ -8,7 +8,9 @@ import { Server, type ServerDuplexStream, type ServiceError, status } from "@grp
 import type { Logger } from "pino";
 import type { Fleet } from "../fleet/fleet.js";
 import type { QuotaMetrics } from "../metrics/quota-metrics.js";
+import type { ProbeCoordination } from "../probe/probe-coordination.js";
 import { ProbeCoordinator } from "../probe/probe-coordinator.js";
+import { publishedUpstreamsOnly, upstreamNamed } from "../probe/published-upstreams-only.js";
 import { QuotaLedger } from "../quota/quota-ledger.js";
 import { quotaLedgerReports } from "../quota/quota-ledger-reports.js";
 import { tenantLimits } from "../quota/tenant-limits.js";
@@ -69,6 +71,11 @@ export interface SnapshotServerOptions {
   quotaCounter?: WindowCounter;
   /** Counts budgets spent fleet-wide and failed writes of their shared count; default none. */
   quotaMetrics?: QuotaMetrics;
+  /**
+   * Half-open probe claims, shared with the other control-plane replicas (a
+   * StoredProbeCoordinator on etcd); default this replica coordinates its data planes alone.
+   */
+  probes?: ProbeCoordination;
 }
 
 /**
@@ -148,7 +155,10 @@ export async function startSnapshotServer(options: SnapshotServerOptions): Promi
     counter: options.quotaCounter,
     ...quotaLedgerReports(logger, options.quotaMetrics),
   });
-  const probes = new ProbeCoordinator({ now: () => performance.now() });
+  const probes = publishedUpstreamsOnly(
+    options.probes ?? new ProbeCoordinator({ now: () => performance.now() }),
+    upstreamNamed(() => builder.current()?.snapshot.upstreams ?? []),
+  );
 
   const current = builder.current();
   if (current !== undefined) fleet.setPublished(current.version);

@@ -13,7 +13,7 @@ import {
 import { Metadata, type ServerDuplexStream, type ServiceError, status } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import type { Fleet, StreamToken } from "../fleet/fleet.js";
-import type { ProbeCoordinator, ProbeParty } from "../probe/probe-coordinator.js";
+import type { ProbeCoordination, ProbeParty } from "../probe/probe-coordination.js";
 import type { LeaseGrant, QuotaLedger } from "../quota/quota-ledger.js";
 import type { ReportedBreaker } from "../replicas/data-plane-record.js";
 import type { PublishedSnapshot } from "../snapshot/published-snapshot.js";
@@ -84,7 +84,7 @@ export interface StreamSessionOptions {
   /** Fleet-wide tenant budgets this stream's data plane leases shares of; default none. */
   quota?: QuotaLedger | undefined;
   /** Half-open probes serialized across the fleet; default none. */
-  probes?: ProbeCoordinator | undefined;
+  probes?: ProbeCoordination | undefined;
 }
 
 type ResponseMessage = NonNullable<
@@ -125,7 +125,7 @@ export class StreamSession {
   private readonly breakers: StreamSessionOptions["breakers"];
   private unsubscribeTargets: (() => void) | undefined;
   private readonly quota: QuotaLedger | undefined;
-  private readonly probes: ProbeCoordinator | undefined;
+  private readonly probes: ProbeCoordination | undefined;
   /** This stream as a holder of leases and probes; set at Hello. */
   private party: ProbeParty | undefined;
 

@@ -1,27 +1,6 @@
-/**
- * Half-open probes serialized across the fleet (breaker `fleetProbe`, seed 004: "serialize
- * probes across hosts, so not every host stabs at once"). A data plane whose breaker goes
- * half-open claims the upstream's probe; the first claim wins, the others wait, and when the
- * prober releases, every data plane that claimed gets the outcome. A claim lapses after
- * `leaseMs` without a release, and a prober's stream ending releases it, so a lost prober
- * never stalls the fleet: the next claim after that is granted.
- */
-export interface ProbeVerdictMessage {
-  readonly upstream: string;
-  /** Node id of the data plane probing now; "" when nobody is. */
-  readonly prober: string;
-  /** "success", "failure", or "" when no probe finished (none yet, or the prober was lost). */
-  readonly outcome: "success" | "failure" | "";
-  readonly leaseMs: number;
-}
+import type { ProbeCoordination, ProbeParty, ProbeVerdictMessage } from "./probe-coordination.js";
 
-/** A stream's end of the coordinator: who it is and how to reach it. */
-export interface ProbeParty {
-  /** Unique per stream (a data plane reconnecting is a new party). */
-  readonly id: string;
-  readonly nodeId: string;
-  send(verdict: ProbeVerdictMessage): void;
-}
+export type { ProbeParty, ProbeVerdictMessage } from "./probe-coordination.js";
 
 export interface ProbeCoordinatorOptions {
   now(): number;
@@ -36,7 +15,16 @@ interface Probe {
   readonly waiting: Map<string, ProbeParty>;
 }
 
-export class ProbeCoordinator {
+/**
+ * Half-open probes serialized across the fleet (breaker `fleetProbe`, seed 004: "serialize
+ * probes across hosts, so not every host stabs at once"). A data plane whose breaker goes
+ * half-open claims the upstream's probe; the first claim wins, the others wait, and when the
+ * prober releases, every data plane that claimed gets the outcome. A claim lapses after
+ * `leaseMs` without a release, and a prober's stream ending releases it, so a lost prober
+ * never stalls the fleet: the next claim after that is granted. In memory: for one control plane
+ * serving the whole fleet (the embedded store); replicas on etcd use StoredProbeCoordinator.
+ */
+export class ProbeCoordinator implements ProbeCoordination {
   readonly #now: () => number;
   readonly #leaseMs: number;
   readonly #probes = new Map<string, Probe>();
