@@ -20,6 +20,9 @@ export interface RunCommandOptions {
   signal?: AbortSignal;
 }
 
+/** Between SIGTERM and SIGKILL of a timed-out command, unless the options say otherwise. */
+export const DEFAULT_KILL_GRACE_MS = 2_000;
+
 /** How much of stderr the journal keeps; the last lines say why a command failed. */
 const STDERR_TAIL_CHARS = 500;
 const STDERR_BUFFER_CHARS = 8_192;
@@ -50,7 +53,7 @@ export function runCommand(
     if (!key.startsWith("CLAWGATE_")) env[key] = value;
   }
   Object.assign(env, options.env);
-  const killGraceMs = options.killGraceMs ?? 2_000;
+  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const drainGraceMs = options.drainGraceMs ?? 200;
 
   return new Promise((resolve) => {
