@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { harness, policy, reports } from "./runner-harness.js";
 
 function logger() {
-  const errors: Array<{ fields: unknown; message: string }> = [];
+  const errors: Array<{ fields: unknown; message: string | undefined }> = [];
   return {
     errors,
     info() {},
     warn() {},
-    error(fields: unknown, message: string) {
+    error(fields: unknown, message?: string) {
       errors.push({ fields, message });
     },
   };

@@ -12,7 +12,9 @@ export interface RunCommandOptions {
   killGraceMs?: number;
   /**
    * After the command exits, how long its stderr may still drain (a background child it left
-   * may hold the pipe open for ever); default 200 ms. Also how long after SIGKILL the result
+   * may hold the pipe open for ever); default 50 ms: what the hook wrote before exiting is in
+   * the pipe already, and the result should be journaled before the node it restarted is
+   * readmitted (two probes later). Also how long after SIGKILL the result
    * waits for an exit that may never be reported.
    */
   drainGraceMs?: number;
@@ -54,7 +56,7 @@ export function runCommand(
   }
   Object.assign(env, options.env);
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const drainGraceMs = options.drainGraceMs ?? 200;
+  const drainGraceMs = options.drainGraceMs ?? 50;
 
   return new Promise((resolve) => {
     let stderr = "";
