@@ -35,6 +35,7 @@ import { RegistryExpiryWatcher } from "./registry/expiry-watcher.js";
 import { NodeRegistry } from "./registry/node-registry.js";
 import { configPolicySource } from "./remediation/config-policy-source.js";
 import { RemediationRunner } from "./remediation/remediation-runner.js";
+import { storeEpisodeRecords } from "./remediation/stored-episodes.js";
 import { DataPlaneRecords } from "./replicas/data-plane-records.js";
 import { FleetBreakers } from "./replicas/fleet-breakers.js";
 import { FleetView, shareFleet } from "./replicas/fleet-view.js";
@@ -165,6 +166,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
           logger,
         })
       : alwaysLeader();
+  // What remediation may run is the host owner's call (these settings), not a config writer's.
+  const remediationAllowlist = {
+    commands: settings.remediationCommands,
+    webhookOrigins: settings.remediationWebhookOrigins,
+  };
   const remediation = new RemediationRunner({
     health: fleetHealth,
     policies: configPolicySource(config),
@@ -172,6 +178,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     election,
     source: `control-plane/${settings.instanceId}`,
     logger,
+    // Each evicted node's episode in its own key: a burst that floods the journal must not
+    // make the next leader start every episode over.
+    episodes: storeEpisodeRecords(store, settings.etcdPrefix),
+    allow: remediationAllowlist,
+    allowRoot: settings.remediationAllowRoot,
+    maxConcurrent: settings.remediationMaxConcurrent,
   });
   remediation.start();
   await election.start();
@@ -288,6 +300,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     journal,
     health: fleetHealth,
     remediation,
+    remediationAllowlist,
     breakers,
     // The console's live updates, from the same fleet, health view, journal and breakers.
     live: new LiveFeed({

@@ -13,6 +13,7 @@ import type { ConfigHistory } from "../history/config-history.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import type { Journal } from "../journal/journal.js";
 import type { NodeRegistry } from "../registry/node-registry.js";
+import type { RemediationAllowlist } from "../remediation/remediation-allowlist.js";
 import type { RemediationRunner } from "../remediation/remediation-runner.js";
 import type { FleetBreakers } from "../replicas/fleet-breakers.js";
 import type { ConfigService } from "../resources/config-service.js";
@@ -73,6 +74,11 @@ export interface AdminAppOptions {
   ui?: UiRoutesOptions;
   /** True while the process stops, so /readyz answers 503; default never. */
   draining?: () => boolean;
+  /**
+   * What a config write may put in an upstream's remediation (the control plane's
+   * remediationCommands and remediationWebhookOrigins); default nothing: such writes refused.
+   */
+  remediationAllowlist?: RemediationAllowlist;
 }
 
 /** Largest request body accepted; a full config apply of thousands of resources fits. */
@@ -119,10 +125,25 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     app.addHook("preHandler", rolloutWriteGuard(rollouts));
     await app.register(rolloutRoutes, { rollouts });
   }
-  await app.register(resourceRoutes, { config: options.config, audit: journal });
-  await app.register(applyRoute, { config: options.config, audit: journal, rollouts });
+  const { remediationAllowlist } = options;
+  await app.register(resourceRoutes, {
+    config: options.config,
+    audit: journal,
+    remediationAllowlist,
+  });
+  await app.register(applyRoute, {
+    config: options.config,
+    audit: journal,
+    rollouts,
+    remediationAllowlist,
+  });
   if (history !== undefined) {
-    await app.register(historyRoutes, { config: options.config, history, audit });
+    await app.register(historyRoutes, {
+      config: options.config,
+      history,
+      audit,
+      remediationAllowlist,
+    });
   }
   if (options.tokens !== undefined) {
     await app.register(tokenRoutes, { tokens: options.tokens, audit });

@@ -1,5 +1,9 @@
 import type { ResourceKind } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import {
+  NOTHING_ALLOWED,
+  type RemediationAllowlist,
+} from "../remediation/remediation-allowlist.js";
 import type { AlsoWrites, ConfigService, ResourceChange } from "../resources/config-service.js";
 import { clawgateError, type FieldProblem } from "../resources/errors.js";
 import type { RolloutController } from "../rollout/rollout-controller.js";
@@ -9,6 +13,7 @@ import { APPLY_BODY_LIMIT_BYTES, APPLY_MAX_RESOURCES } from "./apply-limits.js";
 import { type AuditSink, auditOperations } from "./audit-write.js";
 import { sendError } from "./errors.js";
 import { parseKind } from "./kind-name.js";
+import { remediationGuard } from "./remediation-guard.js";
 
 export interface ApplyRouteOptions {
   config: ConfigService;
@@ -16,12 +21,14 @@ export interface ApplyRouteOptions {
   rollouts?: Pick<RolloutController, "apply"> | undefined;
   /** Journals each write with its token's name; default none. */
   audit?: AuditSink;
+  /** What an upstream's remediation may run; default nothing (remediation writes refused). */
+  remediationAllowlist?: RemediationAllowlist;
 }
 
 /** POST /v1/apply: several resources in one transaction, with dry run and prune. */
 export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
   app,
-  { config, audit, rollouts },
+  { config, audit, rollouts, remediationAllowlist = NOTHING_ALLOWED },
 ) => {
   app.post(
     "/v1/apply",
@@ -35,6 +42,7 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
           200: applyResponse,
           400: errorResponse,
           401: errorResponse,
+          403: errorResponse,
           404: errorResponse,
           409: errorResponse,
           413: errorResponse,
@@ -87,6 +95,7 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
         config.apply(changes, {
           dryRun,
           prune: pruneKinds,
+          vet: remediationGuard(request.caller, remediationAllowlist),
           alsoWrite: (results, writes) =>
             withCommit(auditOperations(audit, request, results, writes), also),
         });

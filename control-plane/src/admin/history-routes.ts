@@ -4,16 +4,23 @@ import type { ConfigHistory } from "../history/config-history.js";
 import { restoreVersion } from "../history/restore-version.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
 import { configChangeSchema } from "../journal/config-event.js";
+import {
+  NOTHING_ALLOWED,
+  type RemediationAllowlist,
+} from "../remediation/remediation-allowlist.js";
 import type { ConfigService } from "../resources/config-service.js";
 import { applyResponse, errorResponse } from "./api-schemas.js";
 import { sendError } from "./errors.js";
 import { readableSpec } from "./tenant-key-redaction.js";
+import { remediationGuard } from "./remediation-guard.js";
 
 export interface HistoryRoutesOptions {
   config: ConfigService;
   history: ConfigHistory;
   /** Journals a rollback with its author, from and to; default none. */
   audit?: Pick<ConfigAudit, "rollbackOperations">;
+  /** What an upstream's remediation may run; default nothing (remediation writes refused). */
+  remediationAllowlist?: RemediationAllowlist;
 }
 
 const version = z.coerce.number().int().min(1);
@@ -29,13 +36,19 @@ const historyItem = z.object({
 
 const historicResource = z.object({ kind: z.string(), name: z.string(), spec: z.unknown() });
 
-const errors = { 400: errorResponse, 401: errorResponse, 404: errorResponse, 409: errorResponse };
+const errors = {
+  400: errorResponse,
+  401: errorResponse,
+  403: errorResponse,
+  404: errorResponse,
+  409: errorResponse,
+};
 const tags = ["history"];
 
 /** GET /v1/history, GET /v1/history/{version} and POST /v1/rollback. */
 export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async (
   app,
-  { config, history, audit },
+  { config, history, audit, remediationAllowlist = NOTHING_ALLOWED },
 ) => {
   app.get(
     "/v1/history",
@@ -100,6 +113,7 @@ export const historyRoutes: FastifyPluginAsyncZod<HistoryRoutesOptions> = async 
         audit,
         version: request.body.version,
         author: request.caller?.name,
+        vet: remediationGuard(request.caller, remediationAllowlist),
       });
       if (!result.ok) return sendError(reply, result.error);
       const { mark, ...applied } = result;

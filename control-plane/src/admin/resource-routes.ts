@@ -1,5 +1,9 @@
 import { RESOURCE_KINDS, type ResourceKind, resourceSchemas } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import {
+  NOTHING_ALLOWED,
+  type RemediationAllowlist,
+} from "../remediation/remediation-allowlist.js";
 import type { ConfigService } from "../resources/config-service.js";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
 import {
@@ -17,17 +21,21 @@ import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
 import { readableSpec, responseSpec } from "./tenant-key-redaction.js";
+import { remediationGuard } from "./remediation-guard.js";
 
 export interface ResourceRoutesOptions {
   config: ConfigService;
   /** Journals each write with its token's name; default none. */
   audit?: AuditSink;
+  /** What an upstream's remediation may run; default nothing (remediation writes refused). */
+  remediationAllowlist?: RemediationAllowlist;
 }
 
 const errors = {
   400: errorResponse,
   401: errorResponse,
   404: errorResponse,
+  403: errorResponse,
   409: errorResponse,
   412: errorResponse,
 };
@@ -53,9 +61,9 @@ export function parseIfMatch(header: string | undefined): Outcome<{ revision?: n
 /** GET (list and one), PUT and DELETE for each resource kind under /v1/{kind}. */
 export const resourceRoutes: FastifyPluginAsyncZod<ResourceRoutesOptions> = async (
   app,
-  { config, audit },
+  { config, audit, remediationAllowlist = NOTHING_ALLOWED },
 ) => {
-  for (const kind of RESOURCE_KINDS) registerKind(app, config, kind, audit);
+  for (const kind of RESOURCE_KINDS) registerKind(app, config, kind, audit, remediationAllowlist);
 };
 
 function registerKind(
@@ -63,6 +71,7 @@ function registerKind(
   config: ConfigService,
   kind: ResourceKind,
   audit: AuditSink,
+  remediationAllowlist: RemediationAllowlist,
 ): void {
   const spec = resourceSchemas[kind];
   // What reads answer: a viewer gets a tenant's key hashes redacted (tenant-key-redaction.ts).
@@ -137,7 +146,10 @@ function registerKind(
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
       const result = await config.apply(
         [{ kind, name, document: request.body, ifMatch: ifMatch.revision, ifNoneMatch }],
-        { alsoWrite: (results, writes) => auditOperations(audit, request, results, writes) },
+        {
+          alsoWrite: (results, writes) => auditOperations(audit, request, results, writes),
+          vet: remediationGuard(request.caller, remediationAllowlist),
+        },
       );
       if (!result.ok) return sendError(reply, result.error);
       const applied = result.results[0];
@@ -169,7 +181,10 @@ function registerKind(
       const ifNoneMatch = parseIfNoneMatch(request.headers["if-none-match"]);
       const result = await config.apply(
         [{ kind, name, delete: true, ifMatch: ifMatch.revision, ifNoneMatch }],
-        { alsoWrite: (results, writes) => auditOperations(audit, request, results, writes) },
+        {
+          alsoWrite: (results, writes) => auditOperations(audit, request, results, writes),
+          vet: remediationGuard(request.caller, remediationAllowlist),
+        },
       );
       if (!result.ok) return sendError(reply, result.error);
       return { name, revision: result.revision };

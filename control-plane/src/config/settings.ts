@@ -176,6 +176,36 @@ export const CONTROL_PLANE_SETTINGS = declareSettings({
     type: z.int().min(1_048_576).max(1_073_741_824),
     default: 268_435_456,
   },
+  remediationCommands: {
+    variable: "CLAWGATE_REMEDIATION_COMMANDS",
+    flag: "remediation-commands",
+    doc: "Executables (absolute paths, comma list) an upstream's remediation.command may run; empty refuses every command.",
+    type: z.array(z.string().regex(/^\//, "must be an absolute path")),
+    default: [],
+    defaultText: "none: commands refused",
+  },
+  remediationWebhookOrigins: {
+    variable: "CLAWGATE_REMEDIATION_WEBHOOK_ORIGINS",
+    flag: "remediation-webhook-origins",
+    doc: "Origins (scheme://host[:port], comma list) an upstream's remediation.webhookUrl may call; empty refuses every webhook.",
+    type: z.array(z.url()),
+    default: [],
+    defaultText: "none: webhooks refused",
+  },
+  remediationAllowRoot: {
+    variable: "CLAWGATE_REMEDIATION_ALLOW_ROOT",
+    flag: "remediation-allow-root",
+    doc: "Run remediation commands when the control plane runs as root; off, a hook is refused rather than run as root.",
+    type: z.boolean(),
+    default: false,
+  },
+  remediationMaxConcurrent: {
+    variable: "CLAWGATE_REMEDIATION_MAX_CONCURRENT",
+    flag: "remediation-max-concurrent",
+    doc: "Remediation hooks run at once; more wait their turn, so a new leader with thousands of evicted nodes does not fork thousands.",
+    type: z.int().min(1).max(1_024),
+    default: 16,
+  },
 });
 
 /** Control-plane settings, after defaults, the YAML file, CLAWGATE_* variables and flags. */

@@ -162,6 +162,9 @@ beforeAll(async () => {
     election,
     source: "control-plane/cp-test",
     logger,
+    allow: { commands: [process.execPath], webhookOrigins: [] },
+    // Test containers often run as root; what is tested here is not the root refusal.
+    allowRoot: true,
   });
   runner.onResult((result) => results.push(result));
   runner.start();
@@ -180,6 +183,7 @@ beforeAll(async () => {
     journal,
     health,
     remediation: runner,
+    remediationAllowlist: { commands: [process.execPath], webhookOrigins: [] },
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
 });

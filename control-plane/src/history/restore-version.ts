@@ -1,5 +1,5 @@
 import type { ConfigAudit } from "../journal/config-audit.js";
-import type { ApplyResult, ConfigService } from "../resources/config-service.js";
+import type { ApplyOptions, ApplyResult, ConfigService } from "../resources/config-service.js";
 import type { Operation } from "../store/store.js";
 import type { ConfigHistory } from "./config-history.js";
 import type { RollbackMark } from "./history-entry.js";
@@ -24,6 +24,8 @@ export interface RestoreOptions {
   also?: Operation[];
   /** The rollout this restore ends, by its key's mod revision (see ApplyOptions.endsRollout). */
   endsRollout?: number;
+  /** Refuses the restore for what it changes (see ApplyOptions.vet); default none. */
+  vet?: ApplyOptions["vet"];
 }
 
 /**
@@ -56,6 +58,7 @@ export async function restoreVersion(
     {
       prune: true,
       endsRollout: options.endsRollout,
+      ...(options.vet === undefined ? {} : { vet: options.vet }),
       alsoWrite: (results, writes) => {
         const changes = results
           .filter((r) => r.action !== "unchanged")

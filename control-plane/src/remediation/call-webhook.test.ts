@@ -60,4 +60,36 @@ describe("callWebhook", () => {
       evidence: "webhook did not answer within 200 ms",
     });
   });
+
+  it("reads a bounded part of an answer that never ends, and cancels the rest", async () => {
+    let sent = 0;
+    let closed = false;
+    const url = await serve((_req, res) => {
+      res.writeHead(200);
+      res.on("close", () => {
+        closed = true;
+      });
+      // Writes for as long as anyone reads: an answer with no end.
+      const more = () => {
+        while (!closed && res.write("x".repeat(1024))) sent += 1024;
+        if (!closed) res.once("drain", more);
+      };
+      more();
+    });
+    const result = await callWebhook(url, payload, { timeoutMs: 5_000 });
+    expect(result.outcome).toBe("ok");
+    expect(result.evidence).toMatch(/^webhook answered HTTP 200: …x+$/);
+    expect(sent).toBeGreaterThan(0);
+  });
+
+  it("an abort (leadership lost) ends the call as failed, not as a timeout", async () => {
+    const url = await serve(() => undefined);
+    const abort = new AbortController();
+    const calling = callWebhook(url, payload, { timeoutMs: 600_000, signal: abort.signal });
+    abort.abort();
+    expect(await calling).toEqual({
+      outcome: "failed",
+      evidence: "webhook call aborted (leadership lost or stopping)",
+    });
+  });
 });

@@ -6,6 +6,18 @@ export interface JournaledAttempts {
   attempts: number;
   /** Epoch milliseconds of the newest of them (its result, or the attempt if none), if any. */
   lastAt: number | undefined;
+  /**
+   * Epoch milliseconds of the newest attempt when no result follows it: its hook may still be
+   * running under the leader that started it (or was, until that leader died).
+   */
+  unsettledAt?: number;
+  /** Epoch milliseconds of the node's newest readmission, if the events read show one. */
+  readmittedAt?: number;
+}
+
+/** Key of a node in the index journaledEpisodes builds. */
+export function episodeKey(upstream: string, address: string): string {
+  return `${upstream}\u0000${address}`;
 }
 
 /**
@@ -18,15 +30,53 @@ export function journaledAttempts(
   newestFirst: readonly HealEvent[],
   address: string,
 ): JournaledAttempts {
-  let attempts = 0;
-  let lastAt: number | undefined;
+  const upstream = newestFirst.find((event) => event.node === address)?.upstream ?? "";
+  const own = newestFirst.filter((event) => event.node === address);
+  return journaledEpisodes(own).get(episodeKey(upstream, address)) ?? emptyEpisode();
+}
+
+/**
+ * Every node's episode from one read of the journal (newest first), indexed by episodeKey: a
+ * new leader with thousands of evicted nodes reads the journal once, not once per node.
+ */
+export function journaledEpisodes(
+  newestFirst: readonly HealEvent[],
+): Map<string, JournaledAttempts> {
+  const episodes = new Map<string, JournaledAttempts>();
+  /** Nodes whose readmission was met: everything older belongs to another episode. */
+  const closed = new Set<string>();
+  /** Nodes whose newest remediation event was seen (so an older one decides nothing more). */
+  const resultSeen = new Set<string>();
   for (const event of newestFirst) {
-    if (event.node !== address) continue;
-    // The node came back after everything older: that was another episode.
-    if (event.action === "readmit") break;
+    if (event.node === undefined) continue;
+    const key = episodeKey(event.upstream, event.node);
+    if (closed.has(key)) continue;
+    let episode = episodes.get(key);
+    if (episode === undefined) {
+      episode = emptyEpisode();
+      episodes.set(key, episode);
+    }
+    const at = Date.parse(event.time);
+    if (event.action === "readmit") {
+      // The node came back after everything older: that was another episode.
+      episode.readmittedAt = at;
+      closed.add(key);
+      continue;
+    }
     if (event.action !== "remediation_attempt" && event.action !== "remediation_result") continue;
-    lastAt ??= Date.parse(event.time);
-    if (event.action === "remediation_attempt") attempts++;
+    episode.lastAt ??= at;
+    if (event.action === "remediation_result") {
+      resultSeen.add(key);
+      continue;
+    }
+    episode.attempts++;
+    // The newest attempt with no result after it.
+    if (!resultSeen.has(key) && episode.attempts === 1) episode.unsettledAt = at;
+    resultSeen.add(key);
   }
-  return { attempts, lastAt };
+  return episodes;
+}
+
+function emptyEpisode(): JournaledAttempts {
+  return { attempts: 0, lastAt: undefined };
 }

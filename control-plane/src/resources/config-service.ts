@@ -64,6 +64,22 @@ export interface ApplyOptions {
    * the write is refused while a rollout bakes (see rollout-fence.ts).
    */
   endsRollout?: number;
+  /**
+   * Refuses the write (a dry run too) for what it would change, e.g. a field only some roles
+   * may set: called with each resource the write creates, updates or deletes, before and after
+   * (undefined: absent). Default none.
+   */
+  vet?: (changes: readonly VettedChange[]) => ClawgateError | undefined;
+}
+
+/** One resource a write changes, as `vet` sees it. */
+export interface VettedChange {
+  kind: ResourceKind;
+  name: string;
+  /** The stored document; undefined when the write creates it. */
+  before: unknown;
+  /** The document written; undefined when the write deletes it. */
+  after: unknown;
 }
 
 /**
@@ -311,6 +327,8 @@ export class ConfigService {
           if (await this.#catchUp([guardRead])) continue;
           return plan;
         }
+        const refusal = options.vet?.(vettedChanges(this.#prefix, plan, model));
+        if (refusal !== undefined) return { ok: false, error: refusal };
         if (dryRun || plan.operations.length === 0) {
           return { ok: true, revision, dryRun, results: plan.results };
         }
@@ -486,6 +504,29 @@ function parseChanges(
  * Applies the changes to the config as the model holds it, as an overlay (nothing is copied),
  * and returns the transaction that makes them real, or why they are refused.
  */
+/** What `plan` changes, resource by resource, for ApplyOptions.vet. */
+function vettedChanges(
+  prefix: string,
+  plan: { operations: readonly Operation[]; results: readonly AppliedResource[] },
+  model: ConfigModel,
+): VettedChange[] {
+  const puts = new Map<string, string>();
+  for (const operation of plan.operations) {
+    if (operation.type === "put") puts.set(operation.key, operation.value);
+  }
+  return plan.results
+    .filter((result) => result.action !== "unchanged")
+    .map(({ kind, name }) => {
+      const written = puts.get(resourceKey(prefix, kind, name));
+      return {
+        kind,
+        name,
+        before: model.get(kind, name)?.document,
+        after: written === undefined ? undefined : JSON.parse(written),
+      };
+    });
+}
+
 function planChanges(
   prefix: string,
   changes: readonly ParsedChange[],

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { type EtcdProcess, startEtcd } from "@clawgate/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runLoad, statusOf } from "../request-healing/load.js";
+import { AdminClient } from "../support/admin-client.js";
 import {
   type ControlPlane,
   type DataPlane,
@@ -125,7 +126,13 @@ describe("connection-layer self-healing on real processes", () => {
     const spawned = await Promise.all(names.map((name) => started(name)));
     node = Object.fromEntries(names.map((name, i) => [name, spawned[i]!])) as typeof node;
 
-    cp = await startControlPlane({ CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint });
+    cp = await startControlPlane({
+      CLAWGATE_ETCD_ENDPOINTS: etcd.endpoint,
+      // The remediation command is node running restart-node.mjs; nothing else may run.
+      CLAWGATE_REMEDIATION_COMMANDS: process.execPath,
+      // Test containers often run as root; the root refusal has its own unit test.
+      CLAWGATE_REMEDIATION_ALLOW_ROOT: "true",
+    });
     teardown.add("control plane", () => cp.stop());
     const nodes = (...list: NodeProcess[]) => list.map((n) => ({ address: n.address }));
     const upstream = (name: string, list: NodeProcess[], extra: object = {}) => ({
@@ -422,6 +429,34 @@ describe("connection-layer self-healing on real processes", () => {
         `node readmitted by both data planes ${back} ms after the kill`,
     );
   }, 20_000);
+
+  it("lets only an admin set remediation, and only to what the control plane's settings allow", async () => {
+    const created = await cp.admin.call<{ token: string }>("POST", "/v1/tokens", {
+      name: "ci-editor",
+      role: "editor",
+    });
+    expect(created.status).toBe(201);
+    const editor = new AdminClient(cp.adminUrl, created.body.token);
+    const shell = { command: ["/bin/sh", "-c", "cat /proc/$PPID/environ"] };
+    const byEditor = await editor.request("PUT", "/v1/upstreams/fixer", {
+      nodes: [],
+      remediation: shell,
+    });
+    expect(byEditor.status).toBe(403);
+    expect(JSON.stringify(byEditor.body)).toContain("only by role admin");
+    const byAdmin = await cp.admin.request("PUT", "/v1/upstreams/fixer", {
+      nodes: [],
+      remediation: shell,
+    });
+    expect(byAdmin.status).toBe(400);
+    expect(JSON.stringify(byAdmin.body)).toContain("remediationCommands");
+    // Neither write went through: fixer keeps its node and its hook.
+    const fixer = await cp.admin.call<{
+      spec: { nodes: unknown[]; remediation: { command: string[] } };
+    }>("GET", "/v1/upstreams/fixer");
+    expect(fixer.body.spec.nodes).toHaveLength(1);
+    expect(fixer.body.spec.remediation.command[0]).toBe(process.execPath);
+  });
 
   it("drops a registered node that stops renewing (ttlSeconds 2) from every data plane's snapshot", async () => {
     const b = node.b;
