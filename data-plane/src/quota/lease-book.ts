@@ -85,6 +85,16 @@ interface Waiting {
   readonly release: () => void;
 }
 
+/** What a lease that lapsed with its stream leaves to the next stream, within its window. */
+interface Carried {
+  readonly tenant: string;
+  readonly kind: QuotaKind;
+  readonly window: bigint;
+  readonly expiresAt: number;
+  unreported: number;
+  readonly credited: boolean;
+}
+
 /** Counts alone while no control plane is reachable: each data plane holds the whole limit. */
 interface LocalWindow {
   readonly window: number;
@@ -116,20 +126,42 @@ export class LeaseBook {
   readonly #options: LeaseBookOptions;
   readonly #leases = new Map<string, Lease>();
   readonly #local = new Map<string, LocalWindow>();
+  /** What lapsed leases consumed unreported, and their credit, by lease key (setConnected). */
+  readonly #carried = new Map<string, Carried>();
   #connected = false;
 
   constructor(options: LeaseBookOptions) {
     this.#options = options;
   }
 
-  /** The stream to a control plane opened or ended. Leases belong to a stream: they lapse. */
+  /**
+   * The stream to a control plane opened or ended. Leases belong to a stream: they lapse. What
+   * a lease consumed and had not reported yet, and whether its window's request on credit was
+   * taken, outlive it (#carried): the new stream is told the consumption first, and the window
+   * gets no second credit, so reconnects do not widen the overshoot past one request per data
+   * plane per window.
+   */
   setConnected(connected: boolean): void {
     if (connected === this.#connected) return;
     this.#connected = connected;
     // The control plane gave back what this data plane held when the stream ended; requests
     // waiting for a share go on to be admitted by what holds now.
-    for (const lease of this.#leases.values()) lease.waiting?.release();
+    for (const [key, lease] of this.#leases) {
+      lease.waiting?.release();
+      if (lease.unreported > 0 || lease.credited) {
+        const carried = this.#carried.get(key);
+        this.#carried.set(key, {
+          tenant: lease.tenant,
+          kind: lease.kind,
+          window: lease.window,
+          expiresAt: lease.expiresAt,
+          unreported: lease.unreported + (carried?.unreported ?? 0),
+          credited: lease.credited || (carried?.credited ?? false),
+        });
+      }
+    }
     this.#leases.clear();
+    if (connected) this.#reportCarried();
   }
 
   /**
@@ -181,6 +213,10 @@ export class LeaseBook {
     const now = this.#options.now();
     for (const share of grant.leases) {
       const lease = this.#lease(share.tenant, share.kind);
+      // The lease knows its window now: its own credit flag holds from here on.
+      if (this.#carried.get(`${share.kind}\u0000${share.tenant}`)?.unreported === 0) {
+        this.#carried.delete(`${share.kind}\u0000${share.tenant}`);
+      }
       if (lease.window !== share.window) {
         // A new window: what was left or owed of the old one lapsed with it. Before the first
         // grant (window 0) the balance is what was taken on credit, counted in this window.
@@ -305,6 +341,34 @@ export class LeaseBook {
     }
   }
 
+  /** Sends what lapsed leases consumed unreported, each with its own window, first thing. */
+  #reportCarried(): void {
+    const now = this.#options.now();
+    const reports: ConsumptionReport[] = [];
+    for (const [key, carried] of this.#carried) {
+      if (carried.expiresAt <= now) {
+        // Its window ended: the control plane's count of it lapsed too.
+        this.#carried.delete(key);
+      } else if (carried.unreported > 0) {
+        reports.push({
+          tenant: carried.tenant,
+          kind: carried.kind,
+          window: carried.window,
+          consumed: BigInt(carried.unreported),
+          wantsMore: false,
+        });
+      }
+    }
+    if (reports.length === 0 || !this.#options.send(reports)) return;
+    for (const carried of this.#carried.values()) carried.unreported = 0;
+  }
+
+  /** This window's request on credit was taken by a lease that lapsed with its stream. */
+  #creditTaken(key: string): boolean {
+    const carried = this.#carried.get(key);
+    return carried !== undefined && carried.credited && carried.expiresAt > this.#options.now();
+  }
+
   #waitFor(lease: Lease): Promise<void> {
     if (lease.waiting !== undefined) return lease.waiting.ready;
     let release = () => {};
@@ -377,7 +441,7 @@ export class LeaseBook {
         unreported: 0,
         exhausted: false,
         askedAt: undefined,
-        credited: false,
+        credited: this.#creditTaken(key),
         waiting: undefined,
       };
       this.#leases.set(key, lease);
