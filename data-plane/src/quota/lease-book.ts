@@ -366,7 +366,7 @@ export class LeaseBook {
   /** This window's request on credit was taken by a lease that lapsed with its stream. */
   #creditTaken(key: string): boolean {
     const carried = this.#carried.get(key);
-    return carried !== undefined && carried.credited && carried.expiresAt > this.#options.now();
+    return carried?.credited === true && carried.expiresAt > this.#options.now();
   }
 
   #waitFor(lease: Lease): Promise<void> {
