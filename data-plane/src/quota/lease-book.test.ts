@@ -156,6 +156,21 @@ describe("LeaseBook", () => {
     expect(book.admit("acme", RPM, 20).ok).toBe(true);
   });
 
+  it("asks again in the same window once the snapshot raises a spent budget's limit", () => {
+    const { book, grant, sent } = setup();
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    grant(0, { kind: TPM, exhausted: true, revoked: true });
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(false);
+    sent.length = 0;
+    // A snapshot raised the tenant's limit: the next request goes on and asks for a share.
+    expect(book.admit("acme", TPM, 5000, false).ok).toBe(true);
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: TPM, window: 7n, consumed: 0n, wantsMore: true }],
+    ]);
+    grant(400, { kind: TPM });
+    expect(book.held("acme", TPM)).toBe(400);
+  });
+
   it("debits tokens after the fact and refuses while the balance is spent", () => {
     const { book, grant, sent } = setup();
     grant(100, { kind: TPM });

@@ -72,6 +72,8 @@ interface Lease {
   unreported: number;
   /** The control plane has nothing left this window. */
   exhausted: boolean;
+  /** The limit when it said so: a snapshot raising the limit past it lifts `exhausted`. */
+  exhaustedAtLimit: number;
   /** When the unanswered ask went out; undefined when none is out. */
   askedAt: number | undefined;
   /** This window's one request on credit was let through (before its first grant). */
@@ -173,7 +175,7 @@ export class LeaseBook {
     if (limit <= 0) return ALLOWED;
     if (!this.#connected) return this.#admitAlone(tenant, kind, limit, spend ? 1 : 0);
     const lease = this.#lease(tenant, kind);
-    lease.limit = limit;
+    this.#holdTo(lease, limit);
     if (lease.balance > 0) {
       if (spend) this.#spend(lease, 1);
       return ALLOWED;
@@ -230,6 +232,7 @@ export class LeaseBook {
       lease.balance += granted;
       lease.lastGrant = granted;
       lease.exhausted = share.exhausted;
+      if (share.exhausted) lease.exhaustedAtLimit = lease.limit;
       lease.expiresAt = now + Number(share.resetsInMs);
       lease.askedAt = undefined;
       lease.waiting?.release();
@@ -263,7 +266,7 @@ export class LeaseBook {
       };
     }
     const lease = this.#lease(tenant, kind);
-    lease.limit = limit;
+    this.#holdTo(lease, limit);
     const resetsInMs = lease.expiresAt - this.#options.now();
     if (lease.balance > 0) {
       const granted = clamp(size(lease.balance), lease.balance);
@@ -338,6 +341,21 @@ export class LeaseBook {
     }
     if (reports.length > 0 && this.#options.send(reports)) {
       for (const lease of this.#leases.values()) lease.unreported = 0;
+    }
+  }
+
+  /**
+   * Holds `lease` to the snapshot's `limit`. A spent budget whose limit the snapshot raised
+   * is open again: the next request asks the control plane (which reopens it too) instead of
+   * being refused until the window ends.
+   */
+  #holdTo(lease: Lease, limit: number): void {
+    lease.limit = limit;
+    // Told before any request set a limit: the first limit held is the one it was spent at.
+    if (lease.exhausted && lease.exhaustedAtLimit === 0) lease.exhaustedAtLimit = limit;
+    if (lease.exhausted && limit > lease.exhaustedAtLimit) {
+      lease.exhausted = false;
+      lease.askedAt = undefined;
     }
   }
 
@@ -440,6 +458,7 @@ export class LeaseBook {
         lastGrant: 0,
         unreported: 0,
         exhausted: false,
+        exhaustedAtLimit: 0,
         askedAt: undefined,
         credited: this.#creditTaken(key),
         waiting: undefined,
