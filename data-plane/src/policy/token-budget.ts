@@ -48,7 +48,13 @@ const policy: Policy = Object.freeze({
     if (tenant === undefined) return undefined;
     // Ask for the body as the scanner reads it. An upstream that compresses anyway is decoded
     // or estimated (encoded-usage-reader.ts), so this saves work; it is not what keeps count.
-    if (hasTokenLimit(tenant)) setHeader(request.headers, "accept-encoding", "identity");
+    if (hasTokenLimit(tenant)) {
+      // A tunnel's frames carry no usage the gateway reads (Realtime APIs report it in their
+      // own events): a tenant held to a token budget opens none rather than spend it unseen.
+      if (isWebSocketHandshake(request))
+        return { kind: "error", code: "CLAWGATE_WEBSOCKET_NOT_METERED" };
+      setHeader(request.headers, "accept-encoding", "identity");
+    }
     const quota = services.quota;
     if (quota === undefined) return undefined;
     for (const [kind, limit] of [
@@ -81,6 +87,15 @@ const policy: Policy = Object.freeze({
     debit(request, services);
   },
 } satisfies Policy);
+
+function isWebSocketHandshake(request: PolicyRequest): boolean {
+  const headers = request.req.headers;
+  const protocol = headers[":protocol"];
+  return (
+    headers.upgrade?.toLowerCase() === "websocket" ||
+    (typeof protocol === "string" && protocol.toLowerCase() === "websocket")
+  );
+}
 
 function hasTokenLimit(tenant: PolicyTenant): boolean {
   return Number(tenant.source.tokensPerMinute) > 0 || Number(tenant.source.tokensPerDay) > 0;
