@@ -48,9 +48,9 @@ function setup() {
 
 function request(): PolicyRequest {
   return {
-    req: {} as IncomingMessage,
+    req: { headers: {} } as IncomingMessage,
     requestId: "r1",
-    headers: [],
+    headers: ["accept-encoding", "gzip, br"],
     tenant: { name: "acme", source: tenant },
   };
 }
@@ -105,6 +105,8 @@ describe("token-budget policy", () => {
     grant(QuotaKind.TOKENS_PER_MINUTE, 100, true);
     const req = request();
     expect(policy.onRequest(req, services)).toBeUndefined();
+    // The client's gzip is replaced: the scanner reads the body as sent.
+    expect(req.headers).toEqual(["accept-encoding", "identity"]);
     const observer = policy.onResponse?.(
       req,
       200,
