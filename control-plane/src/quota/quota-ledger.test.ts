@@ -158,6 +158,43 @@ describe("QuotaLedger", () => {
     expect(pushed).toEqual([]);
   });
 
+  it("opens a spent budget again in the same window once the snapshot raises its limit", () => {
+    const limit = { value: 100 };
+    const book = new QuotaLedger({ limitOf: () => limit.value, holders: () => 1, now: () => 0 });
+    const tokens = QuotaKind.TOKENS_PER_MINUTE;
+    book.report("a", [ask(0, 0, true, tokens)]);
+    expect(book.report("a", [ask(130, 0, true, tokens)])[0]).toMatchObject({ revoked: true });
+    // The same limit keeps it spent.
+    expect(book.report("a", [ask(0, 0, true, tokens)])[0]).toMatchObject({ revoked: true });
+    limit.value = 1000;
+    const reopened = book.report("a", [ask(0, 0, true, tokens)])[0]!;
+    expect(reopened).toMatchObject({ exhausted: false, revoked: false });
+    expect(reopened.granted).toBeGreaterThan(0);
+    // What was spent still counts: the share comes out of 1000 - 130.
+    expect(reopened.granted).toBe(Math.ceil((1000 - 130) / 2));
+  });
+
+  it("keeps no budget for a tenant the snapshot does not limit (or does not hold)", () => {
+    const book = new QuotaLedger({
+      limitOf: (tenant) => (tenant === "acme" ? 20 : 0),
+      holders: () => 1,
+      now: () => 0,
+    });
+    for (let i = 0; i < 100; i++) {
+      const entry = create(QuotaConsumptionSchema, {
+        tenant: `made-up-${i}`,
+        kind: RPM,
+        window: 0n,
+        consumed: 5n,
+        wantsMore: true,
+      });
+      expect(book.report("a", [entry])[0]).toMatchObject({ granted: UNLIMITED_GRANT });
+    }
+    expect(book.budgetsHeld()).toBe(0);
+    book.report("a", [ask()]);
+    expect(book.budgetsHeld()).toBe(1);
+  });
+
   it("grants an unlimited budget without counting", () => {
     const book = ledger(0);
     expect(book.report("a", [ask()])[0]).toMatchObject({ granted: UNLIMITED_GRANT });

@@ -94,6 +94,8 @@ interface Budget {
   reserveAgainAt: number;
   /** The budget is spent and its holders were told so. */
   revoked: boolean;
+  /** The limit it was spent at: a snapshot that raises the limit past it opens it again. */
+  revokedAtLimit: number;
 }
 
 export class QuotaLedger {
@@ -116,6 +118,11 @@ export class QuotaLedger {
       this.#counter.onTotal?.((key, total) => this.#fleetTotal(key, total)) ?? (() => {});
   }
 
+  /** Tenant budgets this ledger keeps (one per limited tenant and kind); for tests. */
+  budgetsHeld(): number {
+    return this.#budgets.size;
+  }
+
   /** Stops following the fleet's count. */
   close(): void {
     this.#unsubscribe();
@@ -132,7 +139,24 @@ export class QuotaLedger {
       if (windowMs === undefined || entry.tenant === "") continue;
       const now = this.#options.now();
       const window = Math.floor(now / windowMs);
+      const limit = this.#options.limitOf(entry.tenant, entry.kind);
+      if (limit <= 0) {
+        // Unlimited, or a name the published snapshot does not hold (a data plane may send any
+        // string): no Budget is kept for it, so such names cannot grow this ledger.
+        if (entry.wantsMore) {
+          grants.push({
+            ...key(entry),
+            window,
+            granted: UNLIMITED_GRANT,
+            resetsInMs: (window + 1) * windowMs - now,
+            exhausted: false,
+          });
+        }
+        continue;
+      }
       const budget = this.#budget(entry.tenant, entry.kind, window, windowMs);
+      // The limit was raised past the one the budget was spent at: it is open again.
+      if (budget.revoked && limit > budget.revokedAtLimit) budget.revoked = false;
       // Window 0 is a data plane that had no lease yet: what it took on credit counts now.
       const sameWindow = entry.window === 0n || Number(entry.window) === window;
       const consumed = sameWindow ? Number(entry.consumed) : 0;
@@ -140,19 +164,6 @@ export class QuotaLedger {
         budget.used += consumed;
         const leased = budget.leases.get(holder) ?? 0;
         budget.leases.set(holder, Math.max(0, leased - consumed));
-      }
-      const limit = this.#options.limitOf(entry.tenant, entry.kind);
-      if (limit <= 0) {
-        if (entry.wantsMore) {
-          grants.push({
-            ...key(entry),
-            window,
-            granted: UNLIMITED_GRANT,
-            resetsInMs: this.#resetsInMs(budget.key),
-            exhausted: false,
-          });
-        }
-        continue;
       }
       this.#chargeBeyondReservation(budget);
       this.#revokeIfSpent(budget, limit, holder);
@@ -292,6 +303,7 @@ export class QuotaLedger {
     if (budget.revoked || limit <= 0 || budget.fleetTotal < limit) return;
     if (budget.used < budget.reserved && budget.fleetTotal <= limit) return;
     budget.revoked = true;
+    budget.revokedAtLimit = limit;
     this.#revoke(budget, reporter);
     this.#options.onSpent?.(budget.key);
   }
@@ -370,6 +382,7 @@ export class QuotaLedger {
         waiting: new Set(),
         reserveAgainAt: 0,
         revoked: false,
+        revokedAtLimit: 0,
       };
       this.#budgets.set(id, budget);
     }

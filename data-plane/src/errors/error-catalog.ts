@@ -16,6 +16,10 @@ export const errorCatalog = Object.freeze({
     message: "A valid API key is required (x-api-key or Authorization: Bearer).",
   },
   CLAWGATE_FORBIDDEN: { status: 403, message: "This API key may not call this route." },
+  CLAWGATE_WEBSOCKET_NOT_METERED: {
+    status: 403,
+    message: "This tenant has a token budget, which a WebSocket tunnel cannot be counted against.",
+  },
   CLAWGATE_IP_DENIED: { status: 403, message: "Requests from this address are not allowed." },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
   CLAWGATE_PAYLOAD_TOO_LARGE: {

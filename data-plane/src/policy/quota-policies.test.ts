@@ -49,10 +49,10 @@ function setup() {
 
 function request(): PolicyRequest {
   return {
-    req: {} as IncomingMessage,
+    req: { headers: {} } as IncomingMessage,
     requestId: "r1",
     tenantKeys: TenantKeys.NONE,
-    headers: [],
+    headers: ["accept-encoding", "gzip, br"],
     tenant: { name: "acme", source: tenant },
   };
 }
@@ -107,6 +107,8 @@ describe("token-budget policy", () => {
     grant(QuotaKind.TOKENS_PER_MINUTE, 100, true);
     const req = request();
     expect(policy.onRequest(req, services)).toBeUndefined();
+    // The client's gzip is replaced: the scanner reads the body as sent.
+    expect(req.headers).toEqual(["accept-encoding", "identity"]);
     const observer = policy.onResponse?.(
       req,
       200,

@@ -39,6 +39,41 @@ function setup() {
 }
 
 describe("LeaseBook", () => {
+  it("carries unreported consumption and the window's credit across a stream reconnect", () => {
+    const { book, sent, grant } = setup();
+    expect(book.admit("acme", RPM, 20).ok).toBe(true); // on credit, asks
+    grant(10);
+    for (let i = 0; i < 3; i++) expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    sent.length = 0;
+    // The stream breaks before the credit and the 3 were reported; the next opens in the window.
+    book.setConnected(false);
+    book.setConnected(true);
+    // Reported first on the new stream, in the window they were spent in.
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: RPM, window: 7n, consumed: 4n, wantsMore: false }],
+    ]);
+    // The window's credit was taken: the next request waits for its share instead.
+    const next = book.admit("acme", RPM, 20);
+    expect(next.ok).toBe(false);
+    expect(next.ok === false && next.ready).toBeInstanceOf(Promise);
+    // Many reconnects still add no credit.
+    for (let i = 0; i < 5; i++) {
+      book.setConnected(false);
+      book.setConnected(true);
+      expect(book.admit("acme", RPM, 20).ok).toBe(false);
+    }
+  });
+
+  it("gives a new window its credit again after a reconnect", () => {
+    const { book, clock, grant } = setup();
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+    grant(10);
+    book.setConnected(false);
+    book.setConnected(true);
+    clock.now += 30_000; // the window of that grant ended
+    expect(book.admit("acme", RPM, 20).ok).toBe(true);
+  });
+
   it("asks once for a share and lets one request through on credit meanwhile", () => {
     const { book, sent } = setup();
     expect(book.admit("acme", RPM, 20)).toEqual({ ok: true });
@@ -119,6 +154,21 @@ describe("LeaseBook", () => {
     clock.now += 20_000;
     // The window ended: the lease lapsed and a new ask goes out.
     expect(book.admit("acme", RPM, 20).ok).toBe(true);
+  });
+
+  it("asks again in the same window once the snapshot raises a spent budget's limit", () => {
+    const { book, grant, sent } = setup();
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(true);
+    grant(0, { kind: TPM, exhausted: true, revoked: true });
+    expect(book.admit("acme", TPM, 1000, false).ok).toBe(false);
+    sent.length = 0;
+    // A snapshot raised the tenant's limit: the next request goes on and asks for a share.
+    expect(book.admit("acme", TPM, 5000, false).ok).toBe(true);
+    expect(sent).toEqual([
+      [{ tenant: "acme", kind: TPM, window: 7n, consumed: 0n, wantsMore: true }],
+    ]);
+    grant(400, { kind: TPM });
+    expect(book.held("acme", TPM)).toBe(400);
   });
 
   it("debits tokens after the fact and refuses while the balance is spent", () => {

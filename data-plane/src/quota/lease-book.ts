@@ -72,6 +72,8 @@ interface Lease {
   unreported: number;
   /** The control plane has nothing left this window. */
   exhausted: boolean;
+  /** The limit when it said so: a snapshot raising the limit past it lifts `exhausted`. */
+  exhaustedAtLimit: number;
   /** When the unanswered ask went out; undefined when none is out. */
   askedAt: number | undefined;
   /** This window's one request on credit was let through (before its first grant). */
@@ -83,6 +85,16 @@ interface Lease {
 interface Waiting {
   readonly ready: Promise<void>;
   readonly release: () => void;
+}
+
+/** What a lease that lapsed with its stream leaves to the next stream, within its window. */
+interface Carried {
+  readonly tenant: string;
+  readonly kind: QuotaKind;
+  readonly window: bigint;
+  readonly expiresAt: number;
+  unreported: number;
+  readonly credited: boolean;
 }
 
 /** Counts alone while no control plane is reachable: each data plane holds the whole limit. */
@@ -116,20 +128,42 @@ export class LeaseBook {
   readonly #options: LeaseBookOptions;
   readonly #leases = new Map<string, Lease>();
   readonly #local = new Map<string, LocalWindow>();
+  /** What lapsed leases consumed unreported, and their credit, by lease key (setConnected). */
+  readonly #carried = new Map<string, Carried>();
   #connected = false;
 
   constructor(options: LeaseBookOptions) {
     this.#options = options;
   }
 
-  /** The stream to a control plane opened or ended. Leases belong to a stream: they lapse. */
+  /**
+   * The stream to a control plane opened or ended. Leases belong to a stream: they lapse. What
+   * a lease consumed and had not reported yet, and whether its window's request on credit was
+   * taken, outlive it (#carried): the new stream is told the consumption first, and the window
+   * gets no second credit, so reconnects do not widen the overshoot past one request per data
+   * plane per window.
+   */
   setConnected(connected: boolean): void {
     if (connected === this.#connected) return;
     this.#connected = connected;
     // The control plane gave back what this data plane held when the stream ended; requests
     // waiting for a share go on to be admitted by what holds now.
-    for (const lease of this.#leases.values()) lease.waiting?.release();
+    for (const [key, lease] of this.#leases) {
+      lease.waiting?.release();
+      if (lease.unreported > 0 || lease.credited) {
+        const carried = this.#carried.get(key);
+        this.#carried.set(key, {
+          tenant: lease.tenant,
+          kind: lease.kind,
+          window: lease.window,
+          expiresAt: lease.expiresAt,
+          unreported: lease.unreported + (carried?.unreported ?? 0),
+          credited: lease.credited || (carried?.credited ?? false),
+        });
+      }
+    }
     this.#leases.clear();
+    if (connected) this.#reportCarried();
   }
 
   /**
@@ -141,7 +175,7 @@ export class LeaseBook {
     if (limit <= 0) return ALLOWED;
     if (!this.#connected) return this.#admitAlone(tenant, kind, limit, spend ? 1 : 0);
     const lease = this.#lease(tenant, kind);
-    lease.limit = limit;
+    this.#holdTo(lease, limit);
     if (lease.balance > 0) {
       if (spend) this.#spend(lease, 1);
       return ALLOWED;
@@ -181,6 +215,10 @@ export class LeaseBook {
     const now = this.#options.now();
     for (const share of grant.leases) {
       const lease = this.#lease(share.tenant, share.kind);
+      // The lease knows its window now: its own credit flag holds from here on.
+      if (this.#carried.get(`${share.kind}\u0000${share.tenant}`)?.unreported === 0) {
+        this.#carried.delete(`${share.kind}\u0000${share.tenant}`);
+      }
       if (lease.window !== share.window) {
         // A new window: what was left or owed of the old one lapsed with it. Before the first
         // grant (window 0) the balance is what was taken on credit, counted in this window.
@@ -194,6 +232,7 @@ export class LeaseBook {
       lease.balance += granted;
       lease.lastGrant = granted;
       lease.exhausted = share.exhausted;
+      if (share.exhausted) lease.exhaustedAtLimit = lease.limit;
       lease.expiresAt = now + Number(share.resetsInMs);
       lease.askedAt = undefined;
       lease.waiting?.release();
@@ -227,7 +266,7 @@ export class LeaseBook {
       };
     }
     const lease = this.#lease(tenant, kind);
-    lease.limit = limit;
+    this.#holdTo(lease, limit);
     const resetsInMs = lease.expiresAt - this.#options.now();
     if (lease.balance > 0) {
       const granted = clamp(size(lease.balance), lease.balance);
@@ -305,6 +344,49 @@ export class LeaseBook {
     }
   }
 
+  /**
+   * Holds `lease` to the snapshot's `limit`. A spent budget whose limit the snapshot raised
+   * is open again: the next request asks the control plane (which reopens it too) instead of
+   * being refused until the window ends.
+   */
+  #holdTo(lease: Lease, limit: number): void {
+    lease.limit = limit;
+    // Told before any request set a limit: the first limit held is the one it was spent at.
+    if (lease.exhausted && lease.exhaustedAtLimit === 0) lease.exhaustedAtLimit = limit;
+    if (lease.exhausted && limit > lease.exhaustedAtLimit) {
+      lease.exhausted = false;
+      lease.askedAt = undefined;
+    }
+  }
+
+  /** Sends what lapsed leases consumed unreported, each with its own window, first thing. */
+  #reportCarried(): void {
+    const now = this.#options.now();
+    const reports: ConsumptionReport[] = [];
+    for (const [key, carried] of this.#carried) {
+      if (carried.expiresAt <= now) {
+        // Its window ended: the control plane's count of it lapsed too.
+        this.#carried.delete(key);
+      } else if (carried.unreported > 0) {
+        reports.push({
+          tenant: carried.tenant,
+          kind: carried.kind,
+          window: carried.window,
+          consumed: BigInt(carried.unreported),
+          wantsMore: false,
+        });
+      }
+    }
+    if (reports.length === 0 || !this.#options.send(reports)) return;
+    for (const carried of this.#carried.values()) carried.unreported = 0;
+  }
+
+  /** This window's request on credit was taken by a lease that lapsed with its stream. */
+  #creditTaken(key: string): boolean {
+    const carried = this.#carried.get(key);
+    return carried?.credited === true && carried.expiresAt > this.#options.now();
+  }
+
   #waitFor(lease: Lease): Promise<void> {
     if (lease.waiting !== undefined) return lease.waiting.ready;
     let release = () => {};
@@ -376,8 +458,9 @@ export class LeaseBook {
         lastGrant: 0,
         unreported: 0,
         exhausted: false,
+        exhaustedAtLimit: 0,
         askedAt: undefined,
-        credited: false,
+        credited: this.#creditTaken(key),
         waiting: undefined,
       };
       this.#leases.set(key, lease);

@@ -73,6 +73,37 @@ describe("usageScannerFor", () => {
     expect(scan("text/event-stream", body, 1000)).toBe(3);
   });
 
+  it.each([1, 1000, 65536])(
+    "reads usage from a response.completed event over 16 KiB in chunks of %i bytes",
+    (size) => {
+      // The whole response rides on the event: output text, instructions, tools.
+      const completed = JSON.stringify({
+        type: "response.completed",
+        response: {
+          instructions: 'say "usage": {"total_tokens": 1} \\ ✓',
+          output: [{ content: [{ type: "output_text", text: "x".repeat(20_000) }] }],
+          usage: { input_tokens: 10, output_tokens: 5000, total_tokens: 5010 },
+        },
+      });
+      const body = `event: response.completed\r\ndata: ${completed}\r\n\r\n`;
+      expect(scan("text/event-stream", body, size)).toBe(5010);
+    },
+  );
+
+  it("reads message.usage and usage from overlong Anthropic events, not usage nested deeper", () => {
+    const start = JSON.stringify({
+      type: "message_start",
+      message: { content: [{ usage: { input_tokens: 999 } }], usage: { input_tokens: 25 } },
+      padding: "p".repeat(20_000),
+    });
+    const delta = JSON.stringify({
+      type: "message_delta",
+      delta: { text: "d".repeat(20_000), usage: { output_tokens: 999 } },
+      usage: { output_tokens: 15 },
+    });
+    expect(scan("text/event-stream", `data: ${start}\n\ndata: ${delta}\n\n`, 333)).toBe(40);
+  });
+
   it("has no scanner for bodies that carry no usage", () => {
     expect(usageScannerFor("text/html")).toBeUndefined();
     expect(usageScannerFor(undefined)).toBeUndefined();

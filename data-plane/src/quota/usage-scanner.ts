@@ -1,4 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
+import { JsonUsageScanner } from "./json-usage-scanner.js";
+import { emptyCounts, readUsage, totalOf, type UsageCounts } from "./usage-counts.js";
 
 /**
  * Reads the token usage a model response reports while its bytes pass to the client, never
@@ -7,7 +9,8 @@ import { StringDecoder } from "node:string_decoder";
  * - JSON: a small tokenizer follows strings and nesting and keeps only the value of the
  *   top-level `usage` key (cut at USAGE_BYTES), parsed when it closes.
  * - SSE: lines are split as they come; only a `data:` line that mentions "usage" is parsed, and
- *   a line longer than LINE_BYTES (a big content delta) is skipped without being kept.
+ *   a `data:` line longer than LINE_BYTES (a big content delta, a whole response) goes through
+ *   the same streaming tokenizer as JSON bodies, without being kept.
  *   OpenAI sends the totals in one last chunk (`usage`, or `response.usage` on the Responses
  *   API's `response.completed`); Anthropic sends input tokens in `message_start` and the
  *   running output total in each `message_delta` (the latest one counts, never their sum).
@@ -18,54 +21,28 @@ export interface UsageScanner {
   tokens(): number;
 }
 
-/** Longest `usage` object kept from a JSON body; real ones are under 300 bytes. */
-const USAGE_BYTES = 4096;
-/** Longest SSE line kept; a final usage chunk is well under this. */
+/** Longest SSE line kept whole; a final usage chunk is usually well under this. */
 const LINE_BYTES = 16 * 1024;
+/** Where an SSE event may carry usage besides its top level. */
+const EVENT_PARENTS: ReadonlySet<string> = new Set(["response", "message"]);
 
 /** A scanner for the response's content type, or undefined when it cannot carry usage. */
 export function usageScannerFor(contentType: string | undefined): UsageScanner | undefined {
   const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "text/event-stream") return new SseUsageScanner();
-  if (type === "application/json" || type.endsWith("+json")) return new JsonUsageScanner();
+  if (type === "application/json" || type.endsWith("+json")) return new JsonBodyScanner();
   return undefined;
 }
 
-interface UsageCounts {
-  input: number;
-  output: number;
-  /** A total the provider stated; wins over input + output. */
-  total: number | undefined;
-}
-
-/** Reads one usage object of either style into `into`; Anthropic's output is a running total. */
-function readUsage(usage: unknown, into: UsageCounts): void {
-  if (typeof usage !== "object" || usage === null) return;
-  const u = usage as Record<string, unknown>;
-  const n = (key: string) => (typeof u[key] === "number" && u[key] >= 0 ? (u[key] as number) : 0);
-  if (typeof u.total_tokens === "number") {
-    into.total = n("total_tokens");
-    return;
-  }
-  const input =
-    n("prompt_tokens") +
-    n("input_tokens") +
-    n("cache_creation_input_tokens") +
-    n("cache_read_input_tokens");
-  if (input > 0) into.input = input;
-  const output = n("completion_tokens") + n("output_tokens");
-  if (output > 0) into.output = output;
-}
-
-function total(counts: UsageCounts): number {
-  return counts.total ?? counts.input + counts.output;
-}
-
 class SseUsageScanner implements UsageScanner {
-  readonly #counts: UsageCounts = { input: 0, output: 0, total: undefined };
+  readonly #counts: UsageCounts = emptyCounts();
   #line = "";
-  /** The current line outgrew LINE_BYTES: the rest of it is dropped up to the newline. */
-  #skipping = false;
+  /**
+   * The current line outgrew LINE_BYTES: a `data:` line goes on through a streaming scanner
+   * (the Responses API's response.completed carries the whole response, output and all, with
+   * its usage), any other line is dropped up to the newline. Either way it is not kept.
+   */
+  #long: JsonUsageScanner | "skip" | undefined;
   // A character split across chunks is decoded whole.
   readonly #decoder = new StringDecoder("utf8");
 
@@ -75,24 +52,32 @@ class SseUsageScanner implements UsageScanner {
     for (;;) {
       const newline = text.indexOf("\n", start);
       const piece = newline < 0 ? text.slice(start) : text.slice(start, newline);
-      if (!this.#skipping) {
+      if (this.#long instanceof JsonUsageScanner) {
+        this.#long.pushText(piece);
+      } else if (this.#long === undefined) {
         if (this.#line.length + piece.length > LINE_BYTES) {
-          this.#skipping = true;
+          const line = this.#line + piece;
           this.#line = "";
+          if (line.startsWith("data:")) {
+            this.#long = new JsonUsageScanner(this.#counts, EVENT_PARENTS);
+            this.#long.pushText(line.slice(5));
+          } else {
+            this.#long = "skip";
+          }
         } else {
           this.#line += piece;
         }
       }
       if (newline < 0) return;
-      if (!this.#skipping) this.#onLine(this.#line);
+      if (this.#long === undefined) this.#onLine(this.#line);
       this.#line = "";
-      this.#skipping = false;
+      this.#long = undefined;
       start = newline + 1;
     }
   }
 
   tokens(): number {
-    return total(this.#counts);
+    return totalOf(this.#counts);
   }
 
   #onLine(raw: string): void {
@@ -113,81 +98,17 @@ class SseUsageScanner implements UsageScanner {
   }
 }
 
-class JsonUsageScanner implements UsageScanner {
-  readonly #counts: UsageCounts = { input: 0, output: 0, total: undefined };
-  #depth = 0;
-  #inString = false;
-  #escaped = false;
-  /** The last top-level key read (depth 1), kept only while it is short. */
-  #key = "";
-  #readingKey = false;
-  /** The top-level `usage` value being captured, from its first byte; undefined otherwise. */
-  #capture: string | undefined;
-  #captureDepth = 0;
-  #done = false;
+/** A JSON body: only its top-level `usage` counts. */
+class JsonBodyScanner implements UsageScanner {
+  readonly #counts: UsageCounts = emptyCounts();
+  readonly #scanner = new JsonUsageScanner(this.#counts);
   readonly #decoder = new StringDecoder("utf8");
 
   push(chunk: Buffer): void {
-    if (this.#done) return;
-    const text = this.#decoder.write(chunk);
-    for (let i = 0; i < text.length; i++) {
-      const c = text[i]!;
-      if (this.#capture !== undefined) {
-        this.#capture += c;
-        if (this.#capture.length > USAGE_BYTES) {
-          this.#capture = undefined;
-          this.#done = true;
-          return;
-        }
-      }
-      if (this.#inString) {
-        if (this.#escaped) this.#escaped = false;
-        else if (c === "\\") this.#escaped = true;
-        else if (c === '"') this.#inString = false;
-        else if (this.#readingKey && this.#key.length < 16) this.#key += c;
-        continue;
-      }
-      switch (c) {
-        case '"':
-          this.#inString = true;
-          // A string at depth 1 outside a value being captured may be a key: keep it.
-          this.#readingKey = this.#depth === 1 && this.#capture === undefined;
-          if (this.#readingKey) this.#key = "";
-          break;
-        case ":":
-          if (this.#depth === 1 && this.#key === "usage" && this.#capture === undefined) {
-            this.#capture = "";
-            this.#captureDepth = this.#depth;
-          }
-          break;
-        case "{":
-        case "[":
-          this.#depth++;
-          break;
-        case "}":
-        case "]":
-          this.#depth--;
-          if (this.#capture !== undefined && this.#depth === this.#captureDepth) this.#finish();
-          break;
-        case ",":
-          if (this.#depth === 1) this.#key = "";
-          break;
-      }
-    }
+    this.#scanner.pushText(this.#decoder.write(chunk));
   }
 
   tokens(): number {
-    return total(this.#counts);
-  }
-
-  #finish(): void {
-    const captured = this.#capture ?? "";
-    this.#capture = undefined;
-    this.#key = "";
-    try {
-      readUsage(JSON.parse(captured), this.#counts);
-    } catch {
-      // Not an object after all; nothing to count.
-    }
+    return totalOf(this.#counts);
   }
 }

@@ -301,6 +301,62 @@ describe("websocket upgrade handler with route policies", () => {
     }
   });
 
+  it("refuses a tunnel to a tenant with a token budget (403), not to one without", async () => {
+    const node = await upstreamServer();
+    const registry = new Registry();
+    const sha = (key: string) => createHash("sha256").update(key).digest("hex");
+    const compiled = compileSnapshot(
+      create(SnapshotSchema, {
+        version: 1n,
+        upstreams: [{ name: "u", nodes: [{ address: node.address, weight: 1 }] }],
+        routes: [
+          {
+            name: "ws",
+            match: { pathPrefix: "/ws" },
+            upstream: "u",
+            auth: { tenants: "required" },
+          },
+        ],
+        tenants: [
+          { name: "alpha", apiKeySha256: [sha("ka")], tokensPerDay: 1000n },
+          { name: "beta", apiKeySha256: [sha("kb")] },
+        ],
+      }),
+    );
+    if (!compiled.ok) throw new Error(compiled.reason);
+    const logger = pino({ level: "silent" });
+    const healing = new RequestHealing({ registry, logger });
+    healing.sync(compiled.value);
+    const proxy = createServer();
+    proxy.on(
+      "upgrade",
+      createUpgradeHandler({
+        current: () => compiled.value,
+        pools: new PoolRegistry(),
+        metrics: new ProxyMetrics(registry),
+        healing,
+        tunnels: new Tunnels(registry),
+        logger,
+      }),
+    );
+    proxy.listen(0, "127.0.0.1");
+    await once(proxy, "listening");
+    try {
+      const port = (proxy.address() as AddressInfo).port;
+      const alpha = await handshake(port, "/ws/x", "websocket", { "x-api-key": "ka" });
+      expect(alpha.status).toBe(403);
+      expect("body" in alpha && JSON.parse(alpha.body)).toMatchObject({
+        error: { code: "CLAWGATE_WEBSOCKET_NOT_METERED" },
+      });
+      const beta = await handshake(port, "/ws/x", "websocket", { "x-api-key": "kb" });
+      expect(beta.status).toBe(101);
+      if ("socket" in beta) beta.socket.destroy();
+    } finally {
+      await closeLoopbackServer(proxy);
+      await closeLoopbackServer(node.server);
+    }
+  });
+
   it("refuses a handshake without API key on an auth route, before any node is tried", async () => {
     let reached = 0;
     const node = createServer();
