@@ -11,8 +11,8 @@ import {
 import type { ConfigService } from "../resources/config-service.js";
 import { applyResponse, errorResponse } from "./api-schemas.js";
 import { sendError } from "./errors.js";
-import { readableSpec } from "./tenant-key-redaction.js";
 import { remediationGuard } from "./remediation-guard.js";
+import { readableSpec } from "./tenant-key-redaction.js";
 
 export interface HistoryRoutesOptions {
   config: ConfigService;

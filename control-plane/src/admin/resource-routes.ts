@@ -20,8 +20,8 @@ import { type AuditSink, auditOperations } from "./audit-write.js";
 import { etag, noneMatchHolds, parseIfNoneMatch } from "./entity-tags.js";
 import { sendError } from "./errors.js";
 import { singularKind } from "./kind-name.js";
-import { readableSpec, responseSpec } from "./tenant-key-redaction.js";
 import { remediationGuard } from "./remediation-guard.js";
+import { readableSpec, responseSpec } from "./tenant-key-redaction.js";
 
 export interface ResourceRoutesOptions {
   config: ConfigService;
