@@ -10,6 +10,9 @@ import { RouteCandidates } from "./route-candidates.js";
  *      routes that name no host. A more specific host tier that has no matching route falls
  *      through to the next tier.
  *   2. path: an exact path beats any prefix; a longer prefix beats a shorter one.
+ *      An exact path matches with or without one trailing "/" ("/private" and "/private/" are
+ *      one key, exactKey), since most backends serve both alike: a policy on one spelling must
+ *      not be skipped by a request in the other. Matching is case-sensitive.
  *      A prefix matches on segment boundaries: "/api" matches "/api" and "/api/..." but not
  *      "/apix". A prefix ending in "/" ("/", "/api/") matches every path that starts with it.
  *      The proxy hands over the normalized path (normalize-path.ts: dot-segments
@@ -203,9 +206,10 @@ function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<
   const prefixes = new Map<string, CompiledRoute[]>();
   for (const [i, route] of routes.entries()) {
     const index = route.pathKind === "exact" ? exact : prefixes;
-    const list = index.get(route.pathValue);
+    const key = pathKey(route);
+    const list = index.get(key);
     if (list) list.push(route);
-    else index.set(route.pathValue, [route]);
+    else index.set(key, [route]);
     if ((i + 1) % every === 0) yield;
   }
   const tier = yield* PrefixTree.buildSteps(candidatesOf(prefixes), candidatesOf(exact), every);
@@ -215,6 +219,18 @@ function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<
 /** Each path's candidates, made as the tree takes them (so in its build steps). */
 function* candidatesOf(lists: Map<string, CompiledRoute[]>): Generator<[string, RouteCandidates]> {
   for (const [path, list] of lists) yield [path, RouteCandidates.of(list) as RouteCandidates];
+}
+
+/**
+ * Where a route sits in its tier's tree: its prefix, or its exact path without a trailing "/"
+ * ("/" itself kept), which the tree holds for the path with one "/" more as well.
+ */
+function pathKey(route: CompiledRoute): string {
+  const path = route.pathValue;
+  if (route.pathKind === "prefix" || path.length < 2 || path.charCodeAt(path.length - 1) !== 47) {
+    return path;
+  }
+  return path.slice(0, -1);
 }
 
 /** Runs steps with no pause to their end. */
@@ -244,10 +260,8 @@ function updateTier(
 ): HostTier | undefined {
   const paths = new Map<string, { kind: "exact" | "prefix"; value: string }>();
   for (const route of [...removed, ...added]) {
-    paths.set(`${route.pathKind} ${route.pathValue}`, {
-      kind: route.pathKind,
-      value: route.pathValue,
-    });
+    const key = pathKey(route);
+    paths.set(`${route.pathKind} ${key}`, { kind: route.pathKind, value: key });
   }
   const before = tier ?? PrefixTree.build<RouteCandidates>([]);
   const changes: PathChange<RouteCandidates>[] = [];
@@ -255,7 +269,7 @@ function updateTier(
     const now = kind === "exact" ? before.getExact(path) : before.get(path);
     const list = (now?.routes ?? []).filter((route) => !removed.has(route));
     for (const route of added) {
-      if (route.pathKind === kind && route.pathValue === path) list.push(route);
+      if (route.pathKind === kind && pathKey(route) === path) list.push(route);
     }
     changes.push({ kind, path, value: RouteCandidates.of(list) });
   }

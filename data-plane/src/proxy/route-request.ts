@@ -17,7 +17,8 @@ export interface RoutedRequest {
  * The checks and the match every request goes through, plain or WebSocket handshake, in one
  * place so the two can never route differently: a valid Host, a snapshot to serve, an
  * origin-form target, a path that normalizes (routed and forwarded normalized, so a backend
- * cannot read "/docs/../admin" differently), then the route. The catalog error otherwise.
+ * cannot read "/docs/../admin" differently) and holds no ";" path parameter or "#", then the
+ * route. The catalog error otherwise.
  */
 export function routeRequest(
   req: IncomingMessage,
@@ -30,6 +31,10 @@ export function routeRequest(
   // Origin-form only: absolute-form targets (forward-proxy requests) and "*" are refused.
   if (url.charCodeAt(0) !== 47 /* / */) return "CLAWGATE_BAD_REQUEST";
   const queryAt = url.indexOf("?");
+  // A raw "#" starts a fragment, which origin-form has none of (RFC 9112 section 3.2.1): a
+  // backend would drop what follows, the route table would not. normalizePath refuses one in
+  // the path; the query gets one native scan here.
+  if (queryAt >= 0 && url.indexOf("#", queryAt) >= 0) return "CLAWGATE_BAD_REQUEST";
   const path = normalizePath(queryAt < 0 ? url : url.slice(0, queryAt));
   if (typeof path !== "string") return "CLAWGATE_BAD_REQUEST";
   const route = snapshot.match(req.method ?? "GET", headers.host ?? "", path, headers);
