@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { compileRouteTable, type RouteInit } from "../testing/route-table-fixture.js";
+import { RouteTable } from "./route-table.js";
 
 const table = compileRouteTable;
 
@@ -86,5 +87,42 @@ describe("route matching", () => {
         compiled.match("GET", "h", path, {})?.name,
       );
     }
+  });
+});
+
+// Review 20c, Medium 4: every dot of the Host was a suffix hashed and looked up, so a Host of
+// 8,000 labels cost ~150 ms of CPU. No suffix longer than the longest wildcard can match.
+describe("wildcard hosts", () => {
+  const wild = { name: "wild", match: { pathPrefix: "/", hosts: ["*.example.com"] } };
+  const deep = { name: "deep", match: { pathPrefix: "/", hosts: ["*.eu.example.com"] } };
+
+  /** How many wildcard suffixes (keys starting with ".") a match looks up. */
+  function suffixLookups(match: () => unknown): number {
+    const get = vi.spyOn(Map.prototype, "get");
+    try {
+      match();
+      return get.mock.calls.filter(([key]) => typeof key === "string" && key.startsWith("."))
+        .length;
+    } finally {
+      get.mockRestore();
+    }
+  }
+
+  it("looks up only suffixes within the longest wildcard's length, whatever the Host's labels", () => {
+    const compiled = table([wild]);
+    const host = `${"a.".repeat(100)}example.com`;
+    expect(compiled.match("GET", host, "/", {})?.name).toBe("wild");
+    expect(suffixLookups(() => compiled.match("GET", host, "/", {}))).toBe(1);
+    expect(compiled.match("GET", "example.com", "/", {})).toBeUndefined();
+  });
+
+  it("keeps the longest suffix when an update adds a longer wildcard", () => {
+    const routes = table([wild, deep]);
+    const wildRoute = routes.match("GET", "x.example.com", "/", {})!;
+    const deepRoute = routes.match("GET", "x.eu.example.com", "/", {})!;
+    const updated = RouteTable.build([wildRoute]).update([], [deepRoute]);
+    expect(updated.match("GET", "x.eu.example.com", "/", {})?.name).toBe("deep");
+    const shrunk = updated.update([deepRoute], []);
+    expect(shrunk.match("GET", "x.eu.example.com", "/", {})?.name).toBe("wild");
   });
 });

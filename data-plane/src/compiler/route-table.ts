@@ -23,9 +23,10 @@ import { RouteCandidates } from "./route-candidates.js";
  *      not, then more header conditions beat fewer; a route whose conditions fail is skipped.
  *   4. then priority, higher first; then name, so the order never depends on input order.
  * Each snapshot builds these indexes once, so a match costs the same with 10 routes or 10,000:
- * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
- * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
- * path and a walk down a trie of its prefixes over path segments (prefix-tree.ts), longest
+ * a map lookup for the exact host, one per dot of the host within the longest wildcard suffix
+ * (".eu.example.com", then ".example.com", ...: longest suffix first), then per host tier a
+ * lookup of the exact path and a walk down a trie of its prefixes over path segments
+ * (prefix-tree.ts), longest
  * first: one lookup per segment of the request path, at any number of routes. What the routes
  * found there need (which one wins when none has conditions) is worked out when the table is
  * built (route-candidates.ts), not per request.
@@ -52,15 +53,22 @@ export class RouteTable {
   /** Keyed by the suffix with its dot: ".example.com" for "*.example.com". */
   readonly #wildcards: ReadonlyMap<string, HostTier>;
   readonly #anyHost: HostTier | undefined;
+  /**
+   * The longest wildcard suffix, dot included: a match looks for suffixes from there on, so a
+   * Host of many labels costs a lookup per label of the longest suffix, not per label it has.
+   */
+  readonly #longestWildcard: number;
 
   private constructor(
     byHost: ReadonlyMap<string, HostTier>,
     wildcards: ReadonlyMap<string, HostTier>,
     anyHost: HostTier | undefined,
+    longestWildcard: number,
   ) {
     this.#byHost = byHost;
     this.#wildcards = wildcards;
     this.#anyHost = anyHost;
+    this.#longestWildcard = longestWildcard;
     Object.freeze(this);
   }
 
@@ -115,7 +123,7 @@ export class RouteTable {
       if (tierDone(list.length)) yield;
     }
     const any = anyHost.length > 0 ? yield* buildTier(anyHost, every) : undefined;
-    return new RouteTable(byHost, wildcards, any);
+    return new RouteTable(byHost, wildcards, any, longestKey(wildcards));
   }
 
   /**
@@ -149,7 +157,12 @@ export class RouteTable {
         setTier(byHost, key, updateTier(byHost.get(key), change.removed, change.added));
       }
     }
-    return new RouteTable(byHost ?? this.#byHost, wildcards ?? this.#wildcards, anyHost);
+    return new RouteTable(
+      byHost ?? this.#byHost,
+      wildcards ?? this.#wildcards,
+      anyHost,
+      wildcards === undefined ? this.#longestWildcard : longestKey(wildcards),
+    );
   }
 
   match(
@@ -169,8 +182,10 @@ export class RouteTable {
       }
       if (this.#wildcards.size > 0) {
         // Leftmost dot first is longest suffix first; a dot at 0 would leave no label for
-        // the "*", which must stand for at least one character.
-        for (let dot = host.indexOf(".", 1); dot > 0; dot = host.indexOf(".", dot + 1)) {
+        // the "*", which must stand for at least one character. No suffix is longer than the
+        // longest wildcard's, so the search starts there.
+        const from = Math.max(1, host.length - this.#longestWildcard);
+        for (let dot = host.indexOf(".", from); dot > 0; dot = host.indexOf(".", dot + 1)) {
           const wildcard = this.#wildcards.get(host.slice(dot));
           if (wildcard === undefined) continue;
           const route = matchTier(wildcard, method, path, headers);
@@ -231,6 +246,13 @@ function pathKey(route: CompiledRoute): string {
     return path;
   }
   return path.slice(0, -1);
+}
+
+/** The length of the longest key; 0 for none. Once per build or wildcard change. */
+function longestKey(map: ReadonlyMap<string, unknown>): number {
+  let longest = 0;
+  for (const key of map.keys()) if (key.length > longest) longest = key.length;
+  return longest;
 }
 
 /** Runs steps with no pause to their end. */
