@@ -36,6 +36,10 @@ export const errorCatalog = Object.freeze({
     message: "This tenant's token budget is spent until its window resets.",
     retryAfterSeconds: 1,
   },
+  CLAWGATE_UNSUPPORTED_TRANSFER_CODING: {
+    status: 501,
+    message: "The request's Transfer-Encoding names a coding other than chunked.",
+  },
   CLAWGATE_UPSTREAM_CONNECT_FAILED: {
     status: 502,
     message: "The upstream service could not be reached.",
