@@ -17,6 +17,10 @@ export const errorCatalog = Object.freeze({
   },
   CLAWGATE_FORBIDDEN: { status: 403, message: "This API key may not call this route." },
   CLAWGATE_IP_DENIED: { status: 403, message: "Requests from this address are not allowed." },
+  CLAWGATE_ORIGIN_DENIED: {
+    status: 403,
+    message: "WebSocket connections from this origin are not allowed.",
+  },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
   CLAWGATE_PAYLOAD_TOO_LARGE: {
     status: 413,
