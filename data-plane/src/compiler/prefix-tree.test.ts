@@ -125,13 +125,20 @@ describe("exact paths in the prefix tree", () => {
 
   it("tries the exact path first, then prefixes from the longest", () => {
     expect(all("/a")).toEqual(["a-exact", "a-prefix", "root-prefix"]);
-    expect(all("/a/")).toEqual(["a-dir-exact", "a-dir-prefix", "a-prefix", "root-prefix"]);
+    expect(all("/a/")).toEqual([
+      "a-dir-exact",
+      "a-exact",
+      "a-dir-prefix",
+      "a-prefix",
+      "root-prefix",
+    ]);
     expect(all("/")).toEqual(["root-exact", "root-prefix"]);
     expect(all("/a/b/c")).toEqual(["abc-exact", "a-dir-prefix", "a-prefix", "root-prefix"]);
   });
 
-  it("holds an exact path only for the whole request path", () => {
+  it("holds an exact path only for the whole request path, or it with one more slash", () => {
     expect(all("/a/b")).toEqual(["a-dir-prefix", "a-prefix", "root-prefix"]);
+    expect(all("/a/b/c/")).toEqual(["abc-exact", "a-dir-prefix", "a-prefix", "root-prefix"]);
     expect(all("/a/b/c/d")).toEqual(["a-dir-prefix", "a-prefix", "root-prefix"]);
     expect(all("/ab")).toEqual(["root-prefix"]);
   });

@@ -22,7 +22,8 @@
  * "/api/") holds for every path that starts with it. The latter is kept in its parent's node
  * ("/api" for "/api/", the root for "/") as `open`, and holds when the path goes on with "/".
  * An exact path is kept at the node of all its segments ("/a/" is a, then an empty one) and
- * holds only when the walk ends there. A match tries the deepest node first, where an exact
+ * holds when the walk ends there or one "/" later ("/a" holds for "/a" and "/a/"; the route
+ * table keys "/a/" as "/a", so it holds for both too). A match tries the deepest node first, where an exact
  * path comes before the prefix of the same length, and falls back to shorter prefixes on the
  * way up (at each node `open`, one character longer, before the prefix itself), so "exact
  * first, then the longer prefix" needs no sorting at match time. Keys must be "" or start with
@@ -263,7 +264,8 @@ export class PrefixTree<T> {
         if (found !== undefined) return found;
       }
     }
-    if (end === path.length) {
+    // An exact path holds for the path and for it with one "/" more (route-table.ts).
+    if (end === path.length || (slash && end === path.length - 1)) {
       const exact = slots[at + EXACT] as number;
       if (exact !== 0) {
         const found = visit(this.#values[exact - 1] as T, a, b);

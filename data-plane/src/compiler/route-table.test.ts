@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { compileRouteTable, type RouteInit } from "../testing/route-table-fixture.js";
+import { RouteTable } from "./route-table.js";
 
 const table = compileRouteTable;
 
@@ -9,6 +10,8 @@ const routes: RouteInit[] = [
   { name: "api", match: { pathPrefix: "/api" } },
   { name: "api-v1", match: { pathPrefix: "/api/v1" } },
   { name: "api-health", match: { path: "/api/health" } },
+  { name: "private", match: { path: "/private" } },
+  { name: "docs-index", match: { path: "/docs/" } },
   { name: "static-dir", match: { pathPrefix: "/static/" } },
   { name: "example-api", match: { pathPrefix: "/api", hosts: ["API.example.com"] } },
   { name: "wild-api", match: { pathPrefix: "/api", hosts: ["*.example.com"] } },
@@ -34,6 +37,12 @@ describe("route matching", () => {
     ["shorter prefix when the longer does not apply", "GET", "/api/v2", {}, "api"],
     ["exact beats prefix", "GET", "/api/health", {}, "api-health"],
     ["exact is exact", "GET", "/api/health/deep", {}, "api"],
+    ["exact matches with one trailing slash more", "GET", "/private/", {}, "private"],
+    ["exact with a trailing slash matches without it", "GET", "/docs", {}, "docs-index"],
+    ["exact with a trailing slash matches itself", "GET", "/docs/", {}, "docs-index"],
+    ["exact still beats a prefix with the trailing slash", "GET", "/api/health/", {}, "api-health"],
+    ["exact stays exact below it", "GET", "/private/x", {}, "root"],
+    ["matching is case-sensitive", "GET", "/PRIVATE", {}, "root"],
     ["prefix matches itself", "GET", "/api", {}, "api"],
     ["segment boundary: /api does not match /apix", "GET", "/apix", {}, "root"],
     ["segment boundary: /api/v1 does not match /api/v10", "GET", "/api/v10", {}, "api"],
@@ -78,5 +87,42 @@ describe("route matching", () => {
         compiled.match("GET", "h", path, {})?.name,
       );
     }
+  });
+});
+
+// Review 20c, Medium 4: every dot of the Host was a suffix hashed and looked up, so a Host of
+// 8,000 labels cost ~150 ms of CPU. No suffix longer than the longest wildcard can match.
+describe("wildcard hosts", () => {
+  const wild = { name: "wild", match: { pathPrefix: "/", hosts: ["*.example.com"] } };
+  const deep = { name: "deep", match: { pathPrefix: "/", hosts: ["*.eu.example.com"] } };
+
+  /** How many wildcard suffixes (keys starting with ".") a match looks up. */
+  function suffixLookups(match: () => unknown): number {
+    const get = vi.spyOn(Map.prototype, "get");
+    try {
+      match();
+      return get.mock.calls.filter(([key]) => typeof key === "string" && key.startsWith("."))
+        .length;
+    } finally {
+      get.mockRestore();
+    }
+  }
+
+  it("looks up only suffixes within the longest wildcard's length, whatever the Host's labels", () => {
+    const compiled = table([wild]);
+    const host = `${"a.".repeat(100)}example.com`;
+    expect(compiled.match("GET", host, "/", {})?.name).toBe("wild");
+    expect(suffixLookups(() => compiled.match("GET", host, "/", {}))).toBe(1);
+    expect(compiled.match("GET", "example.com", "/", {})).toBeUndefined();
+  });
+
+  it("keeps the longest suffix when an update adds a longer wildcard", () => {
+    const routes = table([wild, deep]);
+    const wildRoute = routes.match("GET", "x.example.com", "/", {})!;
+    const deepRoute = routes.match("GET", "x.eu.example.com", "/", {})!;
+    const updated = RouteTable.build([wildRoute]).update([], [deepRoute]);
+    expect(updated.match("GET", "x.eu.example.com", "/", {})?.name).toBe("deep");
+    const shrunk = updated.update([deepRoute], []);
+    expect(shrunk.match("GET", "x.eu.example.com", "/", {})?.name).toBe("wild");
   });
 });

@@ -10,6 +10,9 @@ import { RouteCandidates } from "./route-candidates.js";
  *      routes that name no host. A more specific host tier that has no matching route falls
  *      through to the next tier.
  *   2. path: an exact path beats any prefix; a longer prefix beats a shorter one.
+ *      An exact path matches with or without one trailing "/" ("/private" and "/private/" are
+ *      one key, exactKey), since most backends serve both alike: a policy on one spelling must
+ *      not be skipped by a request in the other. Matching is case-sensitive.
  *      A prefix matches on segment boundaries: "/api" matches "/api" and "/api/..." but not
  *      "/apix". A prefix ending in "/" ("/", "/api/") matches every path that starts with it.
  *      The proxy hands over the normalized path (normalize-path.ts: dot-segments
@@ -20,9 +23,10 @@ import { RouteCandidates } from "./route-candidates.js";
  *      not, then more header conditions beat fewer; a route whose conditions fail is skipped.
  *   4. then priority, higher first; then name, so the order never depends on input order.
  * Each snapshot builds these indexes once, so a match costs the same with 10 routes or 10,000:
- * a map lookup for the exact host, one per dot of the host for wildcards (".eu.example.com",
- * then ".example.com", ...: longest suffix first), then per host tier a lookup of the exact
- * path and a walk down a trie of its prefixes over path segments (prefix-tree.ts), longest
+ * a map lookup for the exact host, one per dot of the host within the longest wildcard suffix
+ * (".eu.example.com", then ".example.com", ...: longest suffix first), then per host tier a
+ * lookup of the exact path and a walk down a trie of its prefixes over path segments
+ * (prefix-tree.ts), longest
  * first: one lookup per segment of the request path, at any number of routes. What the routes
  * found there need (which one wins when none has conditions) is worked out when the table is
  * built (route-candidates.ts), not per request.
@@ -49,15 +53,22 @@ export class RouteTable {
   /** Keyed by the suffix with its dot: ".example.com" for "*.example.com". */
   readonly #wildcards: ReadonlyMap<string, HostTier>;
   readonly #anyHost: HostTier | undefined;
+  /**
+   * The longest wildcard suffix, dot included: a match looks for suffixes from there on, so a
+   * Host of many labels costs a lookup per label of the longest suffix, not per label it has.
+   */
+  readonly #longestWildcard: number;
 
   private constructor(
     byHost: ReadonlyMap<string, HostTier>,
     wildcards: ReadonlyMap<string, HostTier>,
     anyHost: HostTier | undefined,
+    longestWildcard: number,
   ) {
     this.#byHost = byHost;
     this.#wildcards = wildcards;
     this.#anyHost = anyHost;
+    this.#longestWildcard = longestWildcard;
     Object.freeze(this);
   }
 
@@ -112,7 +123,7 @@ export class RouteTable {
       if (tierDone(list.length)) yield;
     }
     const any = anyHost.length > 0 ? yield* buildTier(anyHost, every) : undefined;
-    return new RouteTable(byHost, wildcards, any);
+    return new RouteTable(byHost, wildcards, any, longestKey(wildcards));
   }
 
   /**
@@ -146,7 +157,12 @@ export class RouteTable {
         setTier(byHost, key, updateTier(byHost.get(key), change.removed, change.added));
       }
     }
-    return new RouteTable(byHost ?? this.#byHost, wildcards ?? this.#wildcards, anyHost);
+    return new RouteTable(
+      byHost ?? this.#byHost,
+      wildcards ?? this.#wildcards,
+      anyHost,
+      wildcards === undefined ? this.#longestWildcard : longestKey(wildcards),
+    );
   }
 
   match(
@@ -166,8 +182,10 @@ export class RouteTable {
       }
       if (this.#wildcards.size > 0) {
         // Leftmost dot first is longest suffix first; a dot at 0 would leave no label for
-        // the "*", which must stand for at least one character.
-        for (let dot = host.indexOf(".", 1); dot > 0; dot = host.indexOf(".", dot + 1)) {
+        // the "*", which must stand for at least one character. No suffix is longer than the
+        // longest wildcard's, so the search starts there.
+        const from = Math.max(1, host.length - this.#longestWildcard);
+        for (let dot = host.indexOf(".", from); dot > 0; dot = host.indexOf(".", dot + 1)) {
           const wildcard = this.#wildcards.get(host.slice(dot));
           if (wildcard === undefined) continue;
           const route = matchTier(wildcard, method, path, headers);
@@ -203,9 +221,10 @@ function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<
   const prefixes = new Map<string, CompiledRoute[]>();
   for (const [i, route] of routes.entries()) {
     const index = route.pathKind === "exact" ? exact : prefixes;
-    const list = index.get(route.pathValue);
+    const key = pathKey(route);
+    const list = index.get(key);
     if (list) list.push(route);
-    else index.set(route.pathValue, [route]);
+    else index.set(key, [route]);
     if ((i + 1) % every === 0) yield;
   }
   const tier = yield* PrefixTree.buildSteps(candidatesOf(prefixes), candidatesOf(exact), every);
@@ -215,6 +234,25 @@ function* buildTier(routes: readonly CompiledRoute[], every: number): Generator<
 /** Each path's candidates, made as the tree takes them (so in its build steps). */
 function* candidatesOf(lists: Map<string, CompiledRoute[]>): Generator<[string, RouteCandidates]> {
   for (const [path, list] of lists) yield [path, RouteCandidates.of(list) as RouteCandidates];
+}
+
+/**
+ * Where a route sits in its tier's tree: its prefix, or its exact path without a trailing "/"
+ * ("/" itself kept), which the tree holds for the path with one "/" more as well.
+ */
+function pathKey(route: CompiledRoute): string {
+  const path = route.pathValue;
+  if (route.pathKind === "prefix" || path.length < 2 || path.charCodeAt(path.length - 1) !== 47) {
+    return path;
+  }
+  return path.slice(0, -1);
+}
+
+/** The length of the longest key; 0 for none. Once per build or wildcard change. */
+function longestKey(map: ReadonlyMap<string, unknown>): number {
+  let longest = 0;
+  for (const key of map.keys()) if (key.length > longest) longest = key.length;
+  return longest;
 }
 
 /** Runs steps with no pause to their end. */
@@ -244,10 +282,8 @@ function updateTier(
 ): HostTier | undefined {
   const paths = new Map<string, { kind: "exact" | "prefix"; value: string }>();
   for (const route of [...removed, ...added]) {
-    paths.set(`${route.pathKind} ${route.pathValue}`, {
-      kind: route.pathKind,
-      value: route.pathValue,
-    });
+    const key = pathKey(route);
+    paths.set(`${route.pathKind} ${key}`, { kind: route.pathKind, value: key });
   }
   const before = tier ?? PrefixTree.build<RouteCandidates>([]);
   const changes: PathChange<RouteCandidates>[] = [];
@@ -255,7 +291,7 @@ function updateTier(
     const now = kind === "exact" ? before.getExact(path) : before.get(path);
     const list = (now?.routes ?? []).filter((route) => !removed.has(route));
     for (const route of added) {
-      if (route.pathKind === kind && route.pathValue === path) list.push(route);
+      if (route.pathKind === kind && pathKey(route) === path) list.push(route);
     }
     changes.push({ kind, path, value: RouteCandidates.of(list) });
   }

@@ -21,6 +21,10 @@ export const errorCatalog = Object.freeze({
     message: "This tenant has a token budget, which a WebSocket tunnel cannot be counted against.",
   },
   CLAWGATE_IP_DENIED: { status: 403, message: "Requests from this address are not allowed." },
+  CLAWGATE_ORIGIN_DENIED: {
+    status: 403,
+    message: "WebSocket connections from this origin are not allowed.",
+  },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
   CLAWGATE_PAYLOAD_TOO_LARGE: {
     status: 413,
@@ -39,6 +43,10 @@ export const errorCatalog = Object.freeze({
     status: 429,
     message: "This tenant's token budget is spent until its window resets.",
     retryAfterSeconds: 1,
+  },
+  CLAWGATE_UNSUPPORTED_TRANSFER_CODING: {
+    status: 501,
+    message: "The request's Transfer-Encoding names a coding other than chunked.",
   },
   CLAWGATE_UPSTREAM_CONNECT_FAILED: {
     status: 502,

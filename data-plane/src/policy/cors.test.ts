@@ -76,4 +76,26 @@ describe("cors policy", () => {
     );
     expect(headers["access-control-allow-origin"]).toBe("*");
   });
+
+  // Review 20c, Low 14: a page on any site could open a WebSocket to a cors route, with the
+  // user's cookies, and read what came back.
+  it("refuses a WebSocket handshake from an origin not allowed, 403 CLAWGATE_ORIGIN_DENIED", () => {
+    const handshake = (headers: Record<string, string>) =>
+      policyRequest({ method: "GET", headers: { upgrade: "websocket", ...headers } });
+    expect(run(compile(), handshake({ origin: "https://evil.example" }))).toEqual({
+      kind: "error",
+      code: "CLAWGATE_ORIGIN_DENIED",
+    });
+    expect(
+      run(compile(), handshake({ origin: "https://evil.example", upgrade: "WebSocket" })),
+    ).toMatchObject({ code: "CLAWGATE_ORIGIN_DENIED" });
+    expect(run(compile(), handshake({ origin: APP }))).toBeUndefined();
+    expect(run(compile(), handshake({}))).toBeUndefined();
+    expect(
+      run(compile({ allowOrigins: ["*"] }), handshake({ origin: "https://any.example" })),
+    ).toBeUndefined();
+    // Not a handshake: CORS is the browser's to enforce, the request goes on.
+    const plain = policyRequest({ method: "GET", headers: { origin: "https://evil.example" } });
+    expect(run(compile(), plain)).toBeUndefined();
+  });
 });

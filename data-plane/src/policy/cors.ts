@@ -7,7 +7,13 @@ import type { Policy, PolicyAnswer, PolicyFactory, PolicyRequest } from "./polic
  * by the gateway with 204 and never reaches the upstream; an origin not allowed gets the 204
  * without CORS headers, which the browser reads as a refusal. Other requests from an allowed
  * origin go on, and their response gets Access-Control-Allow-Origin (and Expose-Headers,
- * Allow-Credentials), and so do the gateway's own error answers (401, 403, 429...). An empty allowMethods or allowHeaders allows what the preflight asks.
+ * Allow-Credentials), and so do the gateway's own error answers (401, 403, 429...). An empty
+ * allowMethods or allowHeaders allows what the preflight asks.
+ *
+ * A WebSocket handshake is no CORS request: a browser opens one from any page, with the
+ * user's cookies, and lets the page read the messages whatever the server answers. So a
+ * handshake whose Origin is not allowed is refused with 403 (cross-site WebSocket hijacking);
+ * one without Origin comes from no browser and goes on, as any request does.
  */
 export const cors: PolicyFactory = {
   name: "cors",
@@ -19,6 +25,12 @@ export const cors: PolicyFactory = {
       name: "cors",
       onRequest(request: PolicyRequest): PolicyAnswer | undefined {
         const headers = request.req.headers;
+        if (headers.upgrade !== undefined && isWebSocket(headers.upgrade)) {
+          const origin = headers.origin;
+          return origin === undefined || allowOrigin(rules, origin) !== undefined
+            ? undefined
+            : ORIGIN_DENIED;
+        }
         const method = headers["access-control-request-method"];
         if (
           request.req.method !== "OPTIONS" ||
@@ -40,6 +52,16 @@ export const cors: PolicyFactory = {
     };
   },
 };
+
+const ORIGIN_DENIED: PolicyAnswer = Object.freeze({
+  kind: "error",
+  code: "CLAWGATE_ORIGIN_DENIED",
+});
+
+/** An Upgrade header naming the WebSocket protocol, in any case. */
+function isWebSocket(upgrade: string): boolean {
+  return upgrade.length === 9 && upgrade.toLowerCase() === "websocket";
+}
 
 /** The CORS headers of an actual (not preflight) response to an allowed origin. */
 function addCorsHeaders(rules: CorsRules, request: PolicyRequest, headers: IncomingHttpHeaders) {

@@ -16,6 +16,10 @@ const IP_LITERAL = new Uint8Array(128);
 for (const c of "0123456789abcdefABCDEF:.") IP_LITERAL[c.charCodeAt(0)] = 1;
 
 const COLON = 58;
+const DOT = 46;
+/** RFC 1035 section 2.3.4: a name of at most 253 characters (254 with the root's dot), labels of 63. */
+const MAX_HOST_NAME = 254;
+const MAX_LABEL = 63;
 const OPEN_BRACKET = 91;
 const CLOSE_BRACKET = 93;
 const MAX_PORT = 65_535;
@@ -46,6 +50,9 @@ function isHostName(name: string): boolean {
  * True for a Host value the proxy can route on: a reg-name or a bracketed IP literal,
  * optionally followed by ":" and a port of at most 5 digits up to 65535 (an empty port is
  * allowed by RFC 3986). An empty value is left to the route table (it matches host-less routes).
+ * A name must also be one DNS could hold: at most 253 characters (one trailing "." more), no
+ * empty label ("a..b", ".a"), no label over 63; a longer one names no host a route can have,
+ * and the wildcard match would hash every suffix of it (review 20c, Medium 4).
  */
 export function isValidHostValue(value: string): boolean {
   const length = value.length;
@@ -61,13 +68,21 @@ export function isValidHostValue(value: string): boolean {
     if (i === length || i === 1) return false;
     i++;
   } else {
+    let labelStart = 0;
     while (i < length && value.charCodeAt(i) !== COLON) {
       const c = value.charCodeAt(i);
       if (c >= 128 || REG_NAME[c] !== 1) return false;
+      if (c === DOT) {
+        if (i === labelStart || i - labelStart > MAX_LABEL) return false;
+        labelStart = i + 1;
+      }
       i++;
     }
     // ":80" names no host.
     if (i === 0 && length > 0) return false;
+    // The last label ("." at the end, an FQDN, leaves an empty one, which is allowed).
+    if (i - labelStart > MAX_LABEL || i > MAX_HOST_NAME) return false;
+    if (i === MAX_HOST_NAME && value.charCodeAt(i - 1) !== DOT) return false;
   }
   if (i === length) return true;
   if (value.charCodeAt(i) !== COLON) return false;

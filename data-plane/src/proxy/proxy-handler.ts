@@ -20,6 +20,7 @@ import { RequestHealing } from "./request-healing.js";
 import { createRequestIdSource, incomingRequestId } from "./request-id.js";
 import { upstreamPath } from "./rewrite-path.js";
 import { routeRequest } from "./route-request.js";
+import { carriesCredential } from "./stale-response.js";
 
 export interface ProxyHandlerOptions {
   /** The applied compiled snapshot; read once per request. */
@@ -209,10 +210,7 @@ export function createProxyHandler(
         trustForwardedFor,
       }),
       body,
-      route.staleIfErrorMs > 0 &&
-        method === "GET" &&
-        headers.authorization === undefined &&
-        headers.cookie === undefined
+      route.staleIfErrorMs > 0 && method === "GET" && !carriesCredential(headers)
         ? `${route.name} ${headers.host ?? ""} ${path}${query}`
         : undefined,
       requestId,

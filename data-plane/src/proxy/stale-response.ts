@@ -12,7 +12,9 @@ const NOT_STORED: ReadonlySet<string> = new Set(["content-length", "age", "x-req
  * (no-store, private) or carries a Set-Cookie another client must never receive, not when it
  * varies by request headers (the key is route, host and URL only, so any Vary could hand one
  * client's variant to another), and not when it announces a body larger than the cache keeps.
- * Requests with credentials are never cached at all (the handler gives them no key).
+ * Requests with credentials are never stored nor served at all: the handler gives them no key
+ * (carriesCredential), and the stage passes a request the auth policy found a tenant for
+ * straight through, since the key names no caller and one tenant's copy must not reach another.
  */
 export function storableResponse(headers: IncomingHttpHeaders, maxBytes: number): boolean {
   if (headers["set-cookie"] !== undefined || headers.vary !== undefined) return false;
@@ -20,6 +22,20 @@ export function storableResponse(headers: IncomingHttpHeaders, maxBytes: number)
   if (cacheControl !== undefined && /no-store|private/i.test(cacheControl)) return false;
   const length = headers["content-length"];
   return length === undefined || Number(length) <= maxBytes;
+}
+
+/**
+ * True when the request sends a credential the gateway knows of: Authorization, Cookie, or
+ * x-api-key (the headers the auth policy reads a tenant's key from). The cache key names no
+ * caller, so a response to one must never be served to another. Three property reads: this runs
+ * on every GET of a route with stale-if-error.
+ */
+export function carriesCredential(headers: IncomingHttpHeaders): boolean {
+  return (
+    headers.authorization !== undefined ||
+    headers.cookie !== undefined ||
+    headers["x-api-key"] !== undefined
+  );
 }
 
 /** The client-facing header list an entry keeps: what was sent, minus per-answer headers. */

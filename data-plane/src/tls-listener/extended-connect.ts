@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Http2SecureServer, Http2ServerRequest } from "node:http2";
 import type { Duplex } from "node:stream";
+import { setHttp2Host } from "./h2-host.js";
 
 const NO_HEAD = Buffer.alloc(0);
 
@@ -46,8 +47,7 @@ function handshakeHeaders(req: Http2ServerRequest): IncomingHttpHeaders {
     if (name.charCodeAt(0) === 58 /* ":" */) continue;
     headers[name] = received[name];
   }
-  const authority = received[":authority"];
-  if (headers.host === undefined && typeof authority === "string") headers.host = authority;
+  setHttp2Host(req, headers);
   const protocol = received[":protocol"];
   if (typeof protocol === "string") {
     headers.upgrade = protocol;

@@ -5,6 +5,7 @@ import type {
   ServerResponse,
 } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import { setHttp2Host } from "./h2-host.js";
 
 /**
  * The TLS listener's request listener: an HTTP/1.1 request goes to the proxy handler as it is;
@@ -13,7 +14,8 @@ import type { Http2ServerRequest } from "node:http2";
  * same pipeline to any upstream:
  * - the pseudo-headers (`:method`, `:path`, `:scheme`, `:authority`) are dropped, their values
  *   are in req.method and req.url already, and `:authority` becomes Host (RFC 9113 8.3.1: a
- *   client may send either, and Host is what routing and upstreams read);
+ *   client may send either, and Host is what routing and upstreams read; one that sends both
+ *   naming different hosts gets 400, see h2-host.ts);
  * - a body of unknown length (HTTP/2 frames it, with no Content-Length) is marked
  *   `transfer-encoding: chunked`, which is how the proxy knows a body follows and how it is
  *   framed to an HTTP/1.1 upstream; hop-by-hop, it is never forwarded as such.
@@ -39,8 +41,7 @@ function http1Headers(req: Http2ServerRequest): IncomingHttpHeaders {
     if (name.charCodeAt(0) === 58 /* ":" */) continue;
     headers[name] = received[name];
   }
-  const authority = received[":authority"];
-  if (headers.host === undefined && typeof authority === "string") headers.host = authority;
+  setHttp2Host(req, headers);
   // endAfterHeaders: the HEADERS frame carried END_STREAM, so no body follows.
   if (!req.stream.endAfterHeaders && headers["content-length"] === undefined) {
     headers["transfer-encoding"] = "chunked";

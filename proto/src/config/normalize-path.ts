@@ -15,7 +15,14 @@ export type PathRefusal =
   | "control_character"
   /** "%" without two hex digits, or encoded bytes that are not UTF-8 (overlong "%C0%AE"). */
   | "bad_percent_encoding"
-  /** ".;x" or "..;x": Tomcat and Jetty strip the ";x" and then treat the segment as a dot-segment. */
+  /**
+   * A raw ";" (a path parameter, "/admin;x=1/secret"): Tomcat, Jetty and Spring strip ";..." from
+   * a segment, so "admin;x=1" would be "admin" upstream but not in the route table.
+   */
+  | "path_parameter"
+  /** A raw "#": a fragment never belongs in a request target (RFC 9112 section 3.2.1). */
+  | "fragment"
+  /** ".%3Bx" or "..%3Bx": a backend that decodes it first then strips ";x" sees a dot-segment. */
   | "dot_segment_parameter";
 
 export interface PathRefused {
@@ -29,6 +36,8 @@ const REFUSED: Readonly<Record<PathRefusal, PathRefused>> = Object.freeze({
   backslash: refusal("backslash"),
   control_character: refusal("control_character"),
   bad_percent_encoding: refusal("bad_percent_encoding"),
+  path_parameter: refusal("path_parameter"),
+  fragment: refusal("fragment"),
   dot_segment_parameter: refusal("dot_segment_parameter"),
 });
 
@@ -37,6 +46,7 @@ const DOT = 46;
 const PERCENT = 37;
 const BACKSLASH = 92;
 const SEMICOLON = 59;
+const HASH = 35;
 const DEL = 127;
 
 /**
@@ -50,31 +60,34 @@ const DEL = 127;
  * What cannot be normalized without guessing how the backend reads it is refused instead (see
  * PathRefusal). `path` excludes the query string, which is never touched.
  *
- * Runs on every request: a path without "%", "\", "//", control characters or a segment that
- * starts with "." followed by ".", ";", "/" or the end is returned as it came, after one scan
- * and without allocating.
+ * Runs on every request: one scan refuses the raw characters, and a path without "%", "//" or
+ * a segment that starts with "." followed by ".", "/" or the end is returned as it came,
+ * without allocating.
  */
 export function normalizePath(path: string): string | PathRefused {
   if (path.charCodeAt(0) !== SLASH) return REFUSED.not_absolute;
   const length = path.length;
   let previous = SLASH;
+  let normalize = false;
   for (let i = 1; i < length; i++) {
     const code = path.charCodeAt(i);
     if (code < 32 || code === DEL) return REFUSED.control_character;
     if (code === BACKSLASH) return REFUSED.backslash;
-    if (code === PERCENT) return slowPath(path);
-    if (previous === SLASH) {
-      if (code === SLASH) return slowPath(path);
-      if (code === DOT && dotSegmentCandidate(path.charCodeAt(i + 1))) return slowPath(path);
+    if (code === SEMICOLON) return REFUSED.path_parameter;
+    if (code === HASH) return REFUSED.fragment;
+    if (code === PERCENT) normalize = true;
+    else if (previous === SLASH) {
+      if (code === SLASH) normalize = true;
+      else if (code === DOT && dotSegmentCandidate(path.charCodeAt(i + 1))) normalize = true;
     }
     previous = code;
   }
-  return path;
+  return normalize ? slowPath(path) : path;
 }
 
-/** After a "." that starts a segment: what makes it ".", "..", ".;x" or "..;x". NaN at the end. */
+/** After a "." that starts a segment: what makes it "." or "..". NaN at the end. */
 function dotSegmentCandidate(next: number): boolean {
-  return Number.isNaN(next) || next === SLASH || next === DOT || next === SEMICOLON;
+  return Number.isNaN(next) || next === SLASH || next === DOT;
 }
 
 function slowPath(path: string): string | PathRefused {
@@ -102,11 +115,11 @@ function slowPath(path: string): string | PathRefused {
   return trailingSlash ? joined + "/" : joined;
 }
 
-/** "." or ".." followed by ";" (raw, or still encoded as %3B since ";" is reserved). */
+/** "." or ".." followed by ";" still encoded as %3B (";" is reserved; a raw one was refused). */
 function isDotWithParameter(segment: string): boolean {
   const rest = segment.startsWith("..") ? 2 : segment.startsWith(".") ? 1 : 0;
   if (rest === 0) return false;
-  return segment.charCodeAt(rest) === SEMICOLON || segment.startsWith("%3B", rest);
+  return segment.startsWith("%3B", rest);
 }
 
 /** One segment with unreserved characters decoded and other escapes upper-cased. */

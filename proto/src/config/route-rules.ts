@@ -19,7 +19,7 @@ export function isRoutePath(value: string): boolean {
 
 export const ROUTE_PATH_RULE =
   'must start with "/", hold no space, "?", "#", "\\", control character, %2F, %5C or ' +
-  'invalid %-escape, and no ".;" or "..;" segment';
+  'invalid %-escape, ";" (path parameter) or ".%3B" segment';
 
 /** True for a match host: a host name (any case) or "*.suffix", without port. */
 export function isRouteHost(value: string): boolean {

@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
+import type { Exchange } from "./exchange.js";
 import { staleIfError } from "./stale-if-error.js";
 
 describe("stale-if-error stage", () => {
   const route = { fallback: { staleIfErrorSeconds: 60 } };
 
-  function fetchThrough(world: ReturnType<typeof stageWorld>) {
+  function fetchThrough(world: ReturnType<typeof stageWorld>, tenant?: string) {
     const down = fakeDispatch();
     const exchange = world.exchange({ staleKey: "r GET /" });
+    if (tenant !== undefined) exchange.tenant = { name: tenant } as Exchange["tenant"];
     const above = new RecordingHandler(exchange);
     staleIfError(world.deps.healing.staleCache)(down)(exchange, above);
     return { attempt: down.attempts[0]!.start(), above };
@@ -45,5 +47,18 @@ describe("stale-if-error stage", () => {
     const { attempt, above } = fetchThrough(world);
     attempt.fail("refused");
     expect(above.events).toEqual(["failure refused"]);
+  });
+
+  it("neither keeps nor serves a copy for a request the auth policy found a tenant for", () => {
+    const world = stageWorld({ route });
+    fetchThrough(world, "alice").attempt.respond(200, {}, "alice's");
+    const anonymous = fetchThrough(world);
+    anonymous.attempt.fail("refused");
+    expect(anonymous.above.events).toEqual(["failure refused"]);
+
+    fetchThrough(world).attempt.respond(200, {}, "public");
+    const bob = fetchThrough(world, "bob");
+    bob.attempt.fail("refused");
+    expect(bob.above.events).toEqual(["failure refused"]);
   });
 });

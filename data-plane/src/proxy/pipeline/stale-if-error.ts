@@ -10,11 +10,13 @@ import { DecoratorHandler, type Failure, type Interceptor, type StageController 
  * stale-if-error (routes' fallback.staleIfErrorSeconds, GET without credentials: the handler
  * gives those a cache key): keeps each storable 2xx, and answers a request that fails before
  * its response started (an error, a 5xx, a fail-fast) with the copy when one is fresh enough.
- * A request without a key passes straight through.
+ * A request without a key passes straight through, and so does one the route's auth policy
+ * resolved to a tenant (the key does not name the caller, so one tenant's copy would be served
+ * to another, or to anonymous clients); the policy chain runs before this stage.
  */
 export function staleIfError(cache: StaleCache): Interceptor {
   return (next) => (exchange, handler) => {
-    if (exchange.staleKey === undefined) next(exchange, handler);
+    if (exchange.staleKey === undefined || exchange.tenant !== undefined) next(exchange, handler);
     else next(exchange, new StaleHandler(handler, exchange, cache));
   };
 }

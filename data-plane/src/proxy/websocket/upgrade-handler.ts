@@ -104,7 +104,9 @@ export function createUpgradeHandler(
   ): void {
     const headers = req.headers;
     const socket: Duplex = client.stream;
-    if (headers.upgrade?.toLowerCase() !== "websocket") {
+    // RFC 6455 section 4.1: the handshake is a GET. Another method would be matched under its
+    // own (a HEAD-only route) and then sent to the node as a GET (review 20c, Medium 3).
+    if (headers.upgrade?.toLowerCase() !== "websocket" || req.method !== "GET") {
       refuse(client, "CLAWGATE_BAD_REQUEST", requestId, NO_ROUTE, NO_UPSTREAM, startedAt);
       return;
     }
