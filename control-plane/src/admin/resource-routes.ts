@@ -2,11 +2,13 @@ import { RESOURCE_KINDS, type ResourceKind, resourceSchemas } from "@clawgate/pr
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { ConfigService } from "../resources/config-service.js";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
+import { continueToken, parseContinueToken } from "../resources/list-page.js";
 import {
   deleteResponse,
   errorResponse,
   ifMatchHeaders,
   ifNoneMatchHeaders,
+  listQuery,
   listResponse,
   nameParams,
   notModified,
@@ -70,18 +72,39 @@ function registerKind(
   app.get(
     `/v1/${kind}`,
     {
-      schema: { tags, summary: `List ${kind}`, response: { 200: listResponse(spec), ...errors } },
+      schema: {
+        tags,
+        summary: `List ${kind}, one page at a time`,
+        description:
+          "Items in name order. When more follow, the body carries `continue` (and " +
+          "`remainingItemCount`): ask again with ?continue=<it> for the next page. Each page is " +
+          "read as the config is when it is asked for.",
+        querystring: listQuery,
+        response: { 200: listResponse(spec), ...errors },
+      },
     },
-    async (_request, reply) => {
-      const result = await config.list(kind);
+    async (request, reply) => {
+      const { limit } = request.query;
+      let after: string | undefined;
+      if (request.query.continue !== undefined) {
+        const token = parseContinueToken(request.query.continue);
+        if (!token.ok) return sendError(reply, token.error);
+        after = token.after;
+      }
+      const result = await config.list(kind, { after, limit });
       if (!result.ok) return sendError(reply, result.error);
+      const items = result.items.map(({ name, revision, document }) => ({
+        name,
+        revision,
+        spec: document,
+      }));
+      const last = items.at(-1);
+      if (result.remaining === 0 || last === undefined) return { revision: result.revision, items };
       return {
         revision: result.revision,
-        items: result.items.map(({ name, revision, document }) => ({
-          name,
-          revision,
-          spec: document,
-        })),
+        items,
+        continue: continueToken(last.name),
+        remainingItemCount: result.remaining,
       };
     },
   );
