@@ -71,6 +71,7 @@ export class TokenStore {
   readonly #tokens = new Map<string, KnownToken>();
   /** The same tokens by the SHA-256 of their secret, for authenticate. */
   readonly #byDigest = new Map<string, KnownToken>();
+  readonly #forgotten = new Set<(name: string) => void>();
 
   constructor(options: TokenStoreOptions) {
     this.#store = options.store;
@@ -115,6 +116,18 @@ export class TokenStore {
       return this.#bootstrap.caller;
     }
     return this.#byDigest.get(digest)?.caller;
+  }
+
+  /**
+   * Calls `listener` with a token's name when it stops being valid here: revoked on this replica
+   * or, through the watch, on another (or its stored value turned unreadable). Returns the
+   * unsubscribe.
+   */
+  onForget(listener: (name: string) => void): () => void {
+    this.#forgotten.add(listener);
+    return () => {
+      this.#forgotten.delete(listener);
+    };
   }
 
   list(): TokenView[] {
@@ -220,16 +233,28 @@ export class TokenStore {
   }
 
   #remember(name: string, token: KnownToken): void {
-    this.#forget(name);
+    const before = this.#tokens.get(name);
+    this.#drop(name);
     this.#tokens.set(name, token);
     this.#byDigest.set(token.digest, token);
+    // The same name with another secret (revoked and created again): the old one's streams end.
+    if (before !== undefined && before.digest !== token.digest) this.#tell(name);
   }
 
   #forget(name: string): void {
+    if (this.#drop(name)) this.#tell(name);
+  }
+
+  #drop(name: string): boolean {
     const token = this.#tokens.get(name);
-    if (token === undefined) return;
+    if (token === undefined) return false;
     this.#tokens.delete(name);
     this.#byDigest.delete(token.digest);
+    return true;
+  }
+
+  #tell(name: string): void {
+    for (const listener of this.#forgotten) listener(name);
   }
 
   #parse(item: KeyValue): KnownToken | undefined {
