@@ -9,6 +9,15 @@ import { type Caller, ROLES, type Role } from "./roles.js";
 /** Name the bootstrap token (CLAWGATE_ADMIN_TOKEN) goes by in logs and the audit journal. */
 export const BOOTSTRAP_TOKEN_NAME = "bootstrap";
 
+/** What the audit journal and history name a change made with no token (an open app). */
+export const ANONYMOUS_CALLER_NAME = "anonymous";
+
+/** Names no stored token may take: each already means someone else in the journal. */
+const RESERVED_TOKEN_NAMES: ReadonlyMap<string, string> = new Map([
+  [BOOTSTRAP_TOKEN_NAME, "CLAWGATE_ADMIN_TOKEN"],
+  [ANONYMOUS_CALLER_NAME, "changes made without a token"],
+]);
+
 /** A token as stored: never the secret, only its SHA-256. */
 const storedTokenSchema = z.object({
   role: z.enum(ROLES),
@@ -145,11 +154,12 @@ export class TokenStore {
     /** Written in the same commit (the audit event); default none. */
     also: readonly Operation[] = [],
   ): Promise<Outcome<{ token: string; revision: number }>> {
-    if (name === BOOTSTRAP_TOKEN_NAME) {
+    const reservedFor = RESERVED_TOKEN_NAMES.get(name);
+    if (reservedFor !== undefined) {
       return fail(
         clawgateError(
           "CLAWGATE_INVALID_REQUEST",
-          `token name ${BOOTSTRAP_TOKEN_NAME} is reserved for CLAWGATE_ADMIN_TOKEN; choose another`,
+          `token name ${name} is reserved for ${reservedFor}; choose another`,
         ),
       );
     }

@@ -1,5 +1,6 @@
 import { randomInt } from "node:crypto";
 import type { Logger } from "pino";
+import { ANONYMOUS_CALLER_NAME } from "../auth/token-store.js";
 import type { AlsoWrites } from "../resources/config-service.js";
 import type { Operation, Store } from "../store/store.js";
 import { chunkKey, chunkOwner, chunkPuts, readChanges, splitChanges } from "./change-list.js";
@@ -131,7 +132,7 @@ export class ConfigAudit {
       : { inline: [...changes], parts: [] };
     const value = JSON.stringify({
       time: new Date(now).toISOString(),
-      token: token ?? "anonymous",
+      token: token ?? ANONYMOUS_CALLER_NAME,
       changes: split.inline,
       ...(split.parts.length === 0 ? {} : { changeParts: split.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),
