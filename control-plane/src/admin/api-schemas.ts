@@ -1,6 +1,7 @@
 import { RESOURCE_KINDS, resourceName } from "@clawgate/proto";
 import { z } from "zod";
 import { ERROR_CATALOG, type ErrorCode } from "../resources/errors.js";
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "../resources/list-page.js";
 import { rolloutSpecSchema } from "../rollout/rollout-state.js";
 
 /** Request and response shapes of the admin API, declared once for validation and OpenAPI. */
@@ -50,8 +51,33 @@ export function resourceResponse<S extends z.ZodType>(spec: S) {
 }
 
 export function listResponse<S extends z.ZodType>(spec: S) {
-  return z.object({ items: z.array(resourceResponse(spec)), revision: z.int() });
+  return z.object({
+    items: z.array(resourceResponse(spec)),
+    revision: z.int(),
+    continue: z
+      .string()
+      .optional()
+      .describe("Present when more items follow: pass it as ?continue= for the next page"),
+    remainingItemCount: z
+      .int()
+      .optional()
+      .describe("Items after this page, when more follow (as the list stands now)"),
+  });
 }
+
+export const listQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_LIMIT)
+    .default(DEFAULT_PAGE_LIMIT)
+    .describe(`Items per page; default ${DEFAULT_PAGE_LIMIT}, at most ${MAX_PAGE_LIMIT}`),
+  continue: z
+    .string()
+    .optional()
+    .describe("The previous page's continue token, unchanged: the page after it"),
+});
 
 export const deleteResponse = z.object({ name: z.string(), revision: z.int() });
 

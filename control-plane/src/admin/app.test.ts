@@ -334,6 +334,23 @@ describe("POST /v1/apply", () => {
     expect(unknown.json().error.details).toEqual([
       expect.objectContaining({ path: "resources.0.kind" }),
     ]);
+
+    // A bad name is named by its place in the request too.
+    const badName = await app.inject({
+      method: "POST",
+      url: "/v1/apply",
+      payload: {
+        resources: [
+          { kind: "breaker", name: "fine", spec: {} },
+          { kind: "breaker", name: "Not_OK", spec: {} },
+        ],
+      },
+    });
+    expect(badName.statusCode).toBe(400);
+    expect(badName.json().error.details).toEqual([
+      expect.objectContaining({ path: "resources.1.name" }),
+    ]);
+    expect(badName.json().error.message).toContain("resources.1.name");
   });
 
   it("prunes what the set does not name", async () => {

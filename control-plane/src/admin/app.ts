@@ -33,6 +33,7 @@ import { resourceRoutes } from "./resource-routes.js";
 import { rolloutWriteGuard } from "./rollout-guard.js";
 import { rolloutRoutes } from "./rollout-routes.js";
 import { statusRoutes } from "./status-routes.js";
+import { TokenBoundResponses } from "./token-bound-responses.js";
 import { tokenRoutes } from "./token-routes.js";
 
 export interface AdminAppOptions {
@@ -114,6 +115,17 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
   const authenticator =
     options.tokens ?? (options.token === undefined ? undefined : bootstrapOnly(options.token));
   if (authenticator !== undefined) app.addHook("onRequest", bearerAuth(authenticator));
+  const tokens = options.tokens;
+  if (tokens !== undefined) {
+    // After bearerAuth, so each response is known by its token: revoking it ends its streams.
+    const bound = new TokenBoundResponses();
+    app.addHook("onRequest", bound.track);
+    const unsubscribe = tokens.onForget((name) => bound.closeToken(name));
+    app.addHook("onClose", (_instance, done) => {
+      unsubscribe();
+      done();
+    });
+  }
 
   await registerOpenApi(app as unknown as FastifyInstance, {
     secured: authenticator !== undefined,

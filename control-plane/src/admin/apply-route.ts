@@ -1,4 +1,4 @@
-import type { ResourceKind } from "@clawgate/proto";
+import { isResourceName, RESOURCE_NAME_RULE, type ResourceKind } from "@clawgate/proto";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import {
   NOTHING_ALLOWED,
@@ -68,6 +68,15 @@ export const applyRoute: FastifyPluginAsyncZod<ApplyRouteOptions> = async (
           problems.push({
             path: `resources.${index}.kind`,
             message: `unknown kind ${resource.kind}`,
+          });
+          return;
+        }
+        if (!isResourceName(resource.name)) {
+          // Named by its place in the request, as a bad kind is, so a long manifest's bad entry
+          // is found without searching for the name.
+          problems.push({
+            path: `resources.${index}.name`,
+            message: `name ${JSON.stringify(resource.name)} ${RESOURCE_NAME_RULE}`,
           });
           return;
         }

@@ -1,5 +1,6 @@
 import type { ConfigHistory } from "../history/config-history.js";
 import type { ConfigAudit } from "../journal/config-audit.js";
+import { allCommitted } from "../resources/all-committed.js";
 import type { AuditSink } from "./audit-write.js";
 
 /**
@@ -21,7 +22,7 @@ export function configJournal(
       return {
         commit: [...audited.commit, ...kept.commit],
         ahead: [...audited.ahead, ...kept.ahead],
-        ...(kept.committed === undefined ? {} : { committed: kept.committed }),
+        ...allCommitted(audited.committed, kept.committed),
         ...(kept.afterCommit === undefined ? {} : { afterCommit: kept.afterCommit }),
       };
     },

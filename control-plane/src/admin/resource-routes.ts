@@ -6,11 +6,13 @@ import {
 } from "../remediation/remediation-allowlist.js";
 import type { ConfigService } from "../resources/config-service.js";
 import { type ClawgateError, clawgateError, type Outcome } from "../resources/errors.js";
+import { continueToken, parseContinueToken } from "../resources/list-page.js";
 import {
   deleteResponse,
   errorResponse,
   ifMatchHeaders,
   ifNoneMatchHeaders,
+  listQuery,
   listResponse,
   nameParams,
   notModified,
@@ -84,20 +86,37 @@ function registerKind(
     {
       schema: {
         tags,
-        summary: `List ${kind}`,
+        summary: `List ${kind}, one page at a time`,
+        description:
+          "Items in name order. When more follow, the body carries `continue` (and " +
+          "`remainingItemCount`): ask again with ?continue=<it> for the next page. Each page is " +
+          "read as the config is when it is asked for.",
+        querystring: listQuery,
         response: { 200: listResponse(readSpec), ...errors },
       },
     },
     async (request, reply) => {
-      const result = await config.list(kind);
+      const { limit } = request.query;
+      let after: string | undefined;
+      if (request.query.continue !== undefined) {
+        const token = parseContinueToken(request.query.continue);
+        if (!token.ok) return sendError(reply, token.error);
+        after = token.after;
+      }
+      const result = await config.list(kind, { after, limit });
       if (!result.ok) return sendError(reply, result.error);
+      const items = result.items.map(({ name, revision, document }) => ({
+        name,
+        revision,
+        spec: readableSpec(kind, document, request.caller),
+      }));
+      const last = items.at(-1);
+      if (result.remaining === 0 || last === undefined) return { revision: result.revision, items };
       return {
         revision: result.revision,
-        items: result.items.map(({ name, revision, document }) => ({
-          name,
-          revision,
-          spec: readableSpec(kind, document, request.caller),
-        })),
+        items,
+        continue: continueToken(last.name),
+        remainingItemCount: result.remaining,
       };
     },
   );

@@ -145,6 +145,13 @@ describe("roles", () => {
       role: "viewer",
     });
     expect(reserved.statusCode).toBe(400);
+    // The audit's name for a change made with no token: a token of that name would pass for it.
+    const anonymous = await call(BOOTSTRAP, "POST", "/v1/tokens", {
+      name: "anonymous",
+      role: "viewer",
+    });
+    expect(anonymous.statusCode).toBe(400);
+    expect(anonymous.json().error.message).toContain("reserved");
     await create("ci", "editor");
     const twice = await call(BOOTSTRAP, "POST", "/v1/tokens", { name: "ci", role: "viewer" });
     expect(twice.statusCode).toBe(409);

@@ -9,6 +9,15 @@ import { type Caller, ROLES, type Role } from "./roles.js";
 /** Name the bootstrap token (CLAWGATE_ADMIN_TOKEN) goes by in logs and the audit journal. */
 export const BOOTSTRAP_TOKEN_NAME = "bootstrap";
 
+/** What the audit journal and history name a change made with no token (an open app). */
+export const ANONYMOUS_CALLER_NAME = "anonymous";
+
+/** Names no stored token may take: each already means someone else in the journal. */
+const RESERVED_TOKEN_NAMES: ReadonlyMap<string, string> = new Map([
+  [BOOTSTRAP_TOKEN_NAME, "CLAWGATE_ADMIN_TOKEN"],
+  [ANONYMOUS_CALLER_NAME, "changes made without a token"],
+]);
+
 /** A token as stored: never the secret, only its SHA-256. */
 const storedTokenSchema = z.object({
   role: z.enum(ROLES),
@@ -71,6 +80,7 @@ export class TokenStore {
   readonly #tokens = new Map<string, KnownToken>();
   /** The same tokens by the SHA-256 of their secret, for authenticate. */
   readonly #byDigest = new Map<string, KnownToken>();
+  readonly #forgotten = new Set<(name: string) => void>();
 
   constructor(options: TokenStoreOptions) {
     this.#store = options.store;
@@ -117,6 +127,18 @@ export class TokenStore {
     return this.#byDigest.get(digest)?.caller;
   }
 
+  /**
+   * Calls `listener` with a token's name when it stops being valid here: revoked on this replica
+   * or, through the watch, on another (or its stored value turned unreadable). Returns the
+   * unsubscribe.
+   */
+  onForget(listener: (name: string) => void): () => void {
+    this.#forgotten.add(listener);
+    return () => {
+      this.#forgotten.delete(listener);
+    };
+  }
+
   list(): TokenView[] {
     return [...this.#tokens.values()]
       .map((token) => token.view)
@@ -132,11 +154,12 @@ export class TokenStore {
     /** Written in the same commit (the audit event); default none. */
     also: readonly Operation[] = [],
   ): Promise<Outcome<{ token: string; revision: number }>> {
-    if (name === BOOTSTRAP_TOKEN_NAME) {
+    const reservedFor = RESERVED_TOKEN_NAMES.get(name);
+    if (reservedFor !== undefined) {
       return fail(
         clawgateError(
           "CLAWGATE_INVALID_REQUEST",
-          `token name ${BOOTSTRAP_TOKEN_NAME} is reserved for CLAWGATE_ADMIN_TOKEN; choose another`,
+          `token name ${name} is reserved for ${reservedFor}; choose another`,
         ),
       );
     }
@@ -220,16 +243,28 @@ export class TokenStore {
   }
 
   #remember(name: string, token: KnownToken): void {
-    this.#forget(name);
+    const before = this.#tokens.get(name);
+    this.#drop(name);
     this.#tokens.set(name, token);
     this.#byDigest.set(token.digest, token);
+    // The same name with another secret (revoked and created again): the old one's streams end.
+    if (before !== undefined && before.digest !== token.digest) this.#tell(name);
   }
 
   #forget(name: string): void {
+    if (this.#drop(name)) this.#tell(name);
+  }
+
+  #drop(name: string): boolean {
     const token = this.#tokens.get(name);
-    if (token === undefined) return;
+    if (token === undefined) return false;
     this.#tokens.delete(name);
     this.#byDigest.delete(token.digest);
+    return true;
+  }
+
+  #tell(name: string): void {
+    for (const listener of this.#forgotten) listener(name);
   }
 
   #parse(item: KeyValue): KnownToken | undefined {

@@ -18,6 +18,7 @@ import { bashCompletion, zshCompletion } from "./completion.js";
 import { dumpYaml, manifestYaml, readCurrentConfig } from "./current-config.js";
 import { addDiffCommands } from "./diff-command.js";
 import { addHistoryCommands } from "./history-commands.js";
+import { listAll } from "./list-pages.js";
 import { parseManifest } from "./manifest.js";
 import { KIND_COLUMNS } from "./resource-columns.js";
 import { addRolloutCommands } from "./rollout-commands.js";
@@ -148,10 +149,7 @@ export function buildClawctlProgram(io: ClawctlIo = {}): Command {
       const kind = kindOf(kindArg);
       const api = await client();
       if (name === undefined) {
-        const list = await api.request<{ items: ResourceView[]; revision: number }>(
-          "GET",
-          `/v1/${kind}`,
-        );
+        const list = await listAll(api, kind);
         if (options.output === "json") return out(json(list));
         if (options.output === "yaml") return out(manifestYaml(kind, list.items));
         if (list.items.length === 0) return out(`No ${kind} found.\n`);

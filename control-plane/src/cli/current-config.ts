@@ -2,14 +2,13 @@ import { RESOURCE_KINDS, type ResourceKind } from "@clawgate/proto";
 import { stringify } from "yaml";
 import type { AdminClient } from "./admin-client.js";
 import type { ResourceView } from "./command-context.js";
+import { listAll } from "./list-pages.js";
 
-/** Every resource of every kind, as `GET /v1/{kind}` answers them. */
+/** Every resource of every kind, as `GET /v1/{kind}` answers them, every page. */
 export type ConfigListing = Map<ResourceKind, ResourceView[]>;
 
 export async function readCurrentConfig(api: AdminClient): Promise<ConfigListing> {
-  const lists = await Promise.all(
-    RESOURCE_KINDS.map((kind) => api.request<{ items: ResourceView[] }>("GET", `/v1/${kind}`)),
-  );
+  const lists = await Promise.all(RESOURCE_KINDS.map((kind) => listAll(api, kind)));
   return new Map(RESOURCE_KINDS.map((kind, index) => [kind, lists[index]?.items ?? []]));
 }
 

@@ -7,7 +7,8 @@ import type { RolloutView } from "../rollout/rollout-controller.js";
 import type { SnapshotStatus } from "../snapshot/snapshot-status.js";
 import type { AdminClient } from "./admin-client.js";
 import { ClawctlError } from "./clawctl-error.js";
-import type { CommandContext, Format, ResourceView } from "./command-context.js";
+import type { CommandContext, Format } from "./command-context.js";
+import { listAll } from "./list-pages.js";
 import { readRollout, rolloutText } from "./rollout-commands.js";
 import { formatAge, renderTable } from "./table.js";
 
@@ -64,7 +65,7 @@ export async function readStatus(api: AdminClient): Promise<FleetStatus> {
   const [snapshot, fleet, upstreams] = await Promise.all([
     api.request<SnapshotStatus>("GET", "/v1/snapshot"),
     api.request<{ items: DataPlaneView[] }>("GET", "/v1/dataplanes"),
-    api.request<{ items: ResourceView[] }>("GET", "/v1/upstreams"),
+    listAll(api, "upstreams"),
   ]);
   const notes: string[] = [];
   const evictedNodes: EvictedNode[] = [];

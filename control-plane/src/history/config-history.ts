@@ -19,6 +19,7 @@
  */
 import { randomInt } from "node:crypto";
 import type { Logger } from "pino";
+import { ANONYMOUS_CALLER_NAME } from "../auth/token-store.js";
 import { chunkByBytes, chunkPuts, splitChanges } from "../journal/change-list.js";
 import type { ConfigChange } from "../journal/config-event.js";
 import { eventId, SEQ_MODULUS } from "../journal/event-key.js";
@@ -167,7 +168,7 @@ export class ConfigHistory {
     ];
     const entry: StoredHistoryEntry = {
       time: new Date(now).toISOString(),
-      author: author ?? "anonymous",
+      author: author ?? ANONYMOUS_CALLER_NAME,
       changes: listed.inline,
       ...(listed.parts.length === 0 ? {} : { changeParts: listed.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),

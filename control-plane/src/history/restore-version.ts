@@ -1,4 +1,5 @@
 import type { ConfigAudit } from "../journal/config-audit.js";
+import { allCommitted } from "../resources/all-committed.js";
 import type { ApplyOptions, ApplyResult, ConfigService } from "../resources/config-service.js";
 import type { Operation } from "../store/store.js";
 import type { ConfigHistory } from "./config-history.js";
@@ -73,7 +74,7 @@ export async function restoreVersion(
         return {
           commit: [...(audited?.commit ?? []), ...kept.commit, ...(options.also ?? [])],
           ahead: [...(audited?.ahead ?? []), ...kept.ahead],
-          ...(kept.committed === undefined ? {} : { committed: kept.committed }),
+          ...allCommitted(audited?.committed, kept.committed),
           ...(kept.afterCommit === undefined ? {} : { afterCommit: kept.afterCommit }),
         };
       },

@@ -79,6 +79,47 @@ describe("ConfigAudit with the config service", () => {
   });
 });
 
+describe("ConfigAudit when a commit does not happen", () => {
+  it("still trims the keys a lost attempt meant to, so no event outlives maxEvents", async () => {
+    const prefix = `/audit-${++prefixes}-${Date.now()}/`;
+    const audit = new ConfigAudit({ store, prefix, maxEvents: 3 });
+    await audit.start();
+    // The store, but the commit after `loseNext` is set answers as a lost race, writing nothing.
+    let loseNext = false;
+    const racing = Object.assign(Object.create(store) as Store, {
+      commit: async (...args: Parameters<Store["commit"]>) => {
+        if (!loseNext) return store.commit(...args);
+        loseNext = false;
+        return { succeeded: false, revision: (await store.range("/nothing/")).revision };
+      },
+    });
+    const config = new ConfigService(racing, prefix);
+    const revisions: number[] = [];
+    const apply = async (port: number) => {
+      const result = await config.apply(upstreams(1, port), {
+        alsoWrite: (results) =>
+          audit.changeWrites(
+            "ci",
+            results.flatMap((r) =>
+              r.action === "unchanged" ? [] : [{ kind: r.kind, name: r.name, action: r.action }],
+            ),
+          ),
+      });
+      expect(result.ok).toBe(true);
+      if (result.ok) revisions.push(result.revision);
+    };
+    for (let port = 1; port <= 3; port++) await apply(port);
+    // Lost once, retried with fresh writes: the retry commits, the lost attempt never did.
+    loseNext = true;
+    await apply(4);
+    await apply(5);
+    await apply(6);
+    const events = await audit.list({ limit: 100 });
+    expect(events.map((event) => event.revision)).toEqual(revisions.slice(-3).reverse());
+    await config.close();
+  });
+});
+
 describe("ConfigAudit's long change lists", () => {
   it("keeps them in chunks, lists them whole and deletes the chunks with their event", async () => {
     const prefix = `/audit-${++prefixes}-${Date.now()}/`;

@@ -1,5 +1,6 @@
 import { randomInt } from "node:crypto";
 import type { Logger } from "pino";
+import { ANONYMOUS_CALLER_NAME } from "../auth/token-store.js";
 import type { AlsoWrites } from "../resources/config-service.js";
 import type { Operation, Store } from "../store/store.js";
 import { chunkKey, chunkOwner, chunkPuts, readChanges, splitChanges } from "./change-list.js";
@@ -32,6 +33,12 @@ export function auditChangesPrefix(prefix: string): string {
 }
 
 type Rollback = { from: number; to: number; reason?: string };
+
+/** What one write trims: keys it deletes, and chunks of its trimmed events left for later. */
+interface TrimPlan {
+  deletes: string[];
+  orphaned: string[];
+}
 
 /**
  * The audit journal of config writes: who (the token's name), what (the resources changed) and
@@ -82,12 +89,14 @@ export class ConfigAudit {
   /**
    * The writes that journal a change made by `token`, to commit with the change itself: the
    * event, and deletes of the oldest events beyond `maxEvents`. None when nothing changes.
-   * The key list is updated as if the commit succeeds; a commit that does not (a conflict that
-   * is retried) leaves it a little off until the next re-read, which costs nothing but a
-   * delete of a key that is already gone.
+   * Token and registry writes commit these on their own and do not report back, so the key list
+   * is updated at once, as if the commit succeeds; one that fails (a token name taken) leaves it
+   * a little off until the next re-read.
    */
   operations(token: string | undefined, changes: readonly ConfigChange[]): Operation[] {
-    return this.#operations(token, changes, undefined, false).commit;
+    const writes = this.#operations(token, changes, undefined, false);
+    writes.committed?.(0);
+    return writes.commit;
   }
 
   /**
@@ -123,48 +132,61 @@ export class ConfigAudit {
       : { inline: [...changes], parts: [] };
     const value = JSON.stringify({
       time: new Date(now).toISOString(),
-      token: token ?? "anonymous",
+      token: token ?? ANONYMOUS_CALLER_NAME,
       changes: split.inline,
       ...(split.parts.length === 0 ? {} : { changeParts: split.parts.length }),
       ...(rollback === undefined ? {} : { rollback }),
     });
-    const deletes = this.#trim();
-    this.#known.push({ key, parts: split.parts.length });
+    const trim = this.#planTrim();
+    return {
+      commit: [
+        { type: "put", key, value },
+        ...trim.deletes.map((old): Operation => ({ type: "delete", key: old })),
+      ],
+      ahead: chunkPuts(this.#changes, id, split.parts),
+      // Only a commit that happened shifts keys off the list: an attempt that lost a race (the
+      // config service retries with fresh writes) or failed deleted nothing, and the keys it
+      // meant to trim must still be trimmed by the next write.
+      committed: () => this.#settle(trim, { key, parts: split.parts.length }),
+    };
+  }
+
+  /** The key list once a write's commit happened: its trim done, its event added. */
+  #settle(trim: TrimPlan, added: { key: string; parts: number }): void {
+    const gone = new Set(trim.deletes);
+    this.#known = this.#known.filter((event) => !gone.has(event.key));
+    this.#orphans = this.#orphans.filter((chunk) => !gone.has(chunk));
+    for (const chunk of trim.orphaned)
+      if (!this.#orphans.includes(chunk)) this.#orphans.push(chunk);
+    this.#known.push(added);
     if (++this.#sinceResync >= RESYNC_EVERY) {
       this.#resync().catch((error: unknown) =>
         this.#logger?.warn({ err: error }, "config audit keys could not be re-read"),
       );
     }
-    return {
-      commit: [
-        { type: "put", key, value },
-        ...deletes.map((old): Operation => ({ type: "delete", key: old })),
-      ],
-      ahead: chunkPuts(this.#changes, id, split.parts),
-    };
   }
 
   /**
    * Keys to delete with this write, at most TRIM_BATCH: chunks left from earlier trims, then
    * the oldest events beyond maxEvents with their chunks (the rest wait for the next writes:
-   * with their event gone, nothing reads them).
+   * with their event gone, nothing reads them). Changes nothing: see #settle.
    */
-  #trim(): string[] {
+  #planTrim(): TrimPlan {
     let excess = Math.max(0, this.#known.length + 1 - this.#maxEvents);
-    const deletes = this.#orphans.splice(0, TRIM_BATCH);
-    while (excess > 0 && deletes.length < TRIM_BATCH) {
-      const oldest = this.#known.shift();
-      if (oldest === undefined) break;
+    const deletes = this.#orphans.slice(0, TRIM_BATCH);
+    const orphaned: string[] = [];
+    for (const oldest of this.#known) {
+      if (excess <= 0 || deletes.length >= TRIM_BATCH) break;
       excess--;
       deletes.push(oldest.key);
       const id = oldest.key.slice(this.#prefix.length);
       for (let part = 0; part < oldest.parts; part++) {
         const chunk = chunkKey(this.#changes, id, part);
         if (deletes.length < TRIM_BATCH) deletes.push(chunk);
-        else this.#orphans.push(chunk);
+        else orphaned.push(chunk);
       }
     }
-    return deletes;
+    return { deletes, orphaned };
   }
 
   /** Config events newest first, at most `limit`, recorded at or after `since` (epoch ms). */

@@ -90,6 +90,40 @@ export async function readOutsideApply(
 }
 
 /**
+ * One key exactly, as it is outside any apply (see readOutsideApply), without a range over the
+ * keys it prefixes: at the gate's revision while a gate is set; else read between two looks at
+ * the gate, both finding none (only an apply begun and ended between them could slip in).
+ */
+export async function readKeyOutsideApply(
+  store: Store,
+  prefix: string,
+  key: string,
+): Promise<KeyValue | undefined> {
+  const gateKey = applyGateKey(prefix);
+  for (;;) {
+    const gate = findGate(prefix, present(await store.get(gateKey)));
+    if (gate === undefined) {
+      const item = await store.get(key);
+      // The gate still absent at the key's read means no apply had begun: the key is outside.
+      const after = await store.get(gateKey);
+      if (after === undefined) return item;
+      continue;
+    }
+    try {
+      return await store.get(key, { revision: gate.revision });
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "CLAWGATE_STORE_COMPACTED") throw error;
+      const read = await readThroughUndo(store, prefix, [key]);
+      return read.items.find((item) => item.key === key);
+    }
+  }
+}
+
+function present(item: KeyValue | undefined): KeyValue[] {
+  return item === undefined ? [] : [item];
+}
+
+/**
  * The config before the running apply without etcd's history: the current keys, the gate and
  * the undo records in one read, each key an undo record names put back as it was (or left
  * out if the apply created it). A batch and its undo record commit together, and a rollback

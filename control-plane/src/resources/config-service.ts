@@ -10,13 +10,21 @@ import { rolloutFence } from "../rollout/rollout-fence.js";
 import { rolloutKey } from "../rollout/rollout-state.js";
 import { ConfigModel } from "../snapshot/config-model.js";
 import type { Compare, KeyValue, Operation, Store } from "../store/store.js";
-import { applyGateKey, gateMessage, kindPrefixes, readOutsideApply } from "./apply-gate.js";
+import {
+  applyGateKey,
+  gateMessage,
+  kindPrefixes,
+  readKeyOutsideApply,
+  readOutsideApply,
+} from "./apply-gate.js";
 import { type ApplyOwner, newApplyOwner } from "./apply-owner.js";
 import { configGuardKey } from "./config-guard.js";
 import { type ConfigOverlay, overlayOf } from "./config-overlay.js";
 import { readConfigState, resourceKey, type StoredResource } from "./config-state.js";
 import { type ConsistencyProblem, scopedConsistencyProblems } from "./consistency.js";
 import { type ClawgateError, clawgateError, type FieldProblem, type Outcome } from "./errors.js";
+import { byCodeUnits, firstAfter } from "./list-page.js";
+import { NameOrder } from "./name-order.js";
 import {
   type Recovery,
   recoverAbandonedApply,
@@ -193,6 +201,7 @@ export class ConfigService {
   readonly #model: ConfigModel;
   readonly #catchUpMs: number;
   readonly #owner: ApplyOwner | undefined;
+  readonly #names: NameOrder;
 
   constructor(store: Store, prefix: string, options: ConfigServiceOptions = {}) {
     this.#store = store;
@@ -206,10 +215,12 @@ export class ConfigService {
     if (this.#model.prefix !== prefix) {
       throw new RangeError(`the model follows prefix ${this.#model.prefix}, not ${prefix}`);
     }
+    this.#names = new NameOrder(this.#model);
   }
 
   /** Stops the service's own model; a shared one is its owner's to stop. */
   async close(): Promise<void> {
+    this.#names.close();
     if (this.#options.model === undefined) await this.#model.stop();
   }
 
@@ -221,11 +232,29 @@ export class ConfigService {
     return recoverAbandonedApply(this.#store, this.#prefix, configGuardKey(this.#prefix));
   }
 
+  /**
+   * The resources of one kind in name order (code units), from the first after `page.after`,
+   * at most `page.limit` of them (default all), and how many come after those.
+   */
   async list<K extends ResourceKind>(
     kind: K,
-  ): Promise<Outcome<{ revision: number; items: StoredResource<K>[] }>> {
+    page: ListPage = {},
+  ): Promise<Outcome<{ revision: number; items: StoredResource<K>[]; remaining: number }>> {
     if (!RESOURCE_KINDS.includes(kind)) return unknownKind(kind);
+    const limit = page.limit ?? Number.POSITIVE_INFINITY;
     try {
+      const model = await this.#readableModel();
+      if (model !== undefined) {
+        const names = this.#names.names(kind);
+        const start = firstAfter(names, page.after);
+        const end = Math.min(names.length, start + limit);
+        const items: StoredResource<K>[] = [];
+        for (let index = start; index < end; index++) {
+          const item = model.get(kind, names[index] as string);
+          if (item !== undefined) items.push(item);
+        }
+        return { ok: true, revision: model.revision, items, remaining: names.length - end };
+      }
       // During a big apply, the config as it was before it: never a half-applied one.
       const range = await readOutsideApply(
         this.#store,
@@ -233,10 +262,20 @@ export class ConfigService {
         kindPrefixes(this.#prefix, [kind]),
       );
       const read = readConfigState(this.#prefix, range);
-      const items = [...(read.state[kind] as Map<string, StoredResource<K>>).values()].sort(
-        (a, b) => a.name.localeCompare(b.name),
+      const all = [...(read.state[kind] as Map<string, StoredResource<K>>).values()].sort((a, b) =>
+        byCodeUnits(a.name, b.name),
       );
-      return { ok: true, revision: read.revision, items };
+      const start = firstAfter(
+        all.map((item) => item.name),
+        page.after,
+      );
+      const end = Math.min(all.length, start + limit);
+      return {
+        ok: true,
+        revision: read.revision,
+        items: all.slice(start, end),
+        remaining: all.length - end,
+      };
     } catch (error) {
       return storeUnavailable(error);
     }
@@ -251,23 +290,46 @@ export class ConfigService {
     let item: KeyValue | undefined;
     const key = resourceKey(this.#prefix, kind, name);
     try {
-      // Read as a prefix with the gate in one consistent read, then kept to the exact key.
-      const range = await readOutsideApply(this.#store, this.#prefix, [key]);
-      item = range.items.find((candidate) => candidate.key === key);
+      const model = await this.#readableModel();
+      if (model !== undefined) {
+        const resource = model.get(kind, name);
+        if (resource !== undefined) return { ok: true, resource };
+        const reason = model.invalidReason(kind, name);
+        return reason === undefined ? notFound(kind, name) : corrupt(kind, name, reason);
+      }
+      // That one key as it was before the big apply under way, never the keys it prefixes.
+      item = await readKeyOutsideApply(this.#store, this.#prefix, key);
     } catch (error) {
       return storeUnavailable(error);
     }
     if (item === undefined) return notFound(kind, name);
     const read = readConfigState(this.#prefix, { revision: item.modRevision, items: [item] });
     const resource = (read.state[kind] as Map<string, StoredResource<K>>).get(name);
-    if (resource === undefined) {
-      const reason = read.invalid[0]?.reason ?? "unreadable";
-      return {
-        ok: false,
-        error: clawgateError("CLAWGATE_CORRUPT_RESOURCE", `${kind}/${name} is invalid: ${reason}`),
-      };
-    }
+    if (resource === undefined) return corrupt(kind, name, read.invalid[0]?.reason ?? "unreadable");
     return { ok: true, resource };
+  }
+
+  /**
+   * The model, for a read, once it holds every write through the API that the store holds (the
+   * guard key every such write puts, and the apply gate, at the store's revisions: two small
+   * reads), so a read after a write on any replica sees it. Undefined while a big apply is
+   * half-way (the model then holds part of it) or when the model cannot catch up: read the
+   * store instead.
+   */
+  async #readableModel(): Promise<ConfigModel | undefined> {
+    const model = this.#model;
+    await model.start();
+    const keys = [configGuardKey(this.#prefix), applyGateKey(this.#prefix)];
+    const stored = await Promise.all(keys.map((key) => this.#store.get(key)));
+    let target = 0;
+    keys.forEach((key, index) => {
+      const now = stored[index]?.modRevision ?? 0;
+      if (now === (model.keyValue(key)?.modRevision ?? 0)) return;
+      // A key deleted meanwhile has no revision to read; its delete is the model's next event.
+      target = Math.max(target, now === 0 ? model.revision + 1 : now);
+    });
+    if (target > 0 && !(await model.waitForRevision(target, this.#catchUpMs))) return undefined;
+    return model.gate === undefined ? model : undefined;
   }
 
   /** The version of the config the model holds (see ConfigModel.configRevision). */
@@ -443,6 +505,14 @@ export class ConfigService {
     await this.#model.waitForRevision(target, this.#catchUpMs);
     return true;
   }
+}
+
+/** Which page of a kind's resources ConfigService.list answers. */
+export interface ListPage {
+  /** Start after this name (the continue token's); default the first. */
+  after?: string;
+  /** At most this many; default all. */
+  limit?: number;
 }
 
 /** Validates names and documents of every change up front: they do not depend on the store. */
@@ -730,6 +800,13 @@ function invalidName(name: string): { ok: false; error: ClawgateError } {
       "CLAWGATE_INVALID_NAME",
       `name ${JSON.stringify(name)} must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit`,
     ),
+  };
+}
+
+function corrupt(kind: ResourceKind, name: string, reason: string) {
+  return {
+    ok: false as const,
+    error: clawgateError("CLAWGATE_CORRUPT_RESOURCE", `${kind}/${name} is invalid: ${reason}`),
   };
 }
 

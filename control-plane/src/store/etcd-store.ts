@@ -212,10 +212,20 @@ export async function openEtcdStore(options: EtcdStoreOptions): Promise<Store> {
     async get(key, readOptions) {
       assertOpen();
       const revision = readOptions?.revision;
-      const res = await client.kv.range({
-        key: bytes(key),
-        ...(revision !== undefined ? { revision } : {}),
-      });
+      let res: Awaited<ReturnType<typeof client.kv.range>>;
+      try {
+        res = await client.kv.range({
+          key: bytes(key),
+          ...(revision !== undefined ? { revision } : {}),
+        });
+      } catch (error) {
+        // Named as range names it, so callers can fall back to what outlives compaction.
+        if (!isCompacted(error)) throw error;
+        throw storeError(
+          "CLAWGATE_STORE_COMPACTED",
+          `cannot read revision ${revision}: etcd has compacted it`,
+        );
+      }
       const kv = res.kvs[0];
       return kv === undefined ? undefined : toKeyValue(kv);
     },

@@ -41,6 +41,25 @@ export async function getJson(token, path, signal) {
   return response.json();
 }
 
+/** The largest page GET /v1/{kind} answers (MAX_PAGE_LIMIT in resources/list-page.ts). */
+const LIST_PAGE_LIMIT = 500;
+
+/**
+ * Every item of a list (GET /v1/{kind}): the API answers one page at a time and says, with
+ * `continue`, that more follow; each request stays small however long the list is.
+ */
+export async function getAllPages(token, path, signal) {
+  const items = [];
+  let next;
+  do {
+    const query = next === undefined ? "" : `&continue=${encodeURIComponent(next)}`;
+    const page = await getJson(token, `${path}?limit=${LIST_PAGE_LIMIT}${query}`, signal);
+    items.push(...page.items);
+    next = page.continue;
+  } while (next !== undefined);
+  return items;
+}
+
 /** Opens GET `path` as a stream with the token (never in the URL); rejects on a non-2xx answer. */
 export async function openStream(token, path, signal) {
   const response = await fetch(path, {

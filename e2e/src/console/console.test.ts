@@ -204,6 +204,36 @@ describe("the fleet console in a browser", () => {
     }
   });
 
+  it("lists every resource of a kind longer than one page of the admin API", async () => {
+    const { cp } = cluster;
+    // More than the API's default page (100) and its largest (500): three pages to follow.
+    const count = 520;
+    await cp.admin.apply(
+      Array.from({ length: count }, (_, i) => ({
+        kind: "breaker",
+        name: `many-${i}`,
+        spec: { consecutiveFailures: 3 },
+      })),
+    );
+    const { body: viewer } = await cp.admin.call<{ token: string }>("POST", "/v1/tokens", {
+      name: "console-pages",
+      role: "viewer",
+    });
+    const page = await openPage(`#token=${encodeURIComponent(viewer.token)}`);
+    await page.getByRole("tab", { name: "Config" }).click();
+    await page.getByLabel("Kind").selectOption("breakers");
+    // The seed's breakers (trip, and the cluster's own) and the ones written here.
+    const { body: first } = await cp.admin.call<{ remainingItemCount?: number; items: unknown[] }>(
+      "GET",
+      "/v1/breakers",
+    );
+    const total = first.items.length + (first.remainingItemCount ?? 0);
+    expect(total).toBeGreaterThan(count);
+    await page
+      .locator(`.pager:has-text("(${total} breakers)")`)
+      .waitFor({ timeout: SHOWN_WITHIN_MS });
+  });
+
   it("refuses a wrong token with a clear message and keeps nothing", async () => {
     const page = await openPage("#token=not-the-token");
     const alert = page.getByRole("alert");

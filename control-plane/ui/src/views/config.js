@@ -1,6 +1,6 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
-import { explain, getJson } from "../api.js";
+import { explain, getAllPages, getJson } from "../api.js";
 import { clock, matches } from "../format.js";
 import { Pager, pageOf } from "../paged.js";
 import { diffConfigs, fieldChanges } from "./config-diff.js";
@@ -16,7 +16,7 @@ export function ConfigView({ token, epoch }) {
   const [query, setQuery] = useState("");
   const [page, setPage] = useState(0);
   const [{ value, error }] = useLoad(
-    async (signal) => (await getJson(token, `/v1/${kind}`, signal)).items,
+    (signal) => getAllPages(token, `/v1/${kind}`, signal),
     [token, kind, epoch],
   );
   const shown = (value ?? []).filter((r) => matches(r.name, query));

@@ -1,6 +1,6 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { explain, getJson } from "../api.js";
+import { explain, getAllPages, getJson } from "../api.js";
 import { ago, clock, matches } from "../format.js";
 import { Pager, pageOf } from "../paged.js";
 import { Loading } from "./fleet.js";
@@ -20,12 +20,12 @@ export function UpstreamsView({ token, bus, epoch }) {
   const [{ value, error }] = useLoad(
     async (signal) => {
       const [upstreams, breakers] = await Promise.all([
-        getJson(token, "/v1/upstreams", signal),
-        getJson(token, "/v1/breakers", signal),
+        getAllPages(token, "/v1/upstreams", signal),
+        getAllPages(token, "/v1/breakers", signal),
       ]);
       return {
-        upstreams: upstreams.items,
-        breakers: new Map(breakers.items.map((b) => [b.name, b])),
+        upstreams,
+        breakers: new Map(breakers.map((b) => [b.name, b])),
       };
     },
     [token, epoch],
