@@ -18,6 +18,10 @@ export const errorCatalog = Object.freeze({
   CLAWGATE_FORBIDDEN: { status: 403, message: "This API key may not call this route." },
   CLAWGATE_IP_DENIED: { status: 403, message: "Requests from this address are not allowed." },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
+  CLAWGATE_REQUEST_TIMEOUT: {
+    status: 408,
+    message: "The request body did not arrive in time.",
+  },
   CLAWGATE_PAYLOAD_TOO_LARGE: {
     status: 413,
     message: "The request body is larger than this route accepts.",
