@@ -31,6 +31,7 @@ import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { TenantMetrics } from "./metrics/tenant-metrics.js";
 import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "./outcomes/version-outcomes.js";
 import { ServingStatus } from "./process/serving-status.js";
+import { applyListenerLimits, listenerServerOptions } from "./proxy/listener-limits.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { Tunnels } from "./proxy/websocket/tunnels.js";
@@ -478,7 +479,7 @@ export async function startDataPlane(
     quota,
     tenantMetrics,
   });
-  const proxy = createServer(proxyHandler);
+  const proxy = createServer(listenerServerOptions(config), proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
   // With workers they hold the tunnels, and their gauge is the one /metrics lists.
   const tunnels = new Tunnels(requestRegistry);
@@ -497,15 +498,15 @@ export async function startDataPlane(
   const proxyTls =
     proxyTlsCertificates === undefined || workers !== undefined
       ? undefined
-      : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
+      : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config);
   proxyTls?.server.on("upgrade", upgradeHandler);
   const drain = new HttpDrain(proxy);
   const drainDelay = new DrainDelay();
   // Set on stop, before the drain delay: /readyz answers 503 while the proxy still serves.
   let stopping = false;
-  // Above the 60 s idle timeout of common load balancers, so they close idle sockets first.
-  proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
-  proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
+  // Keep-alive above the 60 s idle timeout of common load balancers, so they close idle
+  // sockets first; headers and whole requests within their own timeouts; a connection cap.
+  applyListenerLimits(proxy, config);
   const admin = createServer(
     withDrainingReadiness(
       createAdminHandler({
