@@ -24,6 +24,7 @@ import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
+import { TrustedProxies } from "./config/trusted-proxies.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer } from "./health/index.js";
 import { familiesText, metricsSource } from "./metrics/metrics-source.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
@@ -468,6 +469,8 @@ export async function startDataPlane(
     return { ok: true };
   }
 
+  // Parsed once here; a request pays one check, and none while the list is empty.
+  const trustedProxies = TrustedProxies.of(config.trustedProxies);
   const proxyHandler = createProxyHandler({
     current: () => applied.current(),
     pools,
@@ -475,6 +478,7 @@ export async function startDataPlane(
     logger,
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    trustedProxies,
     accessLog,
     quota,
     tenantMetrics,
@@ -490,6 +494,7 @@ export async function startDataPlane(
     healing,
     tunnels,
     logger,
+    trustedProxies,
     // The pipeline's services: a handshake spends the tenant's fleet-wide budget too.
     services: { clock: healing.clock, quota, tenantMetrics },
   });

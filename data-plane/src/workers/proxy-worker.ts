@@ -10,6 +10,7 @@ import { FleetProbes } from "../breaker/fleet-probes.js";
 import { workerProberId } from "../breaker/probe-relay.js";
 import { toWorkerBreakers } from "../breaker/worker-breakers.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
+import { TrustedProxies } from "../config/trusted-proxies.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "../outcomes/version-outcomes.js";
@@ -127,6 +128,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   };
   setInterval(sendOutcomes, OUTCOME_REPORT_INTERVAL_MS).unref();
   const metrics = new ProxyMetrics(registry, (status) => outcomes.record(status));
+  // Parsed once here; a request pays one check, and none while the list is empty.
+  const trustedProxies = TrustedProxies.of(config.trustedProxies);
   const proxyHandler = createProxyHandler({
     current: () => snapshots.current(),
     pools,
@@ -134,6 +137,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     logger,
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    trustedProxies,
     accessLog,
     quota,
     tenantMetrics,
@@ -148,6 +152,7 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     healing,
     tunnels,
     logger,
+    trustedProxies,
     // A handshake spends the tenant's fleet-wide budget too.
     services: { clock: healing.clock, quota, tenantMetrics },
   });
