@@ -262,12 +262,15 @@ export function createUpgradeHandler(
           failed(classifyUpstreamError(error), error);
         },
       });
+      attempt.boundBy(route.totalTimeoutMs);
       pool.dispatch(
         {
           path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
           method: "GET",
           upgrade: "websocket",
           headers: forwarded,
+          // The route's headersMs, as for any request (undici's default is 300 s).
+          headersTimeout: route.headersTimeoutMs,
         },
         attempt,
       );
