@@ -24,6 +24,7 @@ import { FleetProbes } from "./breaker/fleet-probes.js";
 import type { DataPlaneConfig } from "./config/config-schema.js";
 import { readCpTls } from "./config/cp-tls.js";
 import { loadConfig } from "./config/load-config.js";
+import { TrustedProxies } from "./config/trusted-proxies.js";
 import { HealthMetrics, HealthRegistry, HealthReportPacer } from "./health/index.js";
 import { familiesText, metricsSource } from "./metrics/metrics-source.js";
 import { ProxyMetrics } from "./metrics/proxy-metrics.js";
@@ -31,6 +32,7 @@ import { SnapshotMetrics } from "./metrics/snapshot-metrics.js";
 import { TenantMetrics } from "./metrics/tenant-metrics.js";
 import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "./outcomes/version-outcomes.js";
 import { ServingStatus } from "./process/serving-status.js";
+import { applyListenerLimits, listenerServerOptions } from "./proxy/listener-limits.js";
 import { createProxyHandler } from "./proxy/proxy-handler.js";
 import { RequestHealing } from "./proxy/request-healing.js";
 import { Tunnels } from "./proxy/websocket/tunnels.js";
@@ -480,6 +482,8 @@ export async function startDataPlane(
     return { ok: true };
   }
 
+  // Parsed once here; a request pays one check, and none while the list is empty.
+  const trustedProxies = TrustedProxies.of(config.trustedProxies);
   const proxyHandler = createProxyHandler({
     current: () => applied.current(),
     pools,
@@ -487,11 +491,12 @@ export async function startDataPlane(
     logger,
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    trustedProxies,
     accessLog,
     quota,
     tenantMetrics,
   });
-  const proxy = createServer(proxyHandler);
+  const proxy = createServer(listenerServerOptions(config), proxyHandler);
   // WebSocket handshakes: routed like requests, then tunnelled; closed after the drain delay.
   // With workers they hold the tunnels, and their gauge is the one /metrics lists.
   const tunnels = new Tunnels(requestRegistry);
@@ -502,6 +507,7 @@ export async function startDataPlane(
     healing,
     tunnels,
     logger,
+    trustedProxies,
     // The pipeline's services: a handshake spends the tenant's fleet-wide budget too.
     services: { clock: healing.clock, quota, tenantMetrics },
   });
@@ -510,15 +516,15 @@ export async function startDataPlane(
   const proxyTls =
     proxyTlsCertificates === undefined || workers !== undefined
       ? undefined
-      : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
+      : createProxyTlsListener(proxyTlsCertificates, proxyHandler, config);
   proxyTls?.server.on("upgrade", upgradeHandler);
   const drain = new HttpDrain(proxy);
   const drainDelay = new DrainDelay();
   // Set on stop, before the drain delay: /readyz answers 503 while the proxy still serves.
   let stopping = false;
-  // Above the 60 s idle timeout of common load balancers, so they close idle sockets first.
-  proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
-  proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
+  // Keep-alive above the 60 s idle timeout of common load balancers, so they close idle
+  // sockets first; headers and whole requests within their own timeouts; a connection cap.
+  applyListenerLimits(proxy, config);
   const admin = createServer(
     withDrainingReadiness(
       createAdminHandler({

@@ -6,6 +6,7 @@ import {
 } from "@clawgate/runtime";
 import { z } from "zod";
 import { isDnsServer } from "./dns-server.js";
+import { trustedProxyCidr } from "./trusted-proxies.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -110,6 +111,53 @@ export const DATA_PLANE_SETTINGS = declareSettings({
     doc: "How long an idle client connection stays open; above the 60 s idle timeout of common load balancers.",
     type: z.int().min(1_000).max(3_600_000),
     default: 65_000,
+  },
+  proxyHeadersTimeoutMs: {
+    variable: "CLAWGATE_PROXY_HEADERS_TIMEOUT_MS",
+    flag: "proxy-headers-timeout-ms",
+    // nginx's client_header_timeout (60 s); Envoy's request_headers_timeout is off by default.
+    // Its own setting: it used to follow the keep-alive timeout, which may be up to an hour.
+    doc: "How long a client may take to send a request's headers before it gets 408 and the connection closes.",
+    type: z.int().min(100).max(3_600_000),
+    default: 60_000,
+  },
+  proxyRequestTimeoutMs: {
+    variable: "CLAWGATE_PROXY_REQUEST_TIMEOUT_MS",
+    flag: "proxy-request-timeout-ms",
+    // node:http's own default, set explicitly so a Node upgrade cannot change it unseen. It
+    // bounds a whole upload (headers and body); a route's bodyMs and totalMs are tighter.
+    doc: "How long a client may take to send a whole request, headers and body, before it gets 408 (0 = no limit; at least proxyHeadersTimeoutMs).",
+    type: z.int().min(0).max(86_400_000),
+    default: 300_000,
+  },
+  proxyMaxConnections: {
+    variable: "CLAWGATE_PROXY_MAX_CONNECTIONS",
+    flag: "proxy-max-connections",
+    // No default cap: the right one depends on the file limit (the systemd unit's LimitNOFILE
+    // is 524288) and memory, and a cap below what a load balancer keeps open would refuse
+    // healthy traffic. Per process: with workers, each worker's listener has it.
+    doc: "Client connections each proxy listener (plaintext and TLS) keeps open at once, per process; past it a new one is closed at once.",
+    type: z.int().min(1).max(10_000_000),
+    defaultText: "none: no cap",
+  },
+  proxyMaxConcurrentStreams: {
+    variable: "CLAWGATE_PROXY_MAX_CONCURRENT_STREAMS",
+    flag: "proxy-max-concurrent-streams",
+    // nginx's http2_max_concurrent_streams (128 is its default) and the RFC 9113 advice of at
+    // least 100; Node's own default is 2^32 - 1, which lets one connection open any number.
+    doc: "HTTP/2 streams one client connection of the TLS listener may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).",
+    type: z.int().min(1).max(2_147_483_647),
+    default: 100,
+  },
+  trustedProxies: {
+    variable: "CLAWGATE_TRUSTED_PROXIES",
+    flag: "trusted-proxies",
+    // Trust no one by default: a client-facing gateway must not pass on a client's claims of
+    // where it came from. Behind a load balancer, list its addresses.
+    doc: "Peers (CIDRs, comma list) whose X-Forwarded-For is appended to and whose X-Forwarded-Proto, X-Forwarded-Host, Forwarded, X-Real-IP, X-Original-URL and X-Rewrite-URL are kept; from others they are replaced or dropped.",
+    type: z.array(trustedProxyCidr),
+    default: [],
+    defaultText: "none: trust no peer",
   },
   dnsRefreshMs: {
     variable: "CLAWGATE_DNS_REFRESH_MS",

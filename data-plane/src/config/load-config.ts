@@ -1,5 +1,6 @@
 import { hostname as osHostname } from "node:os";
 import { keepOrigins, loadSettings, parseHostPort } from "@clawgate/runtime";
+import { listenerLimitProblems } from "../proxy/listener-limits.js";
 import { DATA_PLANE_SETTINGS, type DataPlaneConfig } from "./config-schema.js";
 import { cpTlsPairingProblems } from "./cp-tls.js";
 import { proxyTlsPairingProblems } from "./proxy-tls-settings.js";
@@ -28,6 +29,7 @@ export function loadConfig(options: LoadConfigOptions = {}): DataPlaneConfig {
     check: (settings, layerOf) => [
       ...cpTlsPairingProblems(settings, layerOf),
       ...proxyTlsPairingProblems(settings, layerOf),
+      ...listenerLimitProblems(settings, layerOf),
     ],
   });
   const proxy = parseHostPort(settings.proxyListen, { allowPortZero: true });

@@ -26,6 +26,10 @@ export const errorCatalog = Object.freeze({
     message: "WebSocket connections from this origin are not allowed.",
   },
   CLAWGATE_ROUTE_NOT_FOUND: { status: 404, message: "No route matches this request." },
+  CLAWGATE_REQUEST_TIMEOUT: {
+    status: 408,
+    message: "The request body did not arrive in time.",
+  },
   CLAWGATE_PAYLOAD_TOO_LARGE: {
     status: 413,
     message: "The request body is larger than this route accepts.",

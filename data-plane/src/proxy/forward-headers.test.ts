@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
+import { TrustedProxies } from "../config/trusted-proxies.js";
 import { heapAllocated } from "../testing/heap-allocated.js";
 import { clientResponseHeaders, upstreamRequestHeaders } from "./forward-headers.js";
 
@@ -18,7 +19,12 @@ function clientRequest(raw: string[], remoteAddress = "10.0.0.7"): IncomingMessa
   return { headers, rawHeaders: raw, socket: { remoteAddress } } as unknown as IncomingMessage;
 }
 
-const context = { host: "api.internal", requestId: "abc-1", trustForwardedFor: true };
+// The peer of clientRequest (10.0.0.7) is a trusted proxy here.
+const context = {
+  host: "api.internal",
+  requestId: "abc-1",
+  trustedProxies: TrustedProxies.of(["10.0.0.0/8"]),
+};
 
 describe("upstreamRequestHeaders", () => {
   it("forwards end-to-end headers, drops hop-by-hop and replaced ones, then adds its own", () => {
@@ -60,6 +66,70 @@ describe("upstreamRequestHeaders", () => {
     ]);
   });
 
+  describe("forwarding headers and trustedProxies", () => {
+    const claims = [
+      "Host",
+      "api.example.com",
+      "X-Forwarded-For",
+      "6.6.6.6",
+      "X-Forwarded-Proto",
+      "https",
+      "X-Forwarded-Host",
+      "lb.example.com",
+      "Forwarded",
+      "for=6.6.6.6",
+      "X-Real-IP",
+      "6.6.6.6",
+      "X-Original-URL",
+      "/admin",
+      "X-Rewrite-URL",
+      "/admin",
+    ];
+    const asSent = (list: string[]) => {
+      const sent = new Map<string, string>();
+      for (let i = 0; i < list.length; i += 2) sent.set(list[i]!, list[i + 1]!);
+      return sent;
+    };
+
+    it.each([
+      ["no trustedProxies (the default)", undefined, "10.0.0.7"],
+      ["a peer outside trustedProxies", TrustedProxies.of(["192.168.0.0/16"]), "10.0.0.7"],
+    ])(
+      "from %s: replaced with what the gateway saw, and client claims dropped",
+      (_, trusted, peer) => {
+        const sent = asSent(
+          upstreamRequestHeaders(clientRequest(claims, peer), {
+            ...context,
+            trustedProxies: trusted,
+          }),
+        );
+        expect(sent.get("x-forwarded-for")).toBe("10.0.0.7");
+        expect(sent.get("x-forwarded-proto")).toBe("http");
+        expect(sent.get("x-forwarded-host")).toBe("api.example.com");
+        for (const name of ["forwarded", "x-real-ip", "x-original-url", "x-rewrite-url"]) {
+          expect(sent.has(name), name).toBe(false);
+        }
+      },
+    );
+
+    it.each([
+      ["an IPv4 peer", "10.0.0.7"],
+      ["an IPv4 peer on a dual-stack socket", "::ffff:10.0.0.7"],
+    ])(
+      "from a trusted proxy (%s): the chain appended to, its proto, host and claims kept",
+      (_, peer) => {
+        const sent = asSent(upstreamRequestHeaders(clientRequest(claims, peer), context));
+        expect(sent.get("x-forwarded-for")).toBe(`6.6.6.6, ${peer}`);
+        expect(sent.get("x-forwarded-proto")).toBe("https");
+        expect(sent.get("x-forwarded-host")).toBe("lb.example.com");
+        expect(sent.get("forwarded")).toBe("for=6.6.6.6");
+        expect(sent.get("x-real-ip")).toBe("6.6.6.6");
+        expect(sent.get("x-original-url")).toBe("/admin");
+        expect(sent.get("x-rewrite-url")).toBe("/admin");
+      },
+    );
+  });
+
   it("allocates the list once, sized, rather than growing it entry by entry", () => {
     const req = clientRequest([
       "Host",
@@ -77,12 +147,14 @@ describe("upstreamRequestHeaders", () => {
       "Authorization",
       "Bearer token",
     ]);
+    // The default: no trustedProxies, so no peer check (node:net's BlockList allocates).
+    const direct = { ...context, trustedProxies: undefined };
     const calls = 20_000;
     let list: string[] = [];
-    for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, context);
+    for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, direct);
     const perCall =
       heapAllocated(() => {
-        for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, context);
+        for (let i = 0; i < calls; i++) list = upstreamRequestHeaders(req, direct);
       }) / calls;
     expect(list).toHaveLength(22);
     // 22 entries: an array and its 22 slots, about 220 B. Grown by push from empty the list

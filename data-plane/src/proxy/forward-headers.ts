@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
+import type { TrustedProxies } from "../config/trusted-proxies.js";
 import { connectionTokens, isHopByHop } from "./hop-by-hop.js";
 
 const TENANT_HEADER = "x-clawgate-tenant";
@@ -29,6 +30,18 @@ function claimsTenant(name: string): boolean {
     name.replaceAll("_", "-") === TENANT_HEADER
   );
 }
+
+/**
+ * Claims about the original request that only a proxy in front may make: who the client was
+ * (Forwarded, X-Real-IP) and what it asked for (X-Original-URL, X-Rewrite-URL, which IIS and
+ * some frameworks route by, past the gateway's route match). Dropped unless the peer is one of
+ * trustedProxies.
+ */
+const FROM_TRUSTED_PROXIES_ONLY = ["forwarded", "x-real-ip", "x-original-url", "x-rewrite-url"];
+const REPLACED_FROM_UNTRUSTED: ReadonlySet<string> = new Set([
+  ...REPLACED_UPSTREAM,
+  ...FROM_TRUSTED_PROXIES_ONLY,
+]);
 
 // Set by the proxy itself on the response, so the upstream's copy is dropped.
 const REPLACED_FOR_CLIENT: ReadonlySet<string> = new Set(["x-request-id"]);
@@ -67,8 +80,13 @@ export interface ForwardContext {
   /** Host header sent upstream (rewrite.host or the client's). */
   readonly host: string | undefined;
   readonly requestId: string;
-  /** Keep the client's X-Forwarded-For chain and append the peer to it. */
-  readonly trustForwardedFor: boolean;
+  /**
+   * The trustedProxies setting; undefined when empty (no peer trusted, and no check made). A
+   * trusted peer's X-Forwarded-For is appended to and its X-Forwarded-Proto, X-Forwarded-Host
+   * and the FROM_TRUSTED_PROXIES_ONLY headers kept; anyone else's are replaced with what the
+   * gateway saw, or dropped.
+   */
+  readonly trustedProxies: TrustedProxies | undefined;
 }
 
 /**
@@ -83,20 +101,34 @@ export function upstreamRequestHeaders(req: IncomingMessage, context: ForwardCon
   // entries added below. Grown by push from empty, the list was copied twice on its way to a
   // typical 20-odd entries (about 580 B per request against about 220 B sized).
   const out: string[] = new Array((req.rawHeaders?.length ?? 0) + ADDED_ENTRIES);
-  let n = copyEndToEnd(headers, named, REPLACED_UPSTREAM, out, claimsTenant);
+  const peer = req.socket.remoteAddress;
+  const trusted = context.trustedProxies?.trusts(peer) === true;
+  const replaced = trusted ? REPLACED_UPSTREAM : REPLACED_FROM_UNTRUSTED;
+  let n = copyEndToEnd(headers, named, replaced, out, claimsTenant);
   if (context.host !== undefined) {
     out[n++] = "host";
     out[n++] = context.host;
   }
-  const peer = req.socket.remoteAddress ?? "";
-  const prior = context.trustForwardedFor ? headers["x-forwarded-for"] : undefined;
+  const priorFor = trusted ? headers["x-forwarded-for"] : undefined;
   out[n++] = "x-forwarded-for";
-  out[n++] = typeof prior === "string" && prior !== "" ? `${prior}, ${peer}` : peer;
+  out[n++] =
+    typeof priorFor === "string" && priorFor !== "" ? `${priorFor}, ${peer ?? ""}` : (peer ?? "");
+  // Behind a TLS-terminating load balancer, its X-Forwarded-Proto says https; the gateway's own
+  // socket would say http (and the upstream would redirect in a loop).
+  const priorProto = trusted ? headers["x-forwarded-proto"] : undefined;
   out[n++] = "x-forwarded-proto";
-  out[n++] = (req.socket as TLSSocket).encrypted === true ? "https" : "http";
-  if (headers.host !== undefined) {
+  out[n++] =
+    typeof priorProto === "string" && priorProto !== ""
+      ? priorProto
+      : (req.socket as TLSSocket).encrypted === true
+        ? "https"
+        : "http";
+  const priorHost = trusted ? headers["x-forwarded-host"] : undefined;
+  const forwardedHost =
+    typeof priorHost === "string" && priorHost !== "" ? priorHost : headers.host;
+  if (forwardedHost !== undefined) {
     out[n++] = "x-forwarded-host";
-    out[n++] = headers.host;
+    out[n++] = forwardedHost;
   }
   out[n++] = "x-request-id";
   out[n++] = context.requestId;

@@ -206,14 +206,14 @@ describe("proxy handler", () => {
     expect((await metricValue("clawgate_requests_total", labels)) - countedBefore).toBe(2);
   });
 
-  it("keeps the client's X-Request-Id and appends to X-Forwarded-For", async () => {
+  it("keeps the client's X-Request-Id and, trusting no proxy by default, replaces X-Forwarded-For with the peer", async () => {
     const reply = await send(proxy.port, "/echo", {
       headers: { "x-request-id": "client-id-1", "x-forwarded-for": "203.0.113.9" },
     });
     const seen = JSON.parse(String(reply.body));
     expect(reply.headers["x-request-id"]).toBe("client-id-1");
     expect(seen.headers["x-request-id"]).toBe("client-id-1");
-    expect(seen.headers["x-forwarded-for"]).toBe("203.0.113.9, 127.0.0.1");
+    expect(seen.headers["x-forwarded-for"]).toBe("127.0.0.1");
   });
 
   it("applies rewrite.pathPrefix and rewrite.host", async () => {

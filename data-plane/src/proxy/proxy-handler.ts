@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import type { AccessLogSink } from "../access-log/access-log-sink.js";
 import type { CompiledSnapshot } from "../compiler/compiled-types.js";
+import type { TrustedProxies } from "../config/trusted-proxies.js";
 import { type ErrorCode, sendError } from "../errors/error-catalog.js";
 import { NO_ROUTE, NO_UPSTREAM, type ProxyMetrics } from "../metrics/proxy-metrics.js";
 import type { TenantMetrics } from "../metrics/tenant-metrics.js";
@@ -29,10 +30,11 @@ export interface ProxyHandlerOptions {
   metrics: ProxyMetrics;
   logger: Logger;
   /**
-   * Keep the client's X-Forwarded-For and append the peer (true), or replace it with the
-   * peer alone (false: for a DP that faces clients directly). Default true.
+   * Peers whose forwarding headers are kept (X-Forwarded-For appended to; see
+   * forward-headers.ts); built once from the trustedProxies setting. Default none: every
+   * client's are replaced with what the gateway saw.
    */
-  trustForwardedFor?: boolean;
+  trustedProxies?: TrustedProxies | undefined;
   /**
    * Breakers, Retry-After cooldowns, retry budgets and the stale cache, kept across snapshots.
    * The handler syncs it with each new snapshot it reads (a no-op when the caller synced it on
@@ -64,7 +66,7 @@ export function createProxyHandler(
   options: ProxyHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const { current, pools, metrics, logger, accessLog, quota, tenantMetrics } = options;
-  const trustForwardedFor = options.trustForwardedFor ?? true;
+  const trustedProxies = options.trustedProxies;
   const nextRequestId = createRequestIdSource();
   const healing = options.healing ?? new RequestHealing({ registry: new Registry(), logger });
   const replayLimit = options.replayBodyLimitBytes ?? 65_536;
@@ -207,7 +209,7 @@ export function createProxyHandler(
           route.rewriteHost ??
           (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
         requestId,
-        trustForwardedFor,
+        trustedProxies,
       }),
       body,
       route.staleIfErrorMs > 0 && method === "GET" && !carriesCredential(headers)

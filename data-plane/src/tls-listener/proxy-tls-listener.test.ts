@@ -9,6 +9,7 @@ import { issueServerCertificate, makeTestPki, type TestPki } from "@clawgate/run
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../config/load-config.js";
+import { DEFAULT_LISTENER_LIMITS } from "../testing/listener-limits-fixture.js";
 import { ProxyTlsCertificates } from "./proxy-tls-certificates.js";
 import {
   createProxyTlsListener,
@@ -105,7 +106,7 @@ describe("the proxy's TLS listener", () => {
         res.setHeader("content-length", "6");
         res.end("served");
       },
-      65_000,
+      DEFAULT_LISTENER_LIMITS,
     );
     listener.server.listen(0, "127.0.0.1");
     await once(listener.server, "listening");

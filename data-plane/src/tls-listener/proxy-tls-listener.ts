@@ -3,6 +3,7 @@ import { createSecureServer, type Http2SecureServer } from "node:http2";
 import { settingOrigin } from "@clawgate/runtime";
 import type { Logger } from "pino";
 import type { DataPlaneConfig } from "../config/config-schema.js";
+import { applyListenerLimits, type ListenerLimits } from "../proxy/listener-limits.js";
 import { acceptExtendedConnect } from "./extended-connect.js";
 import { acceptHttp2 } from "./h2-request.js";
 import { ProxyTlsCertificates, parseCertificateFiles } from "./proxy-tls-certificates.js";
@@ -38,6 +39,9 @@ export function loadProxyTlsCertificates(
   });
 }
 
+/** The listener settings of the TLS listener: the plaintext one's, and HTTP/2's stream cap. */
+export type ProxyTlsLimits = ListenerLimits & Pick<DataPlaneConfig, "proxyMaxConcurrentStreams">;
+
 /**
  * Builds the HTTPS server (HTTP/2 with HTTP/1.1 fallback on one port, as node:http2's
  * allowHTTP1 does) with the plaintext proxy's timeouts; listen() is the caller's.
@@ -45,21 +49,25 @@ export function loadProxyTlsCertificates(
 export function createProxyTlsListener(
   certificates: ProxyTlsCertificates,
   handler: RequestListener,
-  keepAliveTimeoutMs: number,
+  limits: ProxyTlsLimits,
 ): ProxyTlsListener {
+  const keepAliveTimeoutMs = limits.proxyKeepAliveTimeoutMs;
   const server = createSecureServer(
     {
       ...certificates.serverOptions(),
       allowHTTP1: true,
       // SETTINGS_ENABLE_CONNECT_PROTOCOL: clients may open WebSockets over HTTP/2.
-      settings: { enableConnectProtocol: true },
+      // SETTINGS_MAX_CONCURRENT_STREAMS: Node advertises 2^32 - 1, so one connection could
+      // hold any number of requests in flight.
+      settings: {
+        enableConnectProtocol: true,
+        maxConcurrentStreams: limits.proxyMaxConcurrentStreams,
+      },
     },
     acceptHttp2(handler) as never,
   );
   // The HTTP/1.1 side: node:http reads these from the server, as on the plaintext listener.
-  const http1 = server as unknown as { keepAliveTimeout: number; headersTimeout: number };
-  http1.keepAliveTimeout = keepAliveTimeoutMs;
-  http1.headersTimeout = keepAliveTimeoutMs + 1_000;
+  applyListenerLimits(server as never, limits);
   // An idle HTTP/2 connection is closed as an idle HTTP/1.1 one would be; close() is a GOAWAY,
   // so a stream still open (a quiet SSE stream) finishes first.
   server.on("session", (session) => session.setTimeout(keepAliveTimeoutMs, () => session.close()));

@@ -6,6 +6,7 @@ import { connect as tlsConnect } from "node:tls";
 import { makeTestPki, type TestPki } from "@clawgate/runtime/testing";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_LISTENER_LIMITS } from "../testing/listener-limits-fixture.js";
 import { ProxyTlsCertificates } from "./proxy-tls-certificates.js";
 import { createProxyTlsListener } from "./proxy-tls-listener.js";
 
@@ -33,7 +34,7 @@ describe("the TLS listener's drain", () => {
         if (req.url === "/slow") finishSlow = () => res.end("slow done");
         else res.end("quick");
       },
-      65_000,
+      DEFAULT_LISTENER_LIMITS,
     );
     listener.server.listen(0, "127.0.0.1");
     await once(listener.server, "listening");

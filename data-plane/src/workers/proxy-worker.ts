@@ -10,9 +10,11 @@ import { FleetProbes } from "../breaker/fleet-probes.js";
 import { workerProberId } from "../breaker/probe-relay.js";
 import { toWorkerBreakers } from "../breaker/worker-breakers.js";
 import type { DataPlaneConfig } from "../config/config-schema.js";
+import { TrustedProxies } from "../config/trusted-proxies.js";
 import { ProxyMetrics } from "../metrics/proxy-metrics.js";
 import { TenantMetrics } from "../metrics/tenant-metrics.js";
 import { OUTCOME_REPORT_INTERVAL_MS, VersionOutcomes } from "../outcomes/version-outcomes.js";
+import { applyListenerLimits, listenerServerOptions } from "../proxy/listener-limits.js";
 import { createProxyHandler } from "../proxy/proxy-handler.js";
 import { RequestHealing } from "../proxy/request-healing.js";
 import { Tunnels } from "../proxy/websocket/tunnels.js";
@@ -127,6 +129,8 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
   };
   setInterval(sendOutcomes, OUTCOME_REPORT_INTERVAL_MS).unref();
   const metrics = new ProxyMetrics(registry, (status) => outcomes.record(status));
+  // Parsed once here; a request pays one check, and none while the list is empty.
+  const trustedProxies = TrustedProxies.of(config.trustedProxies);
   const proxyHandler = createProxyHandler({
     current: () => snapshots.current(),
     pools,
@@ -134,11 +138,12 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     logger,
     healing,
     replayBodyLimitBytes: config.replayBodyLimitBytes,
+    trustedProxies,
     accessLog,
     quota,
     tenantMetrics,
   });
-  const proxy = createServer(proxyHandler);
+  const proxy = createServer(listenerServerOptions(config), proxyHandler);
   // WebSocket handshakes are served where the requests are: in the workers.
   const tunnels = new Tunnels(registry);
   const upgradeHandler = createUpgradeHandler({
@@ -148,19 +153,17 @@ export async function runProxyWorker(config: DataPlaneConfig): Promise<void> {
     healing,
     tunnels,
     logger,
+    trustedProxies,
     // A handshake spends the tenant's fleet-wide budget too.
     services: { clock: healing.clock, quota, tenantMetrics },
   });
   proxy.on("upgrade", upgradeHandler);
-  proxy.keepAliveTimeout = config.proxyKeepAliveTimeoutMs;
-  proxy.headersTimeout = config.proxyKeepAliveTimeoutMs + 1_000;
+  applyListenerLimits(proxy, config);
   const drain = new HttpDrain(proxy);
   // Each worker reads and watches the certificate files itself (the primary checked them at
   // boot): a renewal reaches every worker's listener without passing keys between processes.
   const certificates = loadProxyTlsCertificates(config, logger);
-  const proxyTls =
-    certificates &&
-    createProxyTlsListener(certificates, proxyHandler, config.proxyKeepAliveTimeoutMs);
+  const proxyTls = certificates && createProxyTlsListener(certificates, proxyHandler, config);
   proxyTls?.server.on("upgrade", upgradeHandler);
 
   /** The snapshot the request path was last brought in line with (afterSwap). */

@@ -2,11 +2,12 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import type { IncomingMessage } from "node:http";
 import { PassThrough } from "node:stream";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { STREAM_USAGE_BODY_LIMIT } from "../../quota/stream-usage-request.js";
 import { ReplayableBody } from "../../retry/replayable-body.js";
 import { fakeDispatch, RecordingHandler, stageWorld } from "../../testing/pipeline-fakes.js";
 import type { RouteInit } from "../../testing/route-table-fixture.js";
+import { DeadlineSweep } from "./deadline-sweep.js";
 import { Exchange, UNKNOWN_BODY_LENGTH } from "./exchange.js";
 import { clientGone } from "./exchange-abort.js";
 import { requestBody } from "./request-body.js";
@@ -20,7 +21,12 @@ async function drain(body: unknown): Promise<Buffer> {
 }
 
 describe("request-body stage", () => {
-  function upload(declared: number, route?: RouteInit, replayLimitBytes = 64 * 1024) {
+  function upload(
+    declared: number,
+    route?: RouteInit,
+    replayLimitBytes = 64 * 1024,
+    sweep = new DeadlineSweep(),
+  ) {
     const world = stageWorld(route === undefined ? {} : { route });
     const template = world.exchange({ method: "POST" });
     const req = Object.assign(new PassThrough(), { socket: { destroyed: false } });
@@ -41,7 +47,7 @@ describe("request-body stage", () => {
     );
     const down = fakeDispatch();
     const above = new RecordingHandler();
-    requestBody(replayLimitBytes)(down)(exchange, above);
+    requestBody(replayLimitBytes, sweep)(down)(exchange, above);
     return { req, exchange, down, above };
   }
 
@@ -68,6 +74,56 @@ describe("request-body stage", () => {
     expect(above.events).toEqual(["failure client_gone"]);
     req.end("def");
     expect(down.attempts).toHaveLength(0);
+  });
+
+  describe("the route's deadlines while the body is read", () => {
+    afterEach(() => vi.useRealTimers());
+
+    /** A read on a fake clock: the sweep reads Date.now(), which the fake timers step. */
+    function slowUpload(timeouts: { bodyMs: number; totalMs: number }) {
+      vi.useFakeTimers();
+      const sweep = new DeadlineSweep(() => Date.now());
+      return upload(6, { timeouts, retry: { attempts: 1 } }, 64 * 1024, sweep);
+    }
+
+    it("answers 408 when no chunk comes for bodyMs; each chunk restarts the gap; nothing goes upstream", () => {
+      const { req, exchange, down, above } = slowUpload({ bodyMs: 1_000, totalMs: 60_000 });
+      req.write("ab");
+      vi.advanceTimersByTime(999);
+      req.write("cd");
+      vi.advanceTimersByTime(999);
+      expect(above.failures).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      expect(above.failures).toEqual([{ kind: "rejected", code: "CLAWGATE_REQUEST_TIMEOUT" }]);
+      expect(exchange.res.shouldKeepAlive).toBe(false);
+      // The rest of the body arriving later sends no partial or late request upstream.
+      req.end("ef");
+      expect(down.attempts).toHaveLength(0);
+    });
+
+    it("answers 408 when a body trickling within bodyMs takes longer than totalMs", () => {
+      const { req, down, above } = slowUpload({ bodyMs: 1_000, totalMs: 2_500 });
+      for (let i = 0; i < 2; i++) {
+        req.write("a");
+        vi.advanceTimersByTime(900);
+      }
+      req.write("b");
+      vi.advanceTimersByTime(699);
+      expect(above.failures).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      expect(above.failures).toEqual([{ kind: "rejected", code: "CLAWGATE_REQUEST_TIMEOUT" }]);
+      req.end("cde");
+      expect(down.attempts).toHaveLength(0);
+    });
+
+    it("a body read in time leaves no deadline behind", async () => {
+      const { req, down, above } = slowUpload({ bodyMs: 1_000, totalMs: 2_500 });
+      req.end("abcdef");
+      req.resume();
+      await vi.waitFor(() => expect(down.attempts).toHaveLength(1));
+      vi.advanceTimersByTime(5_000);
+      expect(above.failures).toHaveLength(0);
+    });
   });
 
   it("passes a request without a body to buffer straight through", () => {

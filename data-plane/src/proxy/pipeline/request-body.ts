@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { STREAM_USAGE_BODY_LIMIT } from "../../quota/stream-usage-request.js";
+import { BodyReadDeadline, type BodyReadOwner } from "./body-read-deadline.js";
+import { DeadlineSweep } from "./deadline-sweep.js";
 import { type Exchange, UNKNOWN_BODY_LENGTH } from "./exchange.js";
 import type { ExchangeAbort } from "./exchange-abort.js";
 import {
@@ -25,25 +27,35 @@ import { readThenRest } from "./streamed-body.js";
  * grows past it, what was read and the rest go upstream as a stream, scanned so that
  * include_usage is added at its end (stream-usage.ts). `replayLimitBytes` is the replay limit of
  * such a stream on a retrying route.
+ *
+ * The read stands before the total-timeout stage, so it has deadlines of its own, the route's:
+ * no chunk for bodyMs, or the whole read past totalMs, and the client gets 408
+ * (CLAWGATE_REQUEST_TIMEOUT) with nothing sent upstream. Without them a client trickling its
+ * body held the request (and its connection) until node:http's requestTimeout.
  */
-export function requestBody(replayLimitBytes?: number): Interceptor {
+export function requestBody(replayLimitBytes?: number, sweep = new DeadlineSweep()): Interceptor {
   return (next) => (exchange, handler) => {
     if (exchange.bufferBodyBytes < 0) next(exchange, handler);
-    else new BodyReader(exchange, handler, next, replayLimitBytes).start();
+    else new BodyReader(exchange, handler, next, replayLimitBytes, sweep).start();
   };
 }
 
 /** Reads one request body; the controller the client side aborts while it reads. */
-class BodyReader implements StageController {
+class BodyReader implements StageController, BodyReadOwner {
   readonly #chunks: Buffer[] = [];
   #bytes = 0;
   #done = false;
+  /** bodyMs between chunks; undefined when the route has none. */
+  #gap: BodyReadDeadline | undefined;
+  /** totalMs for the whole read; undefined when the route has none. */
+  #total: BodyReadDeadline | undefined;
   /**
    * Bytes past which the read stops: none for a declared body (node:http ends it at its
    * length); for one of unknown length the usage limit, or the route's maxBodyBytes if lower.
    */
   readonly #readUpTo: number;
   readonly #onData = (chunk: Buffer) => {
+    this.#gap?.restart();
     this.#chunks.push(chunk);
     this.#bytes += chunk.length;
     if (this.#bytes > this.#readUpTo) this.#pastLimit();
@@ -59,6 +71,7 @@ class BodyReader implements StageController {
     private readonly handler: StageHandler,
     private readonly next: Dispatch,
     private readonly replayLimitBytes: number | undefined,
+    private readonly sweep: DeadlineSweep,
   ) {
     const maxBodyBytes = exchange.route.maxBodyBytes;
     this.#readUpTo =
@@ -71,6 +84,13 @@ class BodyReader implements StageController {
 
   start(): void {
     this.handler.onRequestStart(this);
+    const route = this.exchange.route;
+    if (route.bodyTimeoutMs > 0) {
+      this.#gap = new BodyReadDeadline(this, route.bodyTimeoutMs, this.sweep);
+    }
+    if (route.totalTimeoutMs > 0) {
+      this.#total = new BodyReadDeadline(this, route.totalTimeoutMs, this.sweep);
+    }
     const req: IncomingMessage = this.exchange.req;
     req.on("data", this.#onData);
     req.once("end", this.#onEnd);
@@ -83,6 +103,20 @@ class BodyReader implements StageController {
   }
 
   pause(): void {}
+
+  /** A deadline passed mid-read: 408, and the partial body is never sent upstream. */
+  bodyTimedOut(): void {
+    if (this.#done) return;
+    try {
+      this.#stop();
+      this.#chunks.length = 0;
+      // The rest of the body may still trickle in: the connection is not reused for it.
+      this.exchange.res.shouldKeepAlive = false;
+      this.handler.onFailure({ kind: "rejected", code: "CLAWGATE_REQUEST_TIMEOUT" });
+    } catch (bug) {
+      this.exchange.failInternally(bug);
+    }
+  }
 
   resume(): void {}
 
@@ -138,6 +172,8 @@ class BodyReader implements StageController {
 
   #stop(): void {
     this.#done = true;
+    this.#gap?.stop();
+    this.#total?.stop();
     const req = this.exchange.req;
     req.off("data", this.#onData);
     req.off("end", this.#onEnd);

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { Gauge, type Registry } from "prom-client";
+import { FrameBoundary } from "./frame-boundary.js";
 
 /** WebSocket close frame, status 1001 "going away" (RFC 6455 7.4.1), as a server sends it. */
 const GOING_AWAY = Buffer.from([0x88, 0x02, 0x03, 0xe9]);
@@ -10,6 +11,11 @@ interface Tunnel {
   route: string;
   client: Duplex;
   upstream: Duplex;
+  /** What was relayed to the client (from the upstream), and to the upstream. */
+  toClient: FrameBoundary;
+  toUpstream: FrameBoundary;
+  observeToClient: (chunk: Buffer) => void;
+  observeToUpstream: (chunk: Buffer) => void;
 }
 
 /**
@@ -20,6 +26,8 @@ interface Tunnel {
 export class Tunnels {
   readonly #open = new Set<Tunnel>();
   readonly #gauge: Gauge<"route">;
+  /** Set by closeAll: a tunnel opened after it (a handshake in flight) is closed at once. */
+  #closing = false;
 
   constructor(registry: Registry) {
     this.#gauge = new Gauge({
@@ -36,7 +44,17 @@ export class Tunnels {
 
   /** Pipes `client` and `upstream` both ways; the tunnel ends when either side does. */
   open(route: string, client: Duplex, upstream: Duplex): void {
-    const tunnel: Tunnel = { route, client, upstream };
+    const toClient = new FrameBoundary();
+    const toUpstream = new FrameBoundary();
+    const tunnel: Tunnel = {
+      route,
+      client,
+      upstream,
+      toClient,
+      toUpstream,
+      observeToClient: (chunk) => toClient.feed(chunk),
+      observeToUpstream: (chunk) => toUpstream.feed(chunk),
+    };
     this.#open.add(tunnel);
     this.#gauge.inc({ route });
     let closed = false;
@@ -54,20 +72,37 @@ export class Tunnels {
       socket.on("error", close);
       socket.on("end", close);
     }
+    if (this.#closing) {
+      goAway(tunnel);
+      return;
+    }
+    // Beside the pipes, which relay the same chunks: where each direction's frames end.
+    client.on("data", tunnel.observeToUpstream);
+    upstream.on("data", tunnel.observeToClient);
     client.pipe(upstream);
     upstream.pipe(client);
   }
 
   /**
-   * Drain: each side is told "going away" (1001) and ended. Bytes in flight are not relayed
-   * any more, so the close frame is not spliced into a frame being relayed.
+   * Drain: each side is told "going away" (1001) and ended, and so is every tunnel opened from
+   * now on (a handshake in flight that gets its 101 later). Bytes in flight are not relayed any
+   * more; a side whose last frame was relayed only in part is cut instead, as a close frame
+   * written there would land inside that frame.
    */
   closeAll(): void {
-    for (const { client, upstream } of this.#open) {
-      client.unpipe(upstream);
-      upstream.unpipe(client);
-      if (client.writable) client.end(GOING_AWAY);
-      if (upstream.writable) upstream.end(GOING_AWAY_MASKED);
-    }
+    this.#closing = true;
+    for (const tunnel of this.#open) goAway(tunnel);
   }
+}
+
+function goAway(tunnel: Tunnel): void {
+  const { client, upstream } = tunnel;
+  client.unpipe(upstream);
+  upstream.unpipe(client);
+  client.off("data", tunnel.observeToUpstream);
+  upstream.off("data", tunnel.observeToClient);
+  if (!tunnel.toClient.atBoundary) client.destroy();
+  else if (client.writable) client.end(GOING_AWAY);
+  if (!tunnel.toUpstream.atBoundary) upstream.destroy();
+  else if (upstream.writable) upstream.end(GOING_AWAY_MASKED);
 }

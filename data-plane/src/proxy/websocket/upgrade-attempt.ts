@@ -31,6 +31,10 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
   #settled = false;
   #clientLeft = false;
   #controller: Dispatcher.DispatchController | undefined;
+  /** The route's totalMs for the whole handshake; undefined when the route has none. */
+  #deadline: NodeJS.Timeout | undefined;
+  /** Set when the deadline passed before undici started the request (the pool's queue). */
+  #timedOut: Error | undefined;
   // The client leaving mid-handshake aborts the upstream side.
   readonly #onClientClose = () => {
     if (this.#settled) return;
@@ -49,9 +53,30 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
     this.client.once("close", this.#onClientClose);
   }
 
+  /**
+   * The route's totalMs: a node that accepts the connection and never answers fails the
+   * handshake as a header timeout (504, and the breaker records it, freeing a half-open
+   * permit) instead of holding it for undici's 300 s. 0: none. A timer per handshake: they
+   * are few beside requests, and end quickly or become tunnels.
+   */
+  boundBy(totalMs: number): void {
+    if (totalMs > 0) this.#deadline = setTimeout(() => this.#timeOut(), totalMs).unref();
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.#clientLeft) controller.abort(new Error("client left during the handshake"));
+    if (this.#timedOut !== undefined) controller.abort(this.#timedOut);
+    else if (this.#clientLeft) controller.abort(new Error("client left during the handshake"));
+  }
+
+  /** totalMs passed: failed as undici's own headers timeout is (header_timeout). */
+  #timeOut(): void {
+    if (this.#settled) return;
+    const error = Object.assign(new Error("websocket handshake past the route's totalMs"), {
+      code: "UND_ERR_HEADERS_TIMEOUT",
+    });
+    if (this.#controller === undefined) this.#timedOut = error;
+    else this.#controller.abort(error);
   }
 
   onRequestUpgrade(
@@ -61,6 +86,7 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
     socket: Duplex,
   ): void {
     this.#settled = true;
+    clearTimeout(this.#deadline);
     this.client.off("close", this.#onClientClose);
     this.outcome.upgraded(headers, socket);
   }
@@ -92,6 +118,7 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.#settled = true;
+    clearTimeout(this.#deadline);
     this.client.off("close", this.#onClientClose);
     this.client.end();
     this.outcome.relayed();
@@ -100,6 +127,7 @@ export class UpgradeAttempt implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#settled) return;
     this.#settled = true;
+    clearTimeout(this.#deadline);
     this.client.off("close", this.#onClientClose);
     // A relayed answer that broke midway can only be cut; the status line already went out.
     if (this.#status !== 0) this.client.destroy();

@@ -3,6 +3,7 @@ import type { ServerHttp2Stream } from "node:http2";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { CompiledSnapshot } from "../../compiler/compiled-types.js";
+import type { TrustedProxies } from "../../config/trusted-proxies.js";
 import type { ErrorCode } from "../../errors/error-catalog.js";
 import {
   type AttemptFailureKind,
@@ -39,8 +40,8 @@ export interface UpgradeHandlerOptions {
    * only the healing clock (budgets then not held on handshakes).
    */
   services?: PolicyServices;
-  /** As the proxy handler's: keep the client's X-Forwarded-For chain; default true. */
-  trustForwardedFor?: boolean;
+  /** As the proxy handler's: peers whose forwarding headers are kept; default none. */
+  trustedProxies?: TrustedProxies | undefined;
 }
 
 /**
@@ -60,7 +61,7 @@ export function createUpgradeHandler(
   options: UpgradeHandlerOptions,
 ): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { current, pools, metrics, healing, tunnels, logger } = options;
-  const trustForwardedFor = options.trustForwardedFor ?? true;
+  const trustedProxies = options.trustedProxies;
   const services: PolicyServices = options.services ?? { clock: healing.clock };
   const nextRequestId = createRequestIdSource();
 
@@ -141,7 +142,7 @@ export function createUpgradeHandler(
         route.rewriteHost ??
         (target.upstream.hostRewrite ? target.upstream.hostName : headers.host),
       requestId,
-      trustForwardedFor,
+      trustedProxies,
     });
     // The route's policies hold for a handshake as for any request: no tunnel without a key.
     const policyRequest: PolicyRequest = {
@@ -269,12 +270,15 @@ export function createUpgradeHandler(
           failed(classifyUpstreamError(error), error);
         },
       });
+      attempt.boundBy(route.totalTimeoutMs);
       pool.dispatch(
         {
           path: upstreamPath(route, path, queryAt < 0 ? "" : url.slice(queryAt)),
           method: "GET",
           upgrade: "websocket",
           headers: forwarded,
+          // The route's headersMs, as for any request (undici's default is 300 s).
+          headersTimeout: route.headersTimeoutMs,
         },
         attempt,
       );
