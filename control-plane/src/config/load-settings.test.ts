@@ -97,6 +97,10 @@ describe("loadControlPlaneSettings", () => {
       historyMaxBytes: "2000000",
       quotaMinuteMs: "2000",
       quotaDayMs: "3000",
+      remediationCommands: "/usr/bin/systemctl,/opt/heal",
+      remediationWebhookOrigins: "https://hooks.example",
+      remediationAllowRoot: "true",
+      remediationMaxConcurrent: "12",
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(CONTROL_PLANE_SETTINGS).sort());
     const expected = {
@@ -113,6 +117,10 @@ describe("loadControlPlaneSettings", () => {
       historyMaxBytes: 2_000_000,
       quotaMinuteMs: 2000,
       quotaDayMs: 3000,
+      remediationCommands: ["/usr/bin/systemctl", "/opt/heal"],
+      remediationWebhookOrigins: ["https://hooks.example"],
+      remediationAllowRoot: true,
+      remediationMaxConcurrent: 12,
     };
     const env = Object.fromEntries(
       Object.entries(values).map(([name, value]) => [
