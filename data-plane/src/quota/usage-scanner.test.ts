@@ -7,7 +7,7 @@ function scan(contentType: string, body: string, size = 7): number {
   if (scanner === undefined) throw new Error("no scanner");
   const bytes = Buffer.from(body);
   for (let i = 0; i < bytes.length; i += size) scanner.push(bytes.subarray(i, i + size));
-  return scanner.tokens();
+  return scanner.tokens(0);
 }
 
 const openAiJson = JSON.stringify({
