@@ -159,24 +159,24 @@ describe("token-budget policy", () => {
   it.each([
     // [what, content deltas, request body bytes, how the response ends, tokens]
     [
-      "the client aborts after 3 long deltas",
+      "the client aborts after 3 long deltas, before the usage chunk",
       ["x".repeat(40), "y".repeat(40), "z".repeat(40)],
       100,
       "cut",
       25 + 30,
     ],
     [
-      "the upstream breaks after 5 one-byte deltas",
+      "the upstream breaks after 5 one-byte deltas, before the usage chunk",
       ["a", "b", "c", "d", "e"],
       100,
       "upstream error",
       25 + 5,
     ],
-    ["multi-byte text counts its UTF-8 bytes", ["✓✓✓✓"], 0, "cut", 3],
-    ["a stream that ends without a usage chunk", ["hel", "lo"], 27, "end", 7 + 2],
-    ["a body of unknown size adds no prompt", ["hello"], undefined, "cut", 2],
+    ["a stream of multi-byte text is cut (its UTF-8 bytes count)", ["✓✓✓✓"], 0, "cut", 3],
+    ["a stream ends without any usage chunk", ["hel", "lo"], 27, "end", 7 + 2],
+    ["a stream is cut after a body of unknown size (no prompt)", ["hello"], undefined, "cut", 2],
   ] as const)(
-    "charges an estimate when %s before the usage chunk",
+    "charges an estimate when %s",
     async (_what, deltas, bodyBytes, end, expected) => {
       const { services, registry } = setup();
       const policy = tokenBudget.compile(context)!;
