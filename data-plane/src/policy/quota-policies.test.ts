@@ -175,25 +175,22 @@ describe("token-budget policy", () => {
     ["a stream of multi-byte text is cut (its UTF-8 bytes count)", ["✓✓✓✓"], 0, "cut", 3],
     ["a stream ends without any usage chunk", ["hel", "lo"], 27, "end", 7 + 2],
     ["a stream is cut after a body of unknown size (no prompt)", ["hello"], undefined, "cut", 2],
-  ] as const)(
-    "charges an estimate when %s",
-    async (_what, deltas, bodyBytes, end, expected) => {
-      const { services, registry } = setup();
-      const policy = tokenBudget.compile(context)!;
-      const req = request(bodyBytes);
-      const observer = policy.onResponse?.(
-        req,
-        200,
-        { "content-type": "text/event-stream" },
-        services,
-      );
-      for (const content of deltas) observer?.onData?.(Buffer.from(chunk(content)));
-      if (end === "end") observer?.onEnd?.();
-      // A cut response never ends: its completion alone debits it.
-      policy.onComplete?.(req, end === "upstream error" ? 502 : 200, services);
-      expect(await tokensOf(registry)).toBe(expected);
-    },
-  );
+  ] as const)("charges an estimate when %s", async (_what, deltas, bodyBytes, end, expected) => {
+    const { services, registry } = setup();
+    const policy = tokenBudget.compile(context)!;
+    const req = request(bodyBytes);
+    const observer = policy.onResponse?.(
+      req,
+      200,
+      { "content-type": "text/event-stream" },
+      services,
+    );
+    for (const content of deltas) observer?.onData?.(Buffer.from(chunk(content)));
+    if (end === "end") observer?.onEnd?.();
+    // A cut response never ends: its completion alone debits it.
+    policy.onComplete?.(req, end === "upstream error" ? 502 : 200, services);
+    expect(await tokensOf(registry)).toBe(expected);
+  });
 
   it("spends the budget with those estimates where a cut stream cost nothing before", () => {
     const { services, grant } = setup();
