@@ -58,6 +58,11 @@ export interface PolicyRequest {
   readonly headers: string[];
   /** Set by the auth policy; undefined on a route without auth or an optional one without key. */
   tenant: PolicyTenant | undefined;
+  /**
+   * The request body's bytes as the client sent them, as far as already known (Content-Length,
+   * or counted as it was read); undefined or absent: not known.
+   */
+  readonly bodyBytesIn?: number | undefined;
 }
 
 /**

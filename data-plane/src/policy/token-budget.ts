@@ -1,5 +1,6 @@
 import { QuotaKind } from "@clawgate/proto";
 import { type UsageReader, usageReaderFor } from "../quota/encoded-usage-reader.js";
+import { promptTokenEstimate } from "../quota/stream-usage-estimate.js";
 import { setHeader } from "./flat-headers.js";
 import type {
   Policy,
@@ -16,7 +17,11 @@ import type {
  * ends); its response's `usage` (OpenAI or Anthropic style, JSON or SSE) is read as the bytes
  * pass, without holding them (usage-scanner.ts; a compressed body through a decoded copy,
  * encoded-usage-reader.ts), and debited when the response ends, or when it is cut, with what
- * was seen. Upstream is asked for `accept-encoding: identity` for tenants with a token limit. Spent: 429 CLAWGATE_TOKEN_BUDGET_EXHAUSTED with Retry-After
+ * was seen. An event stream that ends without its final usage (the client or the upstream cut
+ * it before OpenAI's last chunk, or it never carried one) is charged an estimate from the text
+ * it carried and the request body's size (stream-usage-estimate.ts), so cutting each stream
+ * just before its end reads nothing free. Upstream is asked for `accept-encoding: identity`
+ * for tenants with a token limit. Spent: 429 CLAWGATE_TOKEN_BUDGET_EXHAUSTED with Retry-After
  * until the window resets. Counts clawgate_tenant_tokens_total for every tenant's response.
  */
 
@@ -30,7 +35,9 @@ function debit(request: PolicyRequest, services: PolicyServices): void {
   // Once: the response's end and the request's completion both arrive here.
   readers.delete(request);
   // A compressed response is debited once its copy is decoded (encoded-usage-reader.ts).
-  reader.finish((tokens) => charge(tenant, tokens, services));
+  // The body's size as already counted (it went upstream before the response came).
+  const promptTokens = promptTokenEstimate(request.bodyBytesIn);
+  reader.finish(promptTokens, (tokens) => charge(tenant, tokens, services));
 }
 
 function charge(tenant: PolicyTenant, tokens: number, services: PolicyServices): void {

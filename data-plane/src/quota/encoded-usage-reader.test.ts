@@ -18,7 +18,7 @@ function read(headers: Record<string, string>, body: Buffer, size = 5): Promise<
   const reader = usageReaderFor(headers);
   if (reader === undefined) throw new Error("no reader");
   for (let i = 0; i < body.length; i += size) reader.push(body.subarray(i, i + size));
-  return new Promise((resolve) => reader.finish(resolve));
+  return new Promise((resolve) => reader.finish(0, resolve));
 }
 
 describe("usageReaderFor", () => {

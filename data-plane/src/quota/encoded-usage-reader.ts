@@ -10,7 +10,8 @@ import { type UsageScanner, usageScannerFor } from "./usage-scanner.js";
  *
  * - gzip, deflate, br: a copy of the bytes is decoded as it passes (node:zlib streaming,
  *   never the whole body) and fed to the usage scanner; the client gets the bytes as sent.
- *   A cut response is decoded as far as it came (sync flush), and debited with what was seen.
+ *   A cut response is decoded as far as it came (sync flush), and debited with what was seen
+ *   (a stream without its final usage with an estimate: stream-usage-estimate.ts).
  * - anything else (zstd, a list of codings), data that does not decode, or a copy that
  *   outgrows its bounds (more than MAX_QUEUED_BYTES waiting for the decoder, or more than
  *   MAX_DECODED_BYTES out of it: a decompression bomb) is charged an estimate instead: one
@@ -20,8 +21,11 @@ import { type UsageScanner, usageScannerFor } from "./usage-scanner.js";
  */
 export interface UsageReader {
   push(chunk: Buffer): void;
-  /** The response ended or was cut: `done` gets its tokens (at once, or once decoded). */
-  finish(done: (tokens: number) => void): void;
+  /**
+   * The response ended or was cut: `done` gets its tokens (at once, or once decoded).
+   * `promptTokens`: the request's estimated input, charged by a stream that did not report one.
+   */
+  finish(promptTokens: number, done: (tokens: number) => void): void;
 }
 
 /** Compressed bytes the decoder may fall behind by before the copy is given up. */
@@ -42,7 +46,7 @@ export function usageReaderFor(headers: IncomingHttpHeaders): UsageReader | unde
 function plainReader(scanner: UsageScanner): UsageReader {
   return {
     push: (chunk) => scanner.push(chunk),
-    finish: (done) => done(scanner.tokens()),
+    finish: (promptTokens, done) => done(scanner.tokens(promptTokens)),
   };
 }
 
@@ -66,6 +70,7 @@ class DecodingReader implements UsageReader {
   #received = 0;
   #decoded = 0;
   #finished = false;
+  #promptTokens = 0;
   #done: ((tokens: number) => void) | undefined;
 
   constructor(scanner: UsageScanner, decoder: Decoder | undefined) {
@@ -76,7 +81,7 @@ class DecodingReader implements UsageReader {
       if (this.#decoded > MAX_DECODED_BYTES) this.#giveUp();
       else scanner.push(data);
     });
-    decoder?.once("end", () => this.#settle(this.#scanner.tokens()));
+    decoder?.once("end", () => this.#settle(this.#scanner.tokens(this.#promptTokens)));
     decoder?.once("error", () => this.#giveUp());
   }
 
@@ -91,14 +96,15 @@ class DecodingReader implements UsageReader {
     decoder.write(chunk);
   }
 
-  finish(done: (tokens: number) => void): void {
+  finish(promptTokens: number, done: (tokens: number) => void): void {
+    this.#promptTokens = promptTokens;
     this.#done = done;
     if (this.#decoder === undefined) this.#settle(this.#estimate());
     else this.#decoder.end();
   }
 
   #estimate(): number {
-    return Math.max(this.#scanner.tokens(), this.#received);
+    return Math.max(this.#scanner.tokens(this.#promptTokens), this.#received);
   }
 
   #giveUp(): void {

@@ -18,6 +18,7 @@ const STRING_STOP = /["\\]/g;
 export class JsonUsageScanner {
   readonly #counts: UsageCounts;
   readonly #parents: ReadonlySet<string>;
+  readonly #partialParents: ReadonlySet<string>;
   #depth = 0;
   #inString = false;
   #escaped = false;
@@ -31,9 +32,18 @@ export class JsonUsageScanner {
   #captureDepth = 0;
   #done = false;
 
-  constructor(counts: UsageCounts, parents: ReadonlySet<string> = new Set()) {
+  /**
+   * `partialParents`: those of `parents` whose usage is a first count a later event completes
+   * (Anthropic's `message.usage` in message_start), not the response's final figure.
+   */
+  constructor(
+    counts: UsageCounts,
+    parents: ReadonlySet<string> = new Set(),
+    partialParents: ReadonlySet<string> = new Set(),
+  ) {
     this.#counts = counts;
     this.#parents = parents;
+    this.#partialParents = partialParents;
   }
 
   pushText(text: string): void {
@@ -103,10 +113,11 @@ export class JsonUsageScanner {
 
   #finish(): void {
     const captured = this.#capture ?? "";
+    const final = this.#parent === undefined || !this.#partialParents.has(this.#parent);
     this.#capture = undefined;
     this.#key = "";
     try {
-      readUsage(JSON.parse(captured), this.#counts);
+      readUsage(JSON.parse(captured), this.#counts, final);
     } catch {
       // Not an object after all; nothing to count.
     }

@@ -4,15 +4,26 @@ export interface UsageCounts {
   output: number;
   /** A total the provider stated; wins over input + output. */
   total: number | undefined;
+  /**
+   * A usage figure that is the response's last word was read (a JSON body's, OpenAI's last
+   * chunk, response.completed, Anthropic's message_delta); not Anthropic's message_start, whose
+   * output is only a first count. Without it a stream is charged an estimate
+   * (stream-usage-estimate.ts).
+   */
+  final: boolean;
 }
 
 export function emptyCounts(): UsageCounts {
-  return { input: 0, output: 0, total: undefined };
+  return { input: 0, output: 0, total: undefined, final: false };
 }
 
-/** Reads one usage object of either style into `into`; Anthropic's output is a running total. */
-export function readUsage(usage: unknown, into: UsageCounts): void {
+/**
+ * Reads one usage object of either style into `into`; Anthropic's output is a running total.
+ * `final`: the object is the response's closing figure, not a first count a later event completes.
+ */
+export function readUsage(usage: unknown, into: UsageCounts, final = true): void {
   if (typeof usage !== "object" || usage === null) return;
+  if (final) into.final = true;
   const u = usage as Record<string, unknown>;
   const n = (key: string) => (typeof u[key] === "number" && u[key] >= 0 ? (u[key] as number) : 0);
   if (typeof u.total_tokens === "number") {

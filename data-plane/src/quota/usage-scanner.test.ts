@@ -7,7 +7,7 @@ function scan(contentType: string, body: string, size = 7): number {
   if (scanner === undefined) throw new Error("no scanner");
   const bytes = Buffer.from(body);
   for (let i = 0; i < bytes.length; i += size) scanner.push(bytes.subarray(i, i + size));
-  return scanner.tokens();
+  return scanner.tokens(0);
 }
 
 const openAiJson = JSON.stringify({
@@ -102,6 +102,53 @@ describe("usageScannerFor", () => {
       usage: { output_tokens: 15 },
     });
     expect(scan("text/event-stream", `data: ${start}\n\ndata: ${delta}\n\n`, 333)).toBe(40);
+  });
+
+  // A stream without its final usage is charged from the text it carried (no prompt here):
+  // max(ceil(content bytes / 4), content events), in every known stream format.
+  it.each([
+    [
+      "chat deltas, a role-only first chunk and [DONE] not counted",
+      [
+        { choices: [{ delta: { role: "assistant", content: "" } }] },
+        { choices: [{ delta: { content: "abcdefgh" } }] },
+        { choices: [{ delta: { reasoning_content: "abcdefgh" } }] },
+      ],
+      4,
+    ],
+    [
+      "tool-call arguments",
+      [{ choices: [{ delta: { tool_calls: [{ function: { arguments: '{"city":"Paris"}' } }] } }] }],
+      4,
+    ],
+    ["legacy completions' text", [{ choices: [{ text: "hello world!" }] }], 3],
+    [
+      "the Responses API's delta events",
+      [
+        { type: "response.created", response: { usage: null } },
+        { type: "response.output_text.delta", delta: "ab" },
+        { type: "response.output_text.delta", delta: "cd" },
+      ],
+      2,
+    ],
+    [
+      "Anthropic's content_block_delta, not message_delta's stop reason",
+      [
+        { type: "content_block_delta", delta: { type: "thinking_delta", thinking: "hmm" } },
+        { type: "content_block_delta", delta: { type: "input_json_delta", partial_json: "{}" } },
+        { type: "message_delta", delta: { stop_reason: "end_turn_with_a_long_name" } },
+      ],
+      2,
+    ],
+  ])("estimates a stream cut before its usage from %s", (_what, events, expected) => {
+    const body = `${events.map((e) => `data: ${JSON.stringify(e)}`).join("\n\n")}\n\ndata: [DONE]\n\n`;
+    expect(scan("text/event-stream", body, 9)).toBe(expected);
+  });
+
+  it("counts a content line too long to parse by its bytes", () => {
+    const big = `data: {"choices":[{"delta":{"content":"${"x".repeat(40_000)}"}}],"usage":null}\n\n`;
+    const tokens = scan("text/event-stream", big, 1000);
+    expect(tokens).toBe(Math.ceil((Buffer.byteLength(big) - "data:\n\n".length) / 4));
   });
 
   it("has no scanner for bodies that carry no usage", () => {

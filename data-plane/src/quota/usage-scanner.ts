@@ -1,5 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import { JsonUsageScanner } from "./json-usage-scanner.js";
+import { ContentTally, contentBytesOf, estimatedStreamTokens } from "./stream-usage-estimate.js";
 import { emptyCounts, readUsage, totalOf, type UsageCounts } from "./usage-counts.js";
 
 /**
@@ -14,17 +15,25 @@ import { emptyCounts, readUsage, totalOf, type UsageCounts } from "./usage-count
  *   OpenAI sends the totals in one last chunk (`usage`, or `response.usage` on the Responses
  *   API's `response.completed`); Anthropic sends input tokens in `message_start` and the
  *   running output total in each `message_delta` (the latest one counts, never their sum).
+ *   The generated text each event carries is tallied too: a stream that ends without its final
+ *   usage (cut by the client or the upstream, or never sent) is charged an estimate from it
+ *   (stream-usage-estimate.ts), never 0.
  */
 export interface UsageScanner {
   push(chunk: Buffer): void;
-  /** Tokens seen so far: after the end the response's total, after a cut what was seen. */
-  tokens(): number;
+  /**
+   * What the response costs so far: the usage it reported; for an event stream without its
+   * final usage, the estimate, `promptTokens` standing for an input the stream did not report.
+   */
+  tokens(promptTokens: number): number;
 }
 
 /** Longest SSE line kept whole; a final usage chunk is usually well under this. */
 const LINE_BYTES = 16 * 1024;
 /** Where an SSE event may carry usage besides its top level. */
 const EVENT_PARENTS: ReadonlySet<string> = new Set(["response", "message"]);
+/** Of those, where usage is only a first count: Anthropic's message_start (input, output 1). */
+const PARTIAL_PARENTS: ReadonlySet<string> = new Set(["message"]);
 
 /** A scanner for the response's content type, or undefined when it cannot carry usage. */
 export function usageScannerFor(contentType: string | undefined): UsageScanner | undefined {
@@ -36,6 +45,7 @@ export function usageScannerFor(contentType: string | undefined): UsageScanner |
 
 class SseUsageScanner implements UsageScanner {
   readonly #counts: UsageCounts = emptyCounts();
+  readonly #content = new ContentTally();
   #line = "";
   /**
    * The current line outgrew LINE_BYTES: a `data:` line goes on through a streaming scanner
@@ -54,13 +64,16 @@ class SseUsageScanner implements UsageScanner {
       const piece = newline < 0 ? text.slice(start) : text.slice(start, newline);
       if (this.#long instanceof JsonUsageScanner) {
         this.#long.pushText(piece);
+        this.#content.bytes += Buffer.byteLength(piece);
       } else if (this.#long === undefined) {
         if (this.#line.length + piece.length > LINE_BYTES) {
           const line = this.#line + piece;
           this.#line = "";
           if (line.startsWith("data:")) {
-            this.#long = new JsonUsageScanner(this.#counts, EVENT_PARENTS);
+            this.#long = new JsonUsageScanner(this.#counts, EVENT_PARENTS, PARTIAL_PARENTS);
             this.#long.pushText(line.slice(5));
+            // Too long to parse: it counts as content, all of it (a big delta is mostly text).
+            this.#content.add(Buffer.byteLength(line) - 5);
           } else {
             this.#long = "skip";
           }
@@ -76,13 +89,18 @@ class SseUsageScanner implements UsageScanner {
     }
   }
 
-  tokens(): number {
-    return totalOf(this.#counts);
+  tokens(promptTokens: number): number {
+    if (this.#counts.final) return totalOf(this.#counts);
+    return estimatedStreamTokens(this.#counts, this.#content, promptTokens);
   }
 
   #onLine(raw: string): void {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    if (!line.startsWith("data:") || !line.includes('"usage"')) return;
+    if (!line.startsWith("data:")) return;
+    // Only events that may carry usage or generated text are parsed ("[DONE]", pings are not).
+    if (!line.includes('"usage"') && !line.includes('"delta"') && !line.includes('"text"')) {
+      return;
+    }
     let event: Record<string, unknown>;
     try {
       event = JSON.parse(line.slice(5));
@@ -90,15 +108,16 @@ class SseUsageScanner implements UsageScanner {
       return;
     }
     if (typeof event !== "object" || event === null) return;
+    this.#content.add(contentBytesOf(event));
     readUsage(event.usage, this.#counts);
     const message = event.message as Record<string, unknown> | undefined;
-    readUsage(message?.usage, this.#counts);
+    readUsage(message?.usage, this.#counts, false);
     const response = event.response as Record<string, unknown> | undefined;
     readUsage(response?.usage, this.#counts);
   }
 }
 
-/** A JSON body: only its top-level `usage` counts. */
+/** A JSON body: only its top-level `usage` counts; without one it costs nothing. */
 class JsonBodyScanner implements UsageScanner {
   readonly #counts: UsageCounts = emptyCounts();
   readonly #scanner = new JsonUsageScanner(this.#counts);
@@ -108,7 +127,7 @@ class JsonBodyScanner implements UsageScanner {
     this.#scanner.pushText(this.#decoder.write(chunk));
   }
 
-  tokens(): number {
+  tokens(_promptTokens: number): number {
     return totalOf(this.#counts);
   }
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
   type DataPlane,
+  errorCodeOf,
   freePorts,
   h2Request,
   metricSum,
@@ -12,11 +13,21 @@ import {
   startDataPlane,
   Teardown,
   tenantResource,
+  waitFor,
   waitForConvergence,
 } from "../support/index.js";
 import { type StreamingModel, startStreamingModel } from "./streaming-model.js";
 
 const KEY = "stream-usage-key-1";
+/** A tenant with a small budget, spent by streams its client cuts before the usage chunk. */
+const CUTTER_KEY = "stream-usage-cutter-1";
+const CUTTER_TOKENS_PER_MINUTE = 40;
+/**
+ * What a stream of the model's two content deltas ("hel", "lo") without its usage chunk is
+ * charged for the body {"model":"m","stream":true} (27 bytes): ceil(27 / 4) = 7 for the prompt,
+ * max(ceil(5 / 4), 2 events) = 2 for the output (stream-usage-estimate.ts).
+ */
+const CUT_STREAM_TOKENS = 9;
 const USAGE_CHUNK = '"choices":[],"usage":{';
 
 // Route usage.injectStreamUsage through a real data plane: OpenAI streams report usage only
@@ -40,6 +51,7 @@ describe("usage.injectStreamUsage through a real data plane", () => {
     const write = await cp.admin.apply([
       { kind: "upstream", name: "model", spec: { nodes: [{ address: model.address }] } },
       tenantResource("streamer", KEY, { tokensPerMinute: 100_000 }),
+      tenantResource("cutter", CUTTER_KEY, { tokensPerMinute: CUTTER_TOKENS_PER_MINUTE }),
       {
         kind: "route",
         name: "counted",
@@ -204,7 +216,85 @@ describe("usage.injectStreamUsage through a real data plane", () => {
     const stream = await chat("/plain/chat/completions", { model: "m", stream: true });
     expect(model.bodies.at(-1)).toEqual({ model: "m", stream: true });
     expect(stream).not.toContain(USAGE_CHUNK);
-    // The stream reported no usage: nothing to debit.
-    expect((await tokens()) - before).toBe(0);
+    // The stream reported no usage: it is charged the estimate.
+    expect((await tokens()) - before).toBe(CUT_STREAM_TOKENS);
+  });
+
+  /**
+   * POSTs a streaming chat to the model's `/hold/` path, which sends its content and then
+   * nothing until the connection closes: the client reads both content deltas and aborts
+   * before the usage chunk, as a tenant cutting each stream at its end would.
+   */
+  const chatCutBeforeUsage = async (key: string) => {
+    const controller = new AbortController();
+    const response = await fetch(`${dp.proxyUrl}/v1/hold/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(streaming),
+      signal: controller.signal,
+    });
+    if (response.status !== 200) return { status: response.status, text: await response.text() };
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    while (!text.includes('"content":"lo"')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended before its content: ${text}`);
+      text += decoder.decode(value, { stream: true });
+    }
+    controller.abort();
+    return { status: 200, text };
+  };
+
+  it("charges a stream the client cut before its usage chunk an estimate, not 0", async () => {
+    const before = await tokens();
+    const { status, text } = await chatCutBeforeUsage(KEY);
+    expect(status).toBe(200);
+    expect(text).not.toContain(USAGE_CHUNK);
+    await waitFor(async () => (await tokens()) - before >= CUT_STREAM_TOKENS, {
+      what: "the cut stream debited",
+    });
+    expect((await tokens()) - before).toBe(CUT_STREAM_TOKENS);
+  });
+
+  it("spends a tenant's budget with streams cut before their usage chunk", async () => {
+    const cutterTokens = async () =>
+      metricSum(await dp.metrics(), "clawgate_tenant_tokens_total", { tenant: "cutter" });
+    // Charged 0 each, cut streams would never spend it: this would go on until it timed out.
+    let cuts = 0;
+    const refused = await waitFor(
+      async () => {
+        const answer = await chatCutBeforeUsage(CUTTER_KEY);
+        if (answer.status === 429) return answer;
+        expect(answer.status).toBe(200);
+        cuts++;
+        return undefined;
+      },
+      { what: "the cutter's token budget spent by cut streams", timeoutMs: 30_000 },
+    );
+    expect(errorCodeOf(refused.text)).toBe("CLAWGATE_TOKEN_BUDGET_EXHAUSTED");
+    // Refused only once the cut streams' estimates reached the budget, each counted.
+    await waitFor(async () => (await cutterTokens()) >= cuts * CUT_STREAM_TOKENS, {
+      what: "every cut stream debited",
+    });
+    expect(await cutterTokens()).toBe(cuts * CUT_STREAM_TOKENS);
+    expect(cuts * CUT_STREAM_TOKENS).toBeGreaterThanOrEqual(CUTTER_TOKENS_PER_MINUTE);
+  }, 60_000);
+
+  it("charges a stream the upstream broke before its usage chunk an estimate", async () => {
+    const before = await tokens();
+    const response = await fetch(`${dp.proxyUrl}/v1/break/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify(streaming),
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(response.status).toBe(200);
+    // The gateway can only cut the client's stream too.
+    await expect(response.text()).rejects.toThrow();
+    await waitFor(async () => (await tokens()) - before >= CUT_STREAM_TOKENS, {
+      what: "the broken stream debited",
+    });
+    expect((await tokens()) - before).toBe(CUT_STREAM_TOKENS);
   });
 });

@@ -14,7 +14,9 @@ export interface StreamingModel {
  * when the request asked for `stream_options: { include_usage: true }`, a final chunk with
  * `choices: []` and the usage (60 tokens), then `data: [DONE]`. Each write is its own chunk on
  * the wire. Records each request's body and headers, so a test sees what the gateway sent
- * upstream and how.
+ * upstream and how. On a path with a `/hold/` segment it stops after the content chunks and
+ * sends nothing more until the gateway closes the connection (a client that cuts the stream
+ * before its usage chunk); with `/break/` it cuts the connection there itself.
  */
 export async function startStreamingModel(): Promise<StreamingModel> {
   const bodies: Record<string, unknown>[] = [];
@@ -35,7 +37,17 @@ export async function startStreamingModel(): Promise<StreamingModel> {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const field = usage ? ',"usage":null' : "";
       res.write(`data: {"choices":[{"index":0,"delta":{"content":"hel"}}]${field}}\n\n`);
-      res.write(`data: {"choices":[{"index":0,"delta":{"content":"lo"}}]${field}}\n\n`);
+      const last = `data: {"choices":[{"index":0,"delta":{"content":"lo"}}]${field}}\n\n`;
+      if (req.url?.includes("/hold/")) {
+        res.write(last);
+        return;
+      }
+      if (req.url?.includes("/break/")) {
+        // Once the content is on the wire: a model server that dies mid-answer.
+        res.write(last, () => res.socket?.destroy());
+        return;
+      }
+      res.write(last);
       if (usage) {
         res.write('data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":40,');
         res.write('"total_tokens":60}}\n\n');

@@ -3,7 +3,7 @@ import type { AccessLogLine } from "../../access-log/access-log-line.js";
 import type { AccessLogSink } from "../../access-log/access-log-sink.js";
 import { type ErrorCode, errorBody } from "../../errors/error-catalog.js";
 import type { FailureKind } from "../../errors/failure-kind.js";
-import { ReplayableBody } from "../../retry/replayable-body.js";
+import { bodyBytesIn, declaredLength } from "./body-bytes-in.js";
 import type { Exchange } from "./exchange.js";
 
 /** How the client's answer went, as the client responder saw it write the answer. */
@@ -96,26 +96,6 @@ function fillBase(
   line.headersMs = durationMs;
   line.durationMs = durationMs;
   return line;
-}
-
-function bodyBytesIn(exchange: Exchange): number | undefined {
-  const body = exchange.body;
-  if (body === null) return 0;
-  // A body the gateway rewrote (include_usage, read whole or added at the end of a stream) is
-  // logged as the client sent it: a replayable one's bytesRead counts the added bytes too.
-  if (exchange.clientBodyBytes >= 0) return exchange.clientBodyBytes;
-  if (Buffer.isBuffer(body)) return body.length;
-  if (body instanceof ReplayableBody) return body.bytesRead;
-  return declaredLength(exchange.req);
-}
-
-/** Content-Length when the client declared one; undefined for a chunked body. */
-function declaredLength(req: IncomingMessage): number | undefined {
-  const declared = req.headers?.["content-length"];
-  if (declared === undefined)
-    return req.headers?.["transfer-encoding"] === undefined ? 0 : undefined;
-  const bytes = Number(declared);
-  return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
 
 /** The bytes of the catalog error `code` as sendError writes it. */

@@ -5,6 +5,7 @@ import type { PolicyRequest, PolicyTenant } from "../../policy/policy.js";
 import { TenantKeys } from "../../policy/tenant-keys.js";
 import type { ReplayableBody } from "../../retry/replayable-body.js";
 import type { UpstreamHealing } from "../request-healing.js";
+import { bodyBytesIn } from "./body-bytes-in.js";
 import type { StageHandler } from "./stage.js";
 
 /**
@@ -97,6 +98,10 @@ export class Exchange implements PolicyRequest {
     /** The tenants' keys of the snapshot the request was routed by (none: no tenant). */
     readonly tenantKeys: TenantKeys = TenantKeys.NONE,
   ) {}
+
+  get bodyBytesIn(): number | undefined {
+    return bodyBytesIn(this);
+  }
 
   /**
    * A bug in one of this exchange's callbacks (a timer, a client event, undici's error
