@@ -23,7 +23,7 @@ export async function modelCall(
   });
   if (policy === undefined) throw new Error("token-budget compiled to nothing");
   const request: PolicyRequest = {
-    req: {} as IncomingMessage,
+    req: { headers: {} } as IncomingMessage,
     requestId: "e2e",
     tenantKeys: TenantKeys.NONE,
     headers: [],
