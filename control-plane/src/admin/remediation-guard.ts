@@ -4,8 +4,8 @@ import {
   type RemediationAllowlist,
   refusedRemediation,
 } from "../remediation/remediation-allowlist.js";
-import type { VettedChange } from "../resources/config-service.js";
 import { type ClawgateError, clawgateError } from "../resources/errors.js";
+import type { VettedChange } from "../resources/vetted-changes.js";
 
 /**
  * A write's check of upstreams' `remediation`, for ApplyOptions.vet. A remediation command runs

@@ -1,5 +1,5 @@
 import type { ConfigService } from "../resources/config-service.js";
-import type { RemediationPolicySource } from "./remediation-runner.js";
+import type { RemediationPolicySource } from "./remediation-policy.js";
 
 /** Reads remediation settings from the stored upstream documents, fresh at each attempt. */
 export function configPolicySource(config: Pick<ConfigService, "get">): RemediationPolicySource {

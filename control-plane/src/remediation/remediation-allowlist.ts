@@ -1,4 +1,4 @@
-import type { RemediationPolicy } from "./remediation-runner.js";
+import type { RemediationPolicy } from "./remediation-policy.js";
 
 /**
  * What the control plane's own settings let an upstream's remediation run: its owner decides

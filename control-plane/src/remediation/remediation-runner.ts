@@ -1,38 +1,25 @@
-import type { UpstreamDocument as Upstream } from "@clawgate/proto";
 import type { Logger } from "pino";
 import type { LeaderElection } from "../election/leader-election.js";
-import type { FleetHealth, NodeHealthSummary, VerdictChange } from "../health/fleet-health.js";
-import type { HealEventInput, HealOutcome } from "../journal/heal-event.js";
+import type { FleetHealth, VerdictChange } from "../health/fleet-health.js";
+import type { HealOutcome } from "../journal/heal-event.js";
 import type { Journal } from "../journal/journal.js";
 import type { ActionResult } from "./action-result.js";
+import { AttemptRecords } from "./attempt-records.js";
 import { backoffDelay } from "./backoff.js";
 import { callWebhook } from "./call-webhook.js";
-import { expandCommand, templateValues } from "./command-template.js";
+import { type Episode, newEpisode } from "./episode.js";
+import { EpisodeRecall } from "./episode-recall.js";
+import { evictionEvidence } from "./eviction-evidence.js";
 import { HookPool } from "./hook-pool.js";
-import { episodeKey, type JournaledAttempts, journaledEpisodes } from "./journaled-attempts.js";
-import {
-  NOTHING_ALLOWED,
-  type RemediationAllowlist,
-  refusedRemediation,
-} from "./remediation-allowlist.js";
-import { DEFAULT_KILL_GRACE_MS, runCommand } from "./run-command.js";
+import { HookRefusals } from "./hook-refusals.js";
+import { episodeKey } from "./journaled-attempts.js";
+import { NodeBackoffs } from "./node-backoffs.js";
+import { NOTHING_ALLOWED, type RemediationAllowlist } from "./remediation-allowlist.js";
+import type { RemediationPolicy, RemediationPolicySource } from "./remediation-policy.js";
+import { runCommand } from "./run-command.js";
+import { hookSummary, type RemediationActions, runHooks } from "./run-hooks.js";
 import { realScheduler, type Scheduler } from "./scheduler.js";
-import type { EpisodeRecords, StoredEpisode } from "./stored-episodes.js";
-
-/** An upstream's remediation settings, defaults filled in. */
-export type RemediationPolicy = NonNullable<Upstream["remediation"]>;
-
-/** Where the runner reads each upstream's remediation settings at attempt time. */
-export interface RemediationPolicySource {
-  /** Undefined when the upstream is gone or names no remediation. */
-  remediation(upstream: string): Promise<RemediationPolicy | undefined>;
-}
-
-/** The actions the runner takes; tests may replace them. */
-export interface RemediationActions {
-  runCommand: typeof runCommand;
-  callWebhook: typeof callWebhook;
-}
+import type { EpisodeRecords } from "./stored-episodes.js";
 
 export interface RemediationRunnerOptions {
   /** Node verdicts: an eviction by the majority starts an episode, a readmission ends it. */
@@ -91,25 +78,7 @@ export interface RemediationAttemptResult extends ActionResult {
   attempt: number;
 }
 
-interface Episode {
-  upstream: string;
-  address: string;
-  attempts: number;
-  running: boolean;
-  /** From the attempt's timer to its end (reading the policy, waiting for a slot, running). */
-  busy: boolean;
-  /** Set by the attempt: schedule the next one once it ends. */
-  reschedule: boolean;
-  lastOutcome: HealOutcome | undefined;
-  /** No attempt before this time (backoff). */
-  notBefore: number;
-  cancelTimer: (() => void) | undefined;
-}
-
 const nodeKey = episodeKey;
-
-/** Backoff entries kept before a sweep drops those already past (see #sweepBackoffs). */
-const BACKOFF_SWEEP_MIN = 1_024;
 
 /**
  * Layer 2's last step (seed 000): when most data planes that see a node have evicted it, run
@@ -122,18 +91,13 @@ export class RemediationRunner {
   readonly #scheduler: Scheduler;
   readonly #actions: RemediationActions;
   readonly #episodes = new Map<string, Episode>();
-  /** Each node's backoff, kept across episodes so a flapping node is not restarted in a loop. */
-  readonly #notBefore = new Map<string, number>();
-  /** Nodes whose journaled episode this process has read back in this term of leadership. */
-  readonly #recalled = new Set<string>();
-  /** This term's one read of the journal and the stored episodes, indexed by node. */
-  #recallIndex: Promise<Map<string, JournaledAttempts>> | undefined;
-  #sweepAt = BACKOFF_SWEEP_MIN;
+  readonly #backoffs: NodeBackoffs;
+  readonly #recall: EpisodeRecall;
+  readonly #records: AttemptRecords;
+  readonly #refusals: HookRefusals;
   /** Aborted when leadership is lost (or the runner stops): running hooks are killed. */
   #term = new AbortController();
   readonly #pool: HookPool;
-  readonly #allow: RemediationAllowlist;
-  readonly #refusedOnce = new Set<string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #listeners = new Set<(result: RemediationAttemptResult) => void>();
   readonly #unsubscribe: Array<() => void> = [];
@@ -147,7 +111,25 @@ export class RemediationRunner {
       callWebhook: options.actions?.callWebhook ?? callWebhook,
     };
     this.#pool = new HookPool(options.maxConcurrent ?? 16);
-    this.#allow = options.allow ?? NOTHING_ALLOWED;
+    this.#backoffs = new NodeBackoffs(this.#scheduler);
+    this.#recall = new EpisodeRecall({
+      journal: options.journal,
+      episodes: options.episodes,
+      backoffs: this.#backoffs,
+      logger: options.logger,
+    });
+    this.#records = new AttemptRecords({
+      journal: options.journal,
+      episodes: options.episodes,
+      source: options.source,
+      logger: options.logger,
+    });
+    this.#refusals = new HookRefusals({
+      allow: options.allow ?? NOTHING_ALLOWED,
+      allowRoot: options.allowRoot,
+      runningAsRoot: options.runningAsRoot,
+      logger: options.logger,
+    });
   }
 
   /** Follows verdicts and leadership; picks up nodes already evicted if this replica leads. */
@@ -186,8 +168,8 @@ export class RemediationRunner {
   bookkeeping(): RemediationBookkeeping {
     return {
       episodes: this.#episodes.size,
-      backoffs: this.#notBefore.size,
-      recalled: this.#recalled.size,
+      backoffs: this.#backoffs.size,
+      recalled: this.#recall.size,
     };
   }
 
@@ -221,13 +203,12 @@ export class RemediationRunner {
       // Readmitted by the majority (or no longer reported at all): the episode is over, and
       // the next eviction starts a new one with a fresh attempt budget.
       // Its journaled episode is over too: a later eviction is not to read it back.
-      this.#recalled.delete(key);
-      void this.#recallIndex?.then((index) => index.delete(key));
+      this.#recall.forget(key);
       if (change.majority === "unreported") {
         // No data plane reports it (deregistered, upstream gone): nothing to pace any more.
-        this.#notBefore.delete(key);
+        this.#backoffs.delete(key);
       } else {
-        this.#sweepBackoffs();
+        this.#backoffs.sweep((node) => this.#episodes.has(node));
       }
       const episode = this.#episodes.get(key);
       if (episode === undefined) return;
@@ -245,16 +226,6 @@ export class RemediationRunner {
     // "split" and "quarantined" keep the episode: a pending attempt re-checks the verdict.
   }
 
-  /** Drops backoffs already past, once their number has doubled since the last sweep. */
-  #sweepBackoffs(): void {
-    if (this.#notBefore.size < this.#sweepAt) return;
-    const now = this.#scheduler.now();
-    for (const [key, notBefore] of this.#notBefore) {
-      if (notBefore <= now && !this.#episodes.has(key)) this.#notBefore.delete(key);
-    }
-    this.#sweepAt = Math.max(BACKOFF_SWEEP_MIN, this.#notBefore.size * 2);
-  }
-
   #onLeadership(leader: boolean): void {
     if (!this.#started) return;
     if (!leader) {
@@ -265,8 +236,7 @@ export class RemediationRunner {
     }
     // A new term: whatever other leaders did meanwhile is in the journal and stored episodes.
     this.#term = new AbortController();
-    this.#recalled.clear();
-    this.#recallIndex = undefined;
+    this.#recall.newTerm();
     for (const node of this.#options.health.nodesWhere("evicted")) {
       this.#schedule(this.#episode(node.upstream, node.address));
     }
@@ -276,17 +246,7 @@ export class RemediationRunner {
     const key = nodeKey(upstream, address);
     let episode = this.#episodes.get(key);
     if (episode === undefined) {
-      episode = {
-        upstream,
-        address,
-        attempts: 0,
-        running: false,
-        busy: false,
-        reschedule: false,
-        lastOutcome: undefined,
-        notBefore: this.#notBefore.get(key) ?? 0,
-        cancelTimer: undefined,
-      };
+      episode = newEpisode(upstream, address, this.#backoffs.get(key) ?? 0);
       this.#episodes.set(key, episode);
     }
     return episode;
@@ -342,8 +302,8 @@ export class RemediationRunner {
     if (policy === undefined || (policy.command === undefined && policy.webhookUrl === undefined)) {
       return;
     }
-    if (this.#refused(upstream, policy)) return;
-    await this.#recall(episode, policy);
+    if (this.#refusals.refused(upstream, policy)) return;
+    await this.#recall.recall(episode, policy);
     if (episode.attempts >= policy.maxAttempts) {
       logger?.warn(
         { upstream, node: address, attempts: episode.attempts },
@@ -373,35 +333,6 @@ export class RemediationRunner {
     return this.#started && this.#options.election.isLeader();
   }
 
-  /**
-   * Whether the control plane's settings refuse this hook: not on the allowlist (a config
-   * stored before the allowlist existed), or a command while running as root. Logged once per
-   * upstream and reason, not at every eviction.
-   */
-  #refused(upstream: string, policy: RemediationPolicy): boolean {
-    const refusal = refusedRemediation(policy, this.#allow);
-    const asRoot =
-      policy.command !== undefined &&
-      (this.#options.runningAsRoot ?? process.getuid?.() === 0) &&
-      this.#options.allowRoot !== true;
-    const reason =
-      refusal !== undefined
-        ? `${refusal.path}: ${refusal.message}`
-        : asRoot
-          ? "the control plane runs as root and remediationAllowRoot (CLAWGATE_REMEDIATION_ALLOW_ROOT) is false: run it as an unprivileged user, or allow root"
-          : undefined;
-    if (reason === undefined) return false;
-    const once = `${upstream}\u0000${reason}`;
-    if (!this.#refusedOnce.has(once)) {
-      this.#refusedOnce.add(once);
-      this.#options.logger?.error(
-        { upstream, reason },
-        "upstream's remediation is refused by the control plane's settings; its evicted nodes are not remediated",
-      );
-    }
-    return true;
-  }
-
   async #attemptNow(episode: Episode, policy: RemediationPolicy, evidence: string): Promise<void> {
     const { upstream, address } = episode;
     const logger = this.#options.logger;
@@ -410,23 +341,17 @@ export class RemediationRunner {
     episode.running = true;
     const attempt = episode.attempts;
     const startedAt = this.#scheduler.now();
-    const what = [
-      policy.command !== undefined ? `command ${policy.command[0]}` : undefined,
-      policy.webhookUrl !== undefined ? "webhook" : undefined,
-    ]
-      .filter((part) => part !== undefined)
-      .join(" and ");
-    await this.#store({ upstream, address, attempts: attempt, lastAttemptAt: startedAt });
-    await this.#journal({
+    await this.#records.store({ upstream, address, attempts: attempt, lastAttemptAt: startedAt });
+    await this.#records.journal({
       upstream,
       node: address,
       action: "remediation_attempt",
-      evidence: `attempt ${attempt} of ${policy.maxAttempts}: ${what}; ${evidence}`,
+      evidence: `attempt ${attempt} of ${policy.maxAttempts}: ${hookSummary(policy)}; ${evidence}`,
     });
 
     let result: ActionResult;
     try {
-      result = await this.#run(policy, upstream, address, evidence, signal);
+      result = await runHooks(this.#actions, policy, upstream, address, evidence, signal);
     } catch (error) {
       result = {
         outcome: "failed",
@@ -439,15 +364,15 @@ export class RemediationRunner {
     episode.notBefore =
       settledAt +
       backoffDelay(attempt, { initialMs: policy.backoffMs, maxMs: policy.maxBackoffMs });
-    this.#notBefore.set(nodeKey(upstream, address), episode.notBefore);
-    await this.#store({
+    this.#backoffs.set(nodeKey(upstream, address), episode.notBefore);
+    await this.#records.store({
       upstream,
       address,
       attempts: attempt,
       lastAttemptAt: startedAt,
       settledAt,
     });
-    await this.#journal({
+    await this.#records.journal({
       upstream,
       node: address,
       action: "remediation_result",
@@ -469,140 +394,4 @@ export class RemediationRunner {
     episode.busy = false;
     if (this.#current(episode)) this.#schedule(episode);
   }
-
-  async #run(
-    policy: RemediationPolicy,
-    upstream: string,
-    address: string,
-    evidence: string,
-    signal: AbortSignal,
-  ): Promise<ActionResult> {
-    const values = templateValues(address);
-    const results: ActionResult[] = [];
-    if (policy.command !== undefined) {
-      results.push(
-        await this.#actions.runCommand(expandCommand(policy.command, values), {
-          timeoutMs: policy.timeoutMs,
-          env: {
-            CLAWGATE_REMEDIATION_UPSTREAM: upstream,
-            CLAWGATE_REMEDIATION_NODE: address,
-          },
-          signal,
-        }),
-      );
-    }
-    if (policy.webhookUrl !== undefined && !signal.aborted) {
-      results.push(
-        await this.#actions.callWebhook(
-          policy.webhookUrl,
-          { upstream, node: address, host: values.host, port: Number(values.port), evidence },
-          { timeoutMs: policy.timeoutMs, signal },
-        ),
-      );
-    }
-    const failed = results.find((result) => result.outcome !== "ok");
-    return {
-      outcome: failed?.outcome ?? "ok",
-      evidence: results.map((result) => result.evidence).join("; "),
-    };
-  }
-
-  /**
-   * Before this term's first attempt on a node, takes up the episode the stored episodes and
-   * the journal show (from an earlier run of this replica, or another replica that led before):
-   * its attempt count and the backoff after its newest attempt. An attempt with no result may
-   * still be running under the leader that started it, so it is given its whole timeout (and
-   * the kill grace) before another starts. Unreadable journal: act as if it were empty.
-   */
-  async #recall(episode: Episode, policy: RemediationPolicy): Promise<void> {
-    const { upstream, address } = episode;
-    const key = nodeKey(upstream, address);
-    if (this.#recalled.has(key)) return;
-    this.#recalled.add(key);
-    this.#recallIndex ??= this.#readRecallIndex();
-    const past = (await this.#recallIndex).get(key);
-    if (past === undefined || past.attempts === 0 || past.lastAt === undefined) return;
-    episode.attempts = Math.max(episode.attempts, past.attempts);
-    let notBefore =
-      past.lastAt +
-      backoffDelay(past.attempts, { initialMs: policy.backoffMs, maxMs: policy.maxBackoffMs });
-    if (past.unsettledAt !== undefined) {
-      notBefore = Math.max(notBefore, past.unsettledAt + policy.timeoutMs + DEFAULT_KILL_GRACE_MS);
-    }
-    episode.notBefore = Math.max(episode.notBefore, notBefore);
-    this.#notBefore.set(key, episode.notBefore);
-    this.#options.logger?.info(
-      {
-        upstream,
-        node: address,
-        attempts: episode.attempts,
-        notBefore: new Date(episode.notBefore).toISOString(),
-      },
-      "remediation resumes the episode the journal shows",
-    );
-  }
-
-  /**
-   * One read of the journal and one of the stored episodes for the whole term, indexed by
-   * node: a stored episode wins unless the journal shows the node readmitted after it.
-   */
-  async #readRecallIndex(): Promise<Map<string, JournaledAttempts>> {
-    const logger = this.#options.logger;
-    let index = new Map<string, JournaledAttempts>();
-    const list = this.#options.journal.list?.bind(this.#options.journal);
-    if (list !== undefined) {
-      try {
-        index = journaledEpisodes(await list({ limit: Number.MAX_SAFE_INTEGER }));
-      } catch (error) {
-        logger?.warn({ err: error }, "cannot read earlier remediation attempts from the journal");
-      }
-    }
-    let stored = new Map<string, StoredEpisode>();
-    try {
-      stored = (await this.#options.episodes?.readAll()) ?? stored;
-    } catch (error) {
-      logger?.warn({ err: error }, "cannot read the stored remediation episodes");
-    }
-    for (const [key, episode] of stored) {
-      const journaled = index.get(key);
-      const readmittedAt = journaled?.readmittedAt;
-      if (readmittedAt !== undefined && readmittedAt > episode.lastAttemptAt) continue;
-      if (journaled !== undefined && journaled.attempts >= episode.attempts) continue;
-      index.set(key, {
-        attempts: episode.attempts,
-        lastAt: episode.settledAt ?? episode.lastAttemptAt,
-        ...(episode.settledAt === undefined ? { unsettledAt: episode.lastAttemptAt } : {}),
-      });
-    }
-    return index;
-  }
-
-  async #store(episode: StoredEpisode): Promise<void> {
-    try {
-      await this.#options.episodes?.put(episode);
-    } catch (error) {
-      this.#options.logger?.warn(
-        { err: error, upstream: episode.upstream, node: episode.address },
-        "could not store a remediation episode",
-      );
-    }
-  }
-
-  async #journal(event: Omit<HealEventInput, "source">): Promise<void> {
-    try {
-      await this.#options.journal.record({ ...event, source: this.#options.source });
-    } catch (error) {
-      this.#options.logger?.warn(
-        { err: error, upstream: event.upstream, node: event.node, action: event.action },
-        "could not journal a remediation step",
-      );
-    }
-  }
-}
-
-/** "evicted by 2 of 3 data planes: <what the first one's probe saw>". */
-function evictionEvidence(node: NodeHealthSummary): string {
-  const first = node.reports.find((report) => report.state === "evicted" && report.evidence !== "");
-  const seen = first === undefined ? "" : `: ${first.evidence}`;
-  return `evicted by ${node.evicted} of ${node.total} data planes${seen}`;
 }

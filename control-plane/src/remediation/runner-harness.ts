@@ -10,13 +10,13 @@ import type { HealEvent, HealEventInput } from "../journal/heal-event.js";
 import type { ActionResult } from "./action-result.js";
 import { episodeKey } from "./journaled-attempts.js";
 import { ManualScheduler } from "./manual-scheduler.js";
+import type { RemediationPolicy } from "./remediation-policy.js";
 import {
-  type RemediationActions,
   type RemediationAttemptResult,
-  type RemediationPolicy,
   RemediationRunner,
   type RemediationRunnerOptions,
 } from "./remediation-runner.js";
+import type { RemediationActions } from "./run-hooks.js";
 import type { EpisodeRecords, StoredEpisode } from "./stored-episodes.js";
 
 export const NODE = "10.0.0.5:9001";

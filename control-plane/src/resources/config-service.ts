@@ -34,6 +34,7 @@ import {
   writeBytes,
 } from "./staged-apply.js";
 import { tenantKeyConflict } from "./tenant-key-conflict.js";
+import { type VettedChange, vettedChanges } from "./vetted-changes.js";
 
 /**
  * Conditions a change is made under, checked against the revision read and pinned by the same
@@ -78,16 +79,6 @@ export interface ApplyOptions {
    * (undefined: absent). Default none.
    */
   vet?: (changes: readonly VettedChange[]) => ClawgateError | undefined;
-}
-
-/** One resource a write changes, as `vet` sees it. */
-export interface VettedChange {
-  kind: ResourceKind;
-  name: string;
-  /** The stored document; undefined when the write creates it. */
-  before: unknown;
-  /** The document written; undefined when the write deletes it. */
-  after: unknown;
 }
 
 /**
@@ -574,29 +565,6 @@ function parseChanges(
  * Applies the changes to the config as the model holds it, as an overlay (nothing is copied),
  * and returns the transaction that makes them real, or why they are refused.
  */
-/** What `plan` changes, resource by resource, for ApplyOptions.vet. */
-function vettedChanges(
-  prefix: string,
-  plan: { operations: readonly Operation[]; results: readonly AppliedResource[] },
-  model: ConfigModel,
-): VettedChange[] {
-  const puts = new Map<string, string>();
-  for (const operation of plan.operations) {
-    if (operation.type === "put") puts.set(operation.key, operation.value);
-  }
-  return plan.results
-    .filter((result) => result.action !== "unchanged")
-    .map(({ kind, name }) => {
-      const written = puts.get(resourceKey(prefix, kind, name));
-      return {
-        kind,
-        name,
-        before: model.get(kind, name)?.document,
-        after: written === undefined ? undefined : JSON.parse(written),
-      };
-    });
-}
-
 function planChanges(
   prefix: string,
   changes: readonly ParsedChange[],
