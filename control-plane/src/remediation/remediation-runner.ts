@@ -211,9 +211,12 @@ export class RemediationRunner {
         this.#backoffs.sweep((node) => this.#episodes.has(node));
       }
       const episode = this.#episodes.get(key);
-      if (episode === undefined) return;
-      this.#cancel(episode);
-      this.#episodes.delete(key);
+      if (episode !== undefined) {
+        this.#cancel(episode);
+        this.#episodes.delete(key);
+      }
+      // Whether or not this replica knew the episode: a deposed leader's late write, or a key
+      // from before this process, would otherwise be read back by the node's next eviction.
       if (this.#options.election.isLeader()) {
         void this.#options.episodes?.remove(change.upstream, change.address).catch((error) => {
           this.#options.logger?.warn(
@@ -365,13 +368,17 @@ export class RemediationRunner {
       settledAt +
       backoffDelay(attempt, { initialMs: policy.backoffMs, maxMs: policy.maxBackoffMs });
     this.#backoffs.set(nodeKey(upstream, address), episode.notBefore);
-    await this.#records.store({
-      upstream,
-      address,
-      attempts: attempt,
-      lastAttemptAt: startedAt,
-      settledAt,
-    });
+    // The hook may have outlived the episode (readmitted, its key deleted) or this term (the next
+    // leader keeps the key now): a write then would bring back a finished or newer episode.
+    if (this.#leads() && this.#current(episode)) {
+      await this.#records.store({
+        upstream,
+        address,
+        attempts: attempt,
+        lastAttemptAt: startedAt,
+        settledAt,
+      });
+    }
     await this.#records.journal({
       upstream,
       node: address,

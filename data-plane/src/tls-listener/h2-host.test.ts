@@ -70,6 +70,30 @@ describe("an HTTP/2 request's host and :authority", () => {
     expect((await get({ ":authority": "guarded.test" })).status).toBe(403);
   });
 
+  // Review 20 late, Low 3: these spellings of one host were answered 400.
+  it("takes the scheme's default port and a trailing dot as the same host", async () => {
+    for (const [scheme, authority, host] of [
+      ["https", "public.test:443", "public.test"],
+      ["https", "public.test", "Public.Test:443"],
+      ["http", "public.test", "public.test:80"],
+      ["https", "public.test.", "public.test"],
+      ["https", "public.test", "public.test.:443"],
+    ]) {
+      const reply = await get({ ":scheme": scheme, ":authority": authority, host });
+      expect(reply.status, `${scheme} ${authority} / ${host}`).toBe(200);
+    }
+  });
+
+  it("still answers 400 when the port is not the scheme's default", async () => {
+    for (const [scheme, authority, host] of [
+      ["https", "public.test:8443", "public.test"],
+      ["http", "public.test", "public.test:443"],
+    ]) {
+      const reply = await get({ ":scheme": scheme, ":authority": authority, host });
+      expect(reply.status, `${scheme} ${authority} / ${host}`).toBe(400);
+    }
+  });
+
   it("answers 400 CLAWGATE_BAD_REQUEST when the host field names another host", async () => {
     for (const [authority, host] of [
       ["guarded.test", "public.test"],

@@ -6,6 +6,7 @@ import { FrameBoundary } from "./frame-boundary.js";
 const GOING_AWAY = Buffer.from([0x88, 0x02, 0x03, 0xe9]);
 /** The same from a client (the upstream's side): masked, with a zero mask key. */
 const GOING_AWAY_MASKED = Buffer.from([0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe9]);
+const EMPTY = Buffer.alloc(0);
 
 interface Tunnel {
   route: string;
@@ -42,8 +43,12 @@ export class Tunnels {
     return this.#open.size;
   }
 
-  /** Pipes `client` and `upstream` both ways; the tunnel ends when either side does. */
-  open(route: string, client: Duplex, upstream: Duplex): void {
+  /**
+   * Pipes `client` and `upstream` both ways; the tunnel ends when either side does. `head` is
+   * what the client sent with its upgrade request: written upstream first, and counted by the
+   * client-to-upstream frame tracker, as it may end inside a frame the client's next bytes finish.
+   */
+  open(route: string, client: Duplex, upstream: Duplex, head: Buffer = EMPTY): void {
     const toClient = new FrameBoundary();
     const toUpstream = new FrameBoundary();
     const tunnel: Tunnel = {
@@ -71,6 +76,10 @@ export class Tunnels {
       socket.on("close", close);
       socket.on("error", close);
       socket.on("end", close);
+    }
+    if (head.length > 0) {
+      upstream.write(head);
+      toUpstream.feed(head);
     }
     if (this.#closing) {
       goAway(tunnel);

@@ -230,11 +230,10 @@ export function createUpgradeHandler(
             return;
           }
           client.accept(answered, requestId);
-          if (head.length > 0) upstreamSocket.write(head);
           const status = client.acceptedStatus;
           metrics.request(route.name, upstream, status, (performance.now() - startedAt) / 1000);
           settled(status);
-          tunnels.open(route.name, socket, upstreamSocket);
+          tunnels.open(route.name, socket, upstreamSocket, head);
         },
         // The node said no (401, 403, 404, 426...): the client reads its answer, and the breaker
         // judges it as it judges any response: a 5xx is the node failing, the rest is the node
