@@ -8,7 +8,8 @@ export const trustedProxyCidr = z.string().superRefine((value, ctx) => {
   if (!parsed.ok) ctx.addIssue({ code: "custom", message: `${CIDR_RULE}; ${parsed.reason}` });
 });
 
-const MAPPED_V4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+/** Node reports an IPv4 peer on a dual-stack socket as "::ffff:10.0.0.1", lower case. */
+const MAPPED_V4_PREFIX = "::ffff:";
 
 /**
  * The peers (load balancers, other proxies) whose forwarding headers the proxy keeps: built
@@ -36,8 +37,10 @@ export class TrustedProxies {
   /** Whether the connection's peer address is one of the trusted proxies. */
   trusts(address: string | undefined): boolean {
     if (address === undefined) return false;
-    const mapped = MAPPED_V4.exec(address);
-    if (mapped !== null) return this.#list.check(mapped[1]!, "ipv4");
+    // Checked per request: a prefix test and one slice, not a regex match.
+    if (address.startsWith(MAPPED_V4_PREFIX) && address.includes(".", MAPPED_V4_PREFIX.length)) {
+      return this.#list.check(address.slice(MAPPED_V4_PREFIX.length), "ipv4");
+    }
     return this.#list.check(address, address.includes(":") ? "ipv6" : "ipv4");
   }
 }

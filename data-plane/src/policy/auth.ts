@@ -48,14 +48,17 @@ const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 /** The key (x-api-key, else the bearer), and whether Authorization carries it as a bearer. */
 function keyOf(headers: IncomingHttpHeaders): { key: string; inBearer: boolean } | undefined {
   const authorization = headers.authorization;
-  const bearer = authorization === undefined ? null : BEARER.exec(authorization);
-  const bearerKey = bearer === null ? undefined : bearer[1]!;
   const apiKey = headers["x-api-key"];
   if (typeof apiKey === "string" && apiKey !== "") {
-    // A client sending its key in both headers must not have the second copy forwarded.
-    return { key: apiKey, inBearer: bearerKey === apiKey };
+    // A client sending its key in both headers must not have the second copy forwarded. The
+    // regex runs only when Authorization holds the key at all: usually it carries something
+    // meant for the upstream, or nothing.
+    const inBearer =
+      authorization?.includes(apiKey) === true && BEARER.exec(authorization)?.[1] === apiKey;
+    return { key: apiKey, inBearer };
   }
-  return bearerKey === undefined ? undefined : { key: bearerKey, inBearer: true };
+  const bearer = authorization === undefined ? null : BEARER.exec(authorization);
+  return bearer === null ? undefined : { key: bearer[1]!, inBearer: true };
 }
 
 function isApiKey(name: string): boolean {
